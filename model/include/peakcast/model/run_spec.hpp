@@ -1,0 +1,234 @@
+#pragma once
+// The run spec as plain values: what the parser produces and every later stage reads.
+// Field names are Megatron's own (TransformerConfig, MLATransformerConfig, GPT/Hybrid providers,
+// OptimizerConfig, DistributedDataParallelConfig), so a reader can map each one to its source.
+// Defaults are those of the pinned Megatron Core 24bad8e6 / Megatron-Bridge 600d069b.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "peakcast/model/units.hpp"
+
+namespace peakcast::model {
+
+enum class Normalization { layer_norm, rms_norm };
+enum class Activation { gelu, silu, squared_relu, relu };  // silu + gated_linear_unit = SwiGLU
+enum class PositionEmbedding { rope, yarn, learned_absolute, none };
+enum class RecomputeGranularity { none, selective, full };
+enum class RecomputeMethod { none, uniform, block };
+enum class TransformerImpl { transformer_engine, local };
+// attention_backend: auto/flash/fused pick a fused kernel with TE; unfused/local is DotProductAttention.
+enum class AttentionBackend { auto_, flash, fused, unfused, local };
+enum class Dispatcher { allgather, alltoall, flex };
+enum class CrossEntropyImpl { unfused, native, te };  // unfused = cross_entropy_loss_fusion false
+enum class CudaGraphImpl { none, local, transformer_engine, full_iteration };
+enum class Fp8Recipe { delayed, tensorwise, mxfp8, blockwise };
+enum class OptimizerImpl { te_fused_adam, apex_fused_adam, torch_adamw };
+
+// The eight selective-recompute tags of the pinned TransformerConfig.
+enum class RecomputeTag { core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts, gdn_norm_out };
+
+const char* to_string(RecomputeTag t);
+std::optional<RecomputeTag> recompute_tag_from_string(const std::string& s);
+
+// moe_layer_freq: an int k (layer i is MoE when i % k == 0) or an explicit 0/1 list.
+using MoeLayerFreq = std::variant<std::int64_t, std::vector<std::int64_t>>;
+
+struct ModelSpec {
+  std::optional<std::string> preset;  // model.preset, already applied by the parser
+
+  // Shape
+  std::int64_t num_layers = 0;
+  std::int64_t hidden_size = 0;
+  std::optional<std::int64_t> ffn_hidden_size;  // default 4*hidden_size
+  std::int64_t num_attention_heads = 0;
+  std::optional<std::int64_t> num_query_groups;  // default num_attention_heads
+  std::optional<std::int64_t> kv_channels;       // default hidden_size / num_attention_heads
+  std::int64_t vocab_size = 0;                   // before padding
+  std::int64_t make_vocab_size_divisible_by = 128;
+  bool should_pad_vocab = false;  // Bridge: pad vocab_size to make_vocab_size_divisible_by * TP
+  std::int64_t seq_length = 0;
+  std::int64_t max_position_embeddings = 0;
+  bool share_embeddings_and_output_weights = true;
+  Normalization normalization = Normalization::layer_norm;
+  bool gated_linear_unit = false;
+  Activation activation_func = Activation::gelu;
+  bool add_bias_linear = true;
+  bool add_qkv_bias = false;
+  bool qk_layernorm = false;
+  PositionEmbedding position_embedding_type = PositionEmbedding::learned_absolute;
+
+  // Multi-latent attention
+  bool multi_latent_attention = false;
+  std::optional<std::int64_t> q_lora_rank;
+  std::int64_t kv_lora_rank = 512;
+  std::int64_t qk_head_dim = 128;
+  std::int64_t qk_pos_emb_head_dim = 64;
+  std::int64_t v_head_dim = 128;
+
+  // Mixture of experts
+  std::optional<std::int64_t> num_moe_experts;
+  std::optional<std::int64_t> moe_ffn_hidden_size;  // default ffn_hidden_size
+  std::int64_t moe_router_topk = 2;
+  std::optional<std::int64_t> moe_shared_expert_intermediate_size;
+  bool moe_shared_expert_gate = false;
+  MoeLayerFreq moe_layer_freq = std::int64_t{1};
+  bool moe_grouped_gemm = false;
+  Dispatcher moe_token_dispatcher_type = Dispatcher::allgather;
+  DType moe_router_dtype = DType::fp32;  // None in Megatron means the activation dtype; we store what it becomes
+  bool moe_router_dtype_set = false;
+  bool moe_shared_expert_overlap = false;
+  bool moe_router_enable_expert_bias = false;
+  std::optional<double> moe_expert_capacity_factor;
+  bool moe_pad_expert_input_to_capacity = false;
+  bool moe_permute_fusion = false;
+  std::optional<double> moe_input_jitter_eps;
+  bool moe_layer_recompute = false;  // deprecated, converted to selective + moe
+  bool overlap_moe_expert_parallel_comm = false;
+  bool delay_wgrad_compute = false;
+  std::optional<std::int64_t> moe_latent_size;
+
+  // Hybrid Mamba / GDN
+  std::optional<std::string> hybrid_override_pattern;  // also accepted as hybrid_layer_pattern
+  std::int64_t mamba_state_dim = 128;
+  std::int64_t mamba_head_dim = 64;
+  std::int64_t mamba_num_groups = 8;
+  std::optional<std::int64_t> mamba_num_heads;
+  std::int64_t mamba_d_conv = 4;
+  std::optional<std::string> experimental_attention_variant;  // "gated_delta_net"
+  std::int64_t linear_key_head_dim = 128;
+  std::int64_t linear_value_head_dim = 128;
+  std::int64_t linear_num_key_heads = 16;
+  std::int64_t linear_num_value_heads = 32;
+  std::int64_t linear_conv_kernel_dim = 4;
+
+  std::int64_t mtp_num_layers = 0;  // None and 0 both mean no MTP
+
+  // Parallel layout
+  std::int64_t tensor_model_parallel_size = 1;
+  std::int64_t pipeline_model_parallel_size = 1;
+  std::optional<std::int64_t> virtual_pipeline_model_parallel_size;
+  std::int64_t context_parallel_size = 1;
+  std::int64_t expert_model_parallel_size = 1;
+  std::optional<std::int64_t> expert_tensor_parallel_size;  // default TP
+  bool sequence_parallel = false;
+  std::optional<std::string> pipeline_model_parallel_layout;
+  std::optional<std::int64_t> num_layers_in_first_pipeline_stage;
+  std::optional<std::int64_t> num_layers_in_last_pipeline_stage;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  std::optional<std::int64_t> microbatch_group_size_per_vp_stage;  // default PP
+  bool deallocate_pipeline_outputs = true;  // Bridge providers and MLM training set True
+
+  // Recompute and offloading
+  RecomputeGranularity recompute_granularity = RecomputeGranularity::none;
+  std::optional<std::vector<RecomputeTag>> recompute_modules;  // None becomes [core_attn]
+  RecomputeMethod recompute_method = RecomputeMethod::none;
+  std::optional<std::int64_t> recompute_num_layers;
+  bool distribute_saved_activations = false;
+  bool cpu_offloading = false;
+  std::int64_t cpu_offloading_num_layers = 0;
+  bool cpu_offloading_activations = true;
+  bool cpu_offloading_weights = false;
+  bool fine_grained_activation_offloading = false;
+
+  // Precision
+  bool bf16 = false;
+  bool fp16 = false;
+  std::optional<std::string> fp8;  // "e4m3" | "hybrid"
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+  bool fp8_param = false;  // fp8_param_gather: params held as FP8 (uint8 buffers)
+
+  // Implementation choices that change what is saved
+  TransformerImpl transformer_impl = TransformerImpl::transformer_engine;
+  AttentionBackend attention_backend = AttentionBackend::auto_;
+  bool masked_softmax_fusion = false;
+  bool attention_softmax_in_fp32 = true;
+  bool bias_dropout_fusion = false;
+  bool cross_entropy_loss_fusion = false;
+  CrossEntropyImpl cross_entropy_fusion_impl = CrossEntropyImpl::native;
+  double attention_dropout = 0.1;
+  double hidden_dropout = 0.1;
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::none;
+  std::vector<std::string> cuda_graph_modules;  // empty = whole layer
+  bool gradient_accumulation_fusion = false;
+};
+
+struct TrainSpec {
+  std::int64_t micro_batch_size = 1;
+  std::optional<std::int64_t> global_batch_size;  // default micro_batch_size * DP
+  std::int64_t train_iters = 3;  // iterations simulated; >= 2 so the steady state exists
+};
+
+struct OptimizerSpec {
+  std::string optimizer = "adam";  // adam | sgd
+  bool use_distributed_optimizer = false;
+  bool use_precision_aware_optimizer = false;
+  DType main_grads_dtype = DType::fp32;
+  DType main_params_dtype = DType::fp32;
+  DType exp_avg_dtype = DType::fp32;
+  DType exp_avg_sq_dtype = DType::fp32;
+  bool store_param_remainders = true;
+  OptimizerImpl implementation = OptimizerImpl::te_fused_adam;
+  bool overlap_param_gather_with_optimizer_step = false;
+  bool optimizer_cpu_offload = false;
+};
+
+struct DdpSpec {
+  bool grad_reduce_in_fp32 = false;
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool use_distributed_optimizer = false;
+  std::optional<std::int64_t> bucket_size;
+  std::int64_t num_distributed_optimizer_instances = 1;
+  bool pad_buckets_for_high_nccl_busbw = false;
+};
+
+// One GPU type: usable allocator capacity plus the ceilings the time model needs.
+struct GpuSpec {
+  std::string name;
+  Bytes memory_bytes;             // usable by PyTorch's caching allocator
+  double bf16_dense_tflops = 0;   // peak dense bf16 matrix rate, TFLOP/s
+  double fp8_dense_tflops = 0;
+  double fp32_tflops = 0;
+  double hbm_bandwidth_gbps = 0;  // GB/s
+  double nvlink_bandwidth_gbps = 0;
+  std::string source;             // where the figures come from
+};
+
+struct ClusterSpec {
+  std::int64_t num_gpus = 1;
+  GpuSpec gpu;
+};
+
+struct RunSpec {
+  ModelSpec model;
+  TrainSpec train;
+  OptimizerSpec optimizer;
+  DdpSpec ddp;
+  ClusterSpec cluster;
+};
+
+// Quantities every stage derives the same way; computed once from a validated spec.
+struct Derived {
+  std::int64_t tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1;
+  std::int64_t dp = 1;        // world / (tp * pp * cp)
+  std::int64_t edp = 1;       // world / (etp * ep * pp)
+  std::int64_t ffn = 0, kv_channels = 0, query_groups = 0;
+  std::int64_t moe_ffn = 0;
+  std::int64_t padded_vocab = 0;
+  std::int64_t num_microbatches = 1;  // global_batch / (micro_batch * dp)
+  DType act_dtype = DType::bf16;      // bf16 / fp16 / fp32 from the precision flags
+  DType param_dtype = DType::bf16;
+  DType grad_dtype = DType::fp32;     // main grad buffer dtype
+  bool distributed_optimizer = false;
+  std::vector<RecomputeTag> selective_tags;  // effective list (None -> core_attn, moe_layer_recompute -> +moe)
+};
+
+Derived derive(const RunSpec& spec);
+
+bool has_tag(const Derived& d, RecomputeTag t);
+
+}  // namespace peakcast::model

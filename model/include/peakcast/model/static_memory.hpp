@@ -1,0 +1,47 @@
+#pragma once
+// Model state on one rank: parameters, gradient buffers, distributed-optimizer shards, Adam state,
+// and the optimizer step's transients, each from shapes and dtypes.
+#include <cstdint>
+#include <vector>
+
+#include "peakcast/model/layer_plan.hpp"
+#include "peakcast/model/run_spec.hpp"
+
+namespace peakcast::model {
+
+// Position of a rank in the layout. Ranks with equal positions on the axes that change memory are
+// the same "rank shape"; static_memory_per_rank returns one entry per distinct shape.
+struct RankId {
+  std::int64_t pp_rank = 0, tp_rank = 0, cp_rank = 0, ep_rank = 0, dp_rank = 0;
+};
+
+struct ParamCounts {
+  std::int64_t dense = 0;   // non-expert parameters held by this rank (after TP/PP sharding)
+  std::int64_t expert = 0;  // routed-expert parameters held by this rank (after EP/ETP sharding)
+  std::int64_t total() const { return dense + expert; }
+};
+
+struct StaticMemory {
+  ParamCounts params;
+  Bytes parameters;          // model weights in their dtype (DDP param buffer with DistOpt)
+  Bytes gradients;           // DDP grad buffers incl. bucket padding
+  Bytes main_params;         // fp32 (or main_params_dtype) master shard, from optimizer build
+  Bytes optimizer_states;    // Adam moments (+ TE remainders), created at the first step
+  Bytes fp8_weight_cache;    // FP8 weight copies/transposes kept by TE when FP8 compute is on
+  Bytes step_transient_first;   // extra bytes live during the first optimizer.step()
+  Bytes step_transient_steady;  // extra bytes live during later optimizer.step() calls
+  Bytes ddp_init_transient;  // duplicate params while DDP copies them into its buffer
+};
+
+struct RankStatic {
+  RankId rank;
+  std::vector<std::int64_t> vpp_chunks;
+  StaticMemory memory;
+};
+
+std::vector<RankStatic> static_memory_per_rank(const RunSpec& spec, const Derived& d, const LayerPlan& plan);
+
+// Whole-model parameter count (unsharded, padded vocab, MTP included when include_mtp).
+std::int64_t total_parameters(const RunSpec& spec, const Derived& d, bool include_mtp = true);
+
+}  // namespace peakcast::model

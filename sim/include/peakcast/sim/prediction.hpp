@@ -1,0 +1,72 @@
+#pragma once
+// What `peakcast predict` answers, per distinct rank: peak allocated bytes, where and when it lands,
+// what it is made of, and what recompute replay costs.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "peakcast/model/diagnostics.hpp"
+#include "peakcast/model/run_spec.hpp"
+#include "peakcast/model/static_memory.hpp"
+
+namespace peakcast::sim {
+
+enum class Phase { forward, backward, grad_sync, optimizer };
+const char* to_string(Phase p);
+
+struct Breakdown {
+  Bytes parameters, gradients, optimizer_states, activations, transient, other;
+  Bytes total() const { return parameters + gradients + optimizer_states + activations + transient + other; }
+};
+
+// One point of a rank's memory timeline (live allocated bytes right after the event).
+struct TimelineEvent {
+  double time_s = 0;        // simulated time since the start of iteration 1
+  Bytes live;               // allocated bytes after this event
+  std::string op;           // e.g. "L3.mlp.fc1", "optimizer.step", "grad_sync.reduce_scatter"
+  int layer = -1;           // global decoder layer, -1 when not a layer op
+  int microbatch = -1;
+  int chunk = -1;           // virtual pipeline chunk
+  int iteration = 1;
+  Phase phase = Phase::forward;
+};
+
+struct RankPrediction {
+  model::RankId rank;
+  std::vector<std::int64_t> vpp_chunks;
+  Bytes peak_allocated;         // whole run, iteration 1 included
+  Bytes steady_peak_allocated;  // iteration 2 on
+  Phase peak_phase = Phase::forward;
+  bool peak_in_first_iteration = false;
+  std::string peak_op;          // the op at which the peak lands
+  Breakdown breakdown;          // at the whole-run peak
+  bool fits = true;
+  double replay_flops = 0;      // per iteration
+  double step_time_s = 0;
+  double replay_time_s = 0;
+  std::vector<TimelineEvent> timeline;  // filled only when asked for
+};
+
+struct Prediction {
+  Bytes capacity;
+  bool fits = true;
+  Bytes max_peak_allocated;
+  std::vector<RankPrediction> ranks;
+  double replay_flops = 0;   // busiest rank
+  double step_time_s = 0;    // busiest rank
+  double replay_time_s = 0;  // busiest rank
+  model::Diagnostics warnings;
+  std::string calibration_profile;  // which profile supplied fitted constants
+};
+
+struct PredictOptions {
+  bool record_timeline = false;
+};
+
+// Assumes a spec that parsed and validated without errors.
+Prediction predict(const model::RunSpec& spec, const PredictOptions& options = {});
+
+// schema_version 1 JSON, as fixed in interface.md.
+std::string to_json(const Prediction& p, bool with_timeline = false);
+
+}  // namespace peakcast::sim

@@ -1,0 +1,2 @@
+// Keeps the sim library non-empty while its sources are added.
+namespace peakcast::sim { const char* library_name() { return "peakcast_sim"; } }

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Write calibration/harness/corpus.json (the measured case list). Pure Python.
+
+  python3 calibration/harness/make_corpus.py && python3 calibration/harness/corpus_lib.py
+"""
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+defaults = {
+    "model": {
+        "num_layers": 4,
+        "transformer_impl": "local",
+        "attention_backend": "unfused",
+        "masked_softmax_fusion": False,
+        "attention_softmax_in_fp32": False,
+        "bf16": True,
+        "params_dtype": "bf16",
+        "pipeline_dtype": "bf16",
+        "normalization": "RMSNorm",
+        "gated_linear_unit": True,
+        "activation_func": "silu",
+        "add_bias_linear": False,
+        "attention_dropout": 0.0,
+        "hidden_dropout": 0.0,
+        "position_embedding_type": "rope",
+        "share_embeddings_and_output_weights": False,
+        "make_vocab_size_divisible_by": 128,
+        "tensor_model_parallel_size": 1,
+        "pipeline_model_parallel_size": 1,
+        "expert_model_parallel_size": 1,
+        "context_parallel_size": 1,
+        "sequence_parallel": False,
+        "deallocate_pipeline_outputs": True,
+        "recompute_granularity": None,
+    },
+    "train": {"micro_batch_size": 1, "global_batch_size": 2},
+    "optimizer": {"optimizer": "adam", "implementation": "torch_adamw", "lr": 0.0001,
+                  "weight_decay": 0.1, "clip_grad": 1.0, "bf16": True, "params_dtype": "bf16",
+                  "use_distributed_optimizer": False},
+    "ddp": {"grad_reduce_in_fp32": True, "overlap_grad_reduce": False,
+            "use_distributed_optimizer": False},
+    "cluster": {"num_gpus": 1, "gpu": "h200-141gb"},
+}
+
+# Llama-3-8B width, 4 layers.
+gqa8b = {"model": {"hidden_size": 4096, "ffn_hidden_size": 14336, "num_attention_heads": 32,
+                   "num_query_groups": 8, "kv_channels": 128, "vocab_size": 128256,
+                   "seq_length": 4096, "rotary_base": 500000}}
+# 2B-class dense GQA used for the sequence/micro-batch scaling and the OOM case.
+gqa2b = {"model": {"hidden_size": 2048, "ffn_hidden_size": 8192, "num_attention_heads": 16,
+                   "num_query_groups": 4, "kv_channels": 128, "vocab_size": 32768,
+                   "seq_length": 4096}}
+# Moonlight-16B attention (MLA, no q_lora) with a dense SwiGLU FFN.
+mla_base = {"multi_latent_attention": True, "hidden_size": 2048, "num_attention_heads": 16,
+            "kv_lora_rank": 512, "qk_head_dim": 128, "qk_pos_emb_head_dim": 64,
+            "v_head_dim": 128, "qk_layernorm": True, "rope_type": "rope", "kv_channels": 128,
+            "vocab_size": 163840, "seq_length": 4096, "rotary_base": 50000}
+mla_noq = {"model": dict(mla_base, q_lora_rank=None, ffn_hidden_size=11264)}
+mla_q = {"model": dict(mla_base, q_lora_rank=1536, ffn_hidden_size=11264)}
+# Moonlight-16B, 4 layers: layer 1 dense (F=11264), layers 2-4 MoE 64 experts top-6 with a shared
+# expert, alltoall dispatcher.
+moonlight4 = {"model": dict(mla_base, q_lora_rank=None, ffn_hidden_size=11264,
+                            num_moe_experts=64, moe_ffn_hidden_size=1408, moe_router_topk=6,
+                            moe_shared_expert_intermediate_size=2816,
+                            moe_layer_freq=[0, 1, 1, 1], moe_token_dispatcher_type="alltoall",
+                            moe_router_load_balancing_type="aux_loss", moe_aux_loss_coeff=0.001,
+                            moe_grouped_gemm=False)}
+# GQA + MoE (16 experts top-4, every layer MoE), allgather dispatcher; with / without shared.
+moe_gqa = {"model": dict(gqa2b["model"], num_moe_experts=16, moe_ffn_hidden_size=2048,
+                         moe_router_topk=4, moe_layer_freq=1,
+                         moe_token_dispatcher_type="allgather",
+                         moe_router_load_balancing_type="aux_loss", moe_aux_loss_coeff=0.001,
+                         moe_grouped_gemm=False)}
+moe_gqa_shared = {"model": dict(moe_gqa["model"], moe_shared_expert_intermediate_size=4096)}
+
+models = {"gqa8b": gqa8b, "gqa2b": gqa2b, "mla_noq": mla_noq, "mla_q": mla_q,
+          "moonlight4": moonlight4, "moe_gqa": moe_gqa, "moe_gqa_shared": moe_gqa_shared}
+
+cases = []
+
+
+def add(name, group, base, smoke=False, **kw):
+    c = {"name": name, "group": group, "base": base}
+    s = kw.pop("set", {})
+    if s:
+        c["set"] = s
+    if smoke:
+        c["smoke"] = True
+    c.update(kw)
+    cases.append(c)
+
+
+def sel(*tags):
+    return {"model.recompute_granularity": "selective", "model.recompute_modules": list(tags)}
+
+
+def full(method, n):
+    return {"model.recompute_granularity": "full", "model.recompute_method": method,
+            "model.recompute_num_layers": n}
+
+
+# ---- dense GQA (selective tags) -----------------------------------------------------------
+add("dense_gqa8b_none", "dense", "gqa8b", smoke=True)
+add("dense_gqa8b_sel_empty", "dense", "gqa8b", set=sel())
+add("dense_gqa8b_core_attn", "dense", "gqa8b", set=sel("core_attn"))
+add("dense_gqa8b_mlp", "dense", "gqa8b", set=sel("mlp"))
+add("dense_gqa8b_layernorm", "dense", "gqa8b", set=sel("layernorm"))
+add("dense_gqa8b_core_attn_mlp", "dense", "gqa8b", set=sel("core_attn", "mlp"))
+add("dense_gqa8b_core_attn_layernorm_mlp", "dense", "gqa8b",
+    set=sel("core_attn", "layernorm", "mlp"))
+add("dense_gqa8b_softmax_fp32", "dense", "gqa8b",
+    set={"model.attention_softmax_in_fp32": True})
+add("dense_gqa8b_dropout", "dense", "gqa8b",
+    set={"model.attention_dropout": 0.1, "model.hidden_dropout": 0.1})
+add("dense_gqa8b_dropout_core_attn", "dense", "gqa8b",
+    set=dict(sel("core_attn"), **{"model.attention_dropout": 0.1, "model.hidden_dropout": 0.1}))
+
+# ---- MLA ------------------------------------------------------------------------------------
+add("mla_noq_none", "mla", "mla_noq")
+add("mla_noq_core_attn", "mla", "mla_noq", set=sel("core_attn"))
+add("mla_noq_mla_up_proj", "mla", "mla_noq", smoke=True, set=sel("mla_up_proj"))
+add("mla_noq_layernorm", "mla", "mla_noq", set=sel("layernorm"))
+add("mla_noq_up_proj_core_attn_layernorm_mlp", "mla", "mla_noq",
+    set=sel("mla_up_proj", "core_attn", "layernorm", "mlp"))
+add("mla_q_none", "mla", "mla_q")
+add("mla_q_mla_up_proj", "mla", "mla_q", set=sel("mla_up_proj"))
+add("mla_q_core_attn", "mla", "mla_q", set=sel("core_attn"))
+
+# ---- MoE ------------------------------------------------------------------------------------
+add("moe_moonlight4_none", "moe", "moonlight4", smoke=True)
+add("moe_moonlight4_moe", "moe", "moonlight4", set=sel("moe"))
+add("moe_moonlight4_shared_experts", "moe", "moonlight4", set=sel("shared_experts"))
+add("moe_moonlight4_layernorm", "moe", "moonlight4", smoke=True, set=sel("layernorm"))
+add("moe_moonlight4_core_attn", "moe", "moonlight4", set=sel("core_attn"))
+add("moe_moonlight4_mlp", "moe", "moonlight4", set=sel("mlp"))
+add("moe_moonlight4_mla_up_proj_moe", "moe", "moonlight4", set=sel("mla_up_proj", "moe"))
+add("moe_moonlight4_allgather", "moe", "moonlight4",
+    set={"model.moe_token_dispatcher_type": "allgather"})
+add("moe_gqa_none", "moe", "moe_gqa")
+add("moe_gqa_moe", "moe", "moe_gqa", set=sel("moe"))
+add("moe_gqa_alltoall", "moe", "moe_gqa", set={"model.moe_token_dispatcher_type": "alltoall"})
+add("moe_gqa_shared_none", "moe", "moe_gqa_shared")
+add("moe_gqa_shared_shared_experts", "moe", "moe_gqa_shared", set=sel("shared_experts"))
+add("moe_gqa_shared_moe_shared", "moe", "moe_gqa_shared", set=sel("moe", "shared_experts"))
+# moe_act: rejected by Megatron without grouped GEMM (validation record, not a measurement).
+add("validation_moe_act_without_grouped_gemm", "validation", "moonlight4", smoke=True,
+    set=sel("moe_act"), expect="validation_error")
+
+# ---- full recompute -----------------------------------------------------------------------
+for method in ("uniform", "block"):
+    for n in (1, 2, 4):
+        add(f"full_gqa8b_{method}_{n}", "full_recompute", "gqa8b", set=full(method, n))
+add("full_moonlight4_uniform_1", "full_recompute", "moonlight4", set=full("uniform", 1))
+add("full_moonlight4_block_2", "full_recompute", "moonlight4", set=full("block", 2))
+
+# ---- sequence length and micro-batch scaling (gqa2b) --------------------------------------
+for s in (2048, 4096, 8192):
+    add(f"scaling_gqa2b_seq{s}_mbs1", "scaling", "gqa2b", set={"model.seq_length": s})
+for b in (2, 4):
+    add(f"scaling_gqa2b_seq4096_mbs{b}", "scaling", "gqa2b",
+        set={"train.micro_batch_size": b, "train.global_batch_size": 2 * b})
+add("scaling_gqa2b_seq8192_mbs1_core_attn", "scaling", "gqa2b",
+    set=dict(sel("core_attn"), **{"model.seq_length": 8192}))
+add("scaling_gqa2b_seq4096_mbs4_core_attn", "scaling", "gqa2b",
+    set=dict(sel("core_attn"), **{"train.micro_batch_size": 4, "train.global_batch_size": 8}))
+
+# ---- precision / optimizer ------------------------------------------------------------------
+for fp32 in (True, False):
+    for dist in (True, False):
+        if fp32 and not dist:
+            continue  # = dense_gqa8b_none
+        add(f"precision_gqa8b_gradfp32_{str(fp32).lower()}_distopt_{str(dist).lower()}",
+            "precision", "gqa8b",
+            set={"ddp.grad_reduce_in_fp32": fp32, "optimizer.use_distributed_optimizer": dist})
+
+# ---- out of memory on the 141 GB H200 -----------------------------------------------------
+add("oom_gqa2b_seq8192_mbs16", "oom", "gqa2b",
+    set={"model.seq_length": 8192, "train.micro_batch_size": 16, "train.global_batch_size": 16})
+add("oom_gqa8b_seq8192_mbs4_softmax_fp32", "oom", "gqa8b",
+    set={"model.seq_length": 8192, "model.attention_softmax_in_fp32": True,
+         "train.micro_batch_size": 4, "train.global_batch_size": 4})
+
+# ---- multi-rank layouts through the fake process group ----------------------------------
+tp2sp = {"model.tensor_model_parallel_size": 2, "model.sequence_parallel": True,
+         "cluster.num_gpus": 2}
+add("layout_fake_tp2sp_gqa8b_none_r0", "layout", "gqa8b", smoke=True, set=tp2sp, fake_rank=0)
+add("layout_fake_tp2sp_gqa8b_core_attn_r0", "layout", "gqa8b",
+    set=dict(tp2sp, **sel("core_attn")), fake_rank=0)
+ep8 = {"model.expert_model_parallel_size": 8, "cluster.num_gpus": 8,
+       "train.global_batch_size": 16, "optimizer.use_distributed_optimizer": True}
+add("layout_fake_ep8_moonlight4_none_r0", "layout", "moonlight4", smoke=True, set=ep8,
+    fake_rank=0)
+add("layout_fake_ep8_moonlight4_moe_r0", "layout", "moonlight4", set=dict(ep8, **sel("moe")),
+    fake_rank=0)
+add("layout_fake_ep8_moonlight4_allgather_r0", "layout", "moonlight4",
+    set=dict(ep8, **{"model.moe_token_dispatcher_type": "allgather"}), fake_rank=0)
+pp2 = {"model.pipeline_model_parallel_size": 2, "cluster.num_gpus": 2,
+       "train.global_batch_size": 8}
+for r in (0, 1):
+    add(f"layout_fake_pp2_gqa8b_none_r{r}", "layout", "gqa8b", smoke=(r == 1), set=pp2,
+        fake_rank=r)
+    add(f"layout_fake_pp2_gqa8b_core_attn_r{r}", "layout", "gqa8b",
+        set=dict(pp2, **sel("core_attn")), fake_rank=r)
+    add(f"layout_fake_pp2_vpp2_gqa8b_none_r{r}", "layout", "gqa8b", smoke=(r == 0),
+        set=dict(pp2, **{"model.virtual_pipeline_model_parallel_size": 2}), fake_rank=r)
+
+# ---- real 2-GPU runs and their fake-process-group twins ----------------------------------
+# (group "multi_gpu"; these go to calibration/data/h200_multi_gpu.jsonl)
+ep2 = {"model.expert_model_parallel_size": 2, "cluster.num_gpus": 2,
+       "train.global_batch_size": 4, "optimizer.use_distributed_optimizer": True}
+multi = [
+    ("tp2sp_gqa8b_none", "gqa8b", dict(tp2sp)),
+    ("tp2sp_gqa8b_core_attn", "gqa8b", dict(tp2sp, **sel("core_attn"))),
+    ("tp2sp_gqa8b_full_uniform_1", "gqa8b", dict(tp2sp, **full("uniform", 1))),
+    ("pp2_gqa8b_none", "gqa8b", dict(pp2)),
+    ("pp2_gqa8b_core_attn", "gqa8b", dict(pp2, **sel("core_attn"))),
+    ("ep2_moonlight4_none", "moonlight4", dict(ep2)),
+    ("ep2_moonlight4_moe", "moonlight4", dict(ep2, **sel("moe"))),
+]
+for name, base, s in multi:
+    add(f"multi_real_{name}", "multi_gpu", base, set=s, gpus=2, smoke=(name == "tp2sp_gqa8b_none"))
+    for r in (0, 1):
+        add(f"multi_fake_{name}_r{r}", "multi_gpu", base, set=s, fake_rank=r)
+
+if __name__ == "__main__":
+    with open(os.path.join(HERE, "corpus.json"), "w") as f:
+        json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)
+        f.write("\n")
+    print(len(cases), "case entries written")

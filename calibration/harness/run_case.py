@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""Measure one peakcast case on a GPU with the pinned Megatron Core (local spec, no TE).
+
+One case per process (MoE layers keep global state). Writes one JSON line (record_version 1,
+docs/measurement-format.md) per measured rank to --out.
+
+  python3 run_case.py --case CASE.json --out records.jsonl            # single GPU or fake-PG rank
+  torchrun --nproc_per_node 2 run_case.py --case CASE.json --out o.jsonl  # real multi-GPU
+  python3 run_case.py --stdin --out o.jsonl   # import first, then read the case path from stdin
+
+CASE.json is one expanded case: {"name","group","spec":{model,train,optimizer,ddp,cluster},
+"fake_rank": int|null, "iterations": int, "expect": "measure"|"validation_error"}.
+"""
+import argparse
+import datetime
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import megatron_env  # noqa: E402  (puts .megatron on sys.path)
+
+PHASE = {"name": None, "iteration": None}
+STATE = {"allocated_at_loss": None, "loss_value": None}
+
+
+def _write_record(path, rec):
+    line = (json.dumps(rec, sort_keys=False) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, line)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _driver():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.strip()
+        return out.splitlines()[0] if out else None
+    except Exception:
+        return None
+
+
+def provenance(torch):
+    return {
+        "gpu": torch.cuda.get_device_name(torch.cuda.current_device()),
+        "driver": _driver(),
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "megatron_core_revision": megatron_env.MEGATRON_REVISION,
+        "stack": "megatron-core local spec, no Transformer Engine, torch AdamW",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "share_storage": megatron_env.SHARE_STORAGE_MODE["mode"],
+    }
+
+
+def init_distributed(torch, case):
+    import torch.distributed as dist
+    spec = case["spec"]
+    world = int(spec["cluster"]["num_gpus"])
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local = int(os.environ.get("LOCAL_RANK", rank))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl", rank=rank, world_size=world,
+                                device_id=torch.device("cuda", local))
+        return rank, world, False
+    torch.cuda.set_device(0)
+    if world > 1:
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+        rank = int(case.get("fake_rank") or 0)
+        dist.init_process_group("fake", rank=rank, world_size=world, store=FakeStore())
+        return rank, world, True
+    dist.init_process_group("nccl", init_method=f"file:///tmp/peakcast_pg_{os.getpid()}",
+                            rank=0, world_size=1, device_id=torch.device("cuda", 0))
+    return 0, 1, False
+
+
+def run(case, rec):
+    import torch
+    from functools import partial
+
+    from spec_convert import (build_ddp_config, build_optimizer_config,
+                              build_transformer_config)
+
+    spec = case["spec"]
+    model_spec, train = spec["model"], spec["train"]
+
+    # Validation happens at config construction: do it before touching the GPU.
+    try:
+        config, gpt = build_transformer_config(model_spec)
+        ddp_config = build_ddp_config(spec.get("ddp", {}))
+        opt_config = build_optimizer_config(spec.get("optimizer", {}))
+    except (ValueError, AssertionError, TypeError) as e:
+        rec["validation_error"] = {"type": type(e).__name__, "message": str(e)}
+        rec["measured"] = None
+        return
+    if case.get("expect") == "validation_error":
+        rec["validation_error"] = None
+        rec["error"] = "expected a validation error, config was accepted"
+
+    rank, world, fake = init_distributed(torch, case)
+    megatron_env.apply_all(fake_process_group=fake)
+
+    from megatron.core import parallel_state, tensor_parallel
+    from megatron.core.distributed import DistributedDataParallel, finalize_model_grads
+    from megatron.core.models.gpt import GPTModel
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_block_spec
+    from megatron.core.optimizer import get_megatron_optimizer
+    from megatron.core.pipeline_parallel import get_forward_backward_func
+    from megatron.core.pipeline_parallel import schedules
+    from megatron.core.transformer.module import Float16Module
+
+    tp = config.tensor_model_parallel_size
+    pp = config.pipeline_model_parallel_size
+    vpp = config.virtual_pipeline_model_parallel_size
+    parallel_state.initialize_model_parallel(
+        tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp,
+        virtual_pipeline_model_parallel_size=vpp,
+        context_parallel_size=config.context_parallel_size,
+        expert_model_parallel_size=config.expert_model_parallel_size,
+        expert_tensor_parallel_size=config.expert_tensor_parallel_size,
+        create_gloo_process_groups=False)
+    tensor_parallel.model_parallel_cuda_manual_seed(1234)
+    if any(t in (config.recompute_modules or []) for t in ("layernorm", "moe_act", "mla_up_proj")) \
+            and config.recompute_granularity == "selective":
+        megatron_env.ensure_share_storage()
+
+    rec["rank"] = {
+        "pp_rank": parallel_state.get_pipeline_model_parallel_rank(),
+        "tp_rank": parallel_state.get_tensor_model_parallel_rank(),
+        "ep_rank": parallel_state.get_expert_model_parallel_rank(),
+        "dp_rank": parallel_state.get_data_parallel_rank(),
+        "world_size": world,
+        "fake_process_group": fake,
+    }
+    rec["provenance"] = provenance(torch)
+    dp = parallel_state.get_data_parallel_world_size()
+    mbs, gbs = int(train["micro_batch_size"]), int(train["global_batch_size"])
+    assert gbs % (mbs * dp) == 0, f"global_batch_size {gbs} not divisible by mbs*dp {mbs * dp}"
+    num_mb = gbs // (mbs * dp)
+    seq = int(gpt["seq_length"])
+    vocab = int(gpt["vocab_size"])
+    rec["derived"] = {"data_parallel_size": dp, "num_microbatches": num_mb}
+
+    m = {"oom": False, "oom_phase": None, "oom_iteration": None, "iterations": []}
+    rec["measured"] = m
+    peaks, rpeaks = [], []
+
+    def sync():
+        torch.cuda.synchronize()
+
+    def take_peak():
+        sync()
+        a, r = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+        peaks.append(a)
+        rpeaks.append(r)
+        return a
+
+    def reset():
+        sync()
+        torch.cuda.reset_peak_memory_stats()
+
+    def finish():
+        try:
+            take_peak()
+        except Exception:
+            pass
+        m["max_allocated_bytes"] = max(peaks) if peaks else None
+        m["max_reserved_bytes"] = max(rpeaks) if rpeaks else None
+
+    try:
+        # ---- model build -------------------------------------------------------------------
+        PHASE["name"] = "model_build"
+        reset()
+        chunks = []
+        for v in range(vpp or 1):
+            vp_stage = v if vpp else None
+            pre = parallel_state.is_pipeline_first_stage(ignore_virtual=False, vp_stage=vp_stage)
+            post = parallel_state.is_pipeline_last_stage(ignore_virtual=False, vp_stage=vp_stage)
+            block_spec = get_gpt_decoder_block_spec(config, use_transformer_engine=False,
+                                                    normalization=config.normalization,
+                                                    vp_stage=vp_stage)
+            mdl = GPTModel(
+                config=config, transformer_layer_spec=block_spec, vocab_size=vocab,
+                max_sequence_length=seq, pre_process=pre, post_process=post,
+                share_embeddings_and_output_weights=gpt.get(
+                    "share_embeddings_and_output_weights", False),
+                position_embedding_type=gpt.get("position_embedding_type", "rope"),
+                rotary_base=int(gpt.get("rotary_base", 10000)),
+                rotary_percent=float(gpt.get("rotary_percent", 1.0)),
+                vp_stage=vp_stage)
+            if config.bf16 or config.fp16:
+                mdl = Float16Module(config, mdl)
+            chunks.append(mdl)
+        m["model_build_peak_bytes"] = take_peak()
+        m["allocated_after_model_build_bytes"] = torch.cuda.memory_allocated()
+        m["parameters_on_rank"] = sum(p.numel() for c in chunks for p in c.parameters())
+
+        PHASE["name"] = "ddp_build"
+        reset()
+        ddp_chunks = [DistributedDataParallel(config=config, ddp_config=ddp_config, module=c,
+                                              disable_bucketing=(i > 0))
+                      for i, c in enumerate(chunks)]
+        m["ddp_build_peak_bytes"] = take_peak()
+        m["allocated_after_ddp_bytes"] = torch.cuda.memory_allocated()
+
+        PHASE["name"] = "optimizer_build"
+        reset()
+        optimizer = get_megatron_optimizer(opt_config, ddp_chunks, use_gloo_process_groups=False)
+        m["optimizer_build_peak_bytes"] = take_peak()
+        m["allocated_after_optimizer_build_bytes"] = torch.cuda.memory_allocated()
+        inner = []
+        for o in getattr(optimizer, "chain_optimizers", [optimizer]):
+            io = getattr(o, "optimizer", None)
+            inner.append(f"{type(o).__name__}({type(io).__module__}.{type(io).__name__})")
+        rec["provenance"]["optimizer_class"] = inner
+
+        config.grad_scale_func = optimizer.scale_loss
+        config.finalize_model_grads_func = None
+        if config.pipeline_dtype is None:
+            config.pipeline_dtype = config.params_dtype
+
+        # ---- phase tracking for OOM attribution ----------------------------------------------
+        orig_fwd, orig_bwd = schedules.forward_step, schedules.backward_step
+
+        def fwd_wrapper(*a, **k):
+            PHASE["name"] = "forward"
+            return orig_fwd(*a, **k)
+
+        def bwd_wrapper(*a, **k):
+            PHASE["name"] = "backward"
+            return orig_bwd(*a, **k)
+
+        schedules.forward_step = fwd_wrapper
+        schedules.backward_step = bwd_wrapper
+
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(4321 + rank)
+
+        def batches():
+            while True:
+                tokens = torch.randint(0, vocab, (mbs, seq), device="cuda", generator=gen)
+                labels = torch.randint(0, vocab, (mbs, seq), device="cuda", generator=gen)
+                pos = torch.arange(seq, device="cuda").unsqueeze(0).expand(mbs, -1)
+                yield {"tokens": tokens, "labels": labels, "position_ids": pos}
+
+        def loss_func(output_tensor):
+            losses = output_tensor.float()
+            loss = losses.sum()
+            ntok = torch.tensor(losses.numel(), dtype=torch.int, device=losses.device)
+            if PHASE["iteration"] == 1 and STATE["allocated_at_loss"] is None:
+                STATE["allocated_at_loss"] = torch.cuda.memory_allocated()
+                STATE["loss_value"] = float(loss.detach() / losses.numel())
+            return loss, ntok, {"lm loss": torch.stack([loss.detach(), ntok.float()])}
+
+        def forward_step(data_iterator, model):
+            b = next(data_iterator)
+            out = model(b["tokens"], b["position_ids"], None, labels=b["labels"])
+            return out, loss_func
+
+        data_iter = [batches() for _ in ddp_chunks] if vpp else batches()
+        fwd_bwd = get_forward_backward_func()
+        iterations = int(case.get("iterations", 3))
+
+        for it in range(1, iterations + 1):
+            PHASE["iteration"] = it
+            rec_it = {"iteration": it}
+            m["iterations"].append(rec_it)
+            for c in ddp_chunks:
+                c.zero_grad_buffer()
+            optimizer.zero_grad()
+            rec_it["allocated_before_fwd_bwd_bytes"] = torch.cuda.memory_allocated()
+
+            PHASE["name"] = "forward"
+            reset()
+            t0 = time.perf_counter()
+            fwd_bwd(forward_step_func=forward_step, data_iterator=data_iter, model=ddp_chunks,
+                    num_microbatches=num_mb, seq_length=seq, micro_batch_size=mbs,
+                    decoder_seq_length=seq, forward_only=False)
+            rec_it["fwd_bwd_peak_bytes"] = take_peak()
+            rec_it["fwd_bwd_time_s"] = time.perf_counter() - t0
+            rec_it["allocated_after_fwd_bwd_bytes"] = torch.cuda.memory_allocated()
+            if it == 1:
+                m["allocated_at_loss_bytes"] = STATE["allocated_at_loss"]
+                m["loss_at_iteration_1"] = STATE["loss_value"]
+
+            PHASE["name"] = "grad_sync"
+            reset()
+            t0 = time.perf_counter()
+            finalize_model_grads(ddp_chunks)
+            rec_it["grad_sync_peak_bytes"] = take_peak()
+            rec_it["grad_sync_time_s"] = time.perf_counter() - t0
+
+            PHASE["name"] = "optimizer"
+            reset()
+            t0 = time.perf_counter()
+            optimizer.step()
+            rec_it["optimizer_peak_bytes"] = take_peak()
+            rec_it["optimizer_time_s"] = time.perf_counter() - t0
+            rec_it["allocated_after_step_bytes"] = torch.cuda.memory_allocated()
+    except torch.OutOfMemoryError as e:
+        m["oom"] = True
+        m["oom_phase"] = PHASE["name"]
+        m["oom_iteration"] = PHASE["iteration"]
+        m["oom_message"] = str(e).splitlines()[0][:500]
+        if m.get("allocated_at_loss_bytes") is None:
+            m["allocated_at_loss_bytes"] = STATE["allocated_at_loss"]
+    finally:
+        finish()
+        m.setdefault("allocated_at_loss_bytes", STATE["allocated_at_loss"])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--case")
+    ap.add_argument("--stdin", action="store_true",
+                    help="import torch and Megatron first, then read the case path from stdin")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+
+    import torch  # noqa: F401  heavy imports before the case arrives
+    import megatron.core.models.gpt  # noqa: F401
+    import megatron.core.optimizer  # noqa: F401
+    import megatron.core.distributed  # noqa: F401
+
+    case_path = sys.stdin.readline().strip() if args.stdin else args.case
+    if not case_path:
+        return 0
+    with open(case_path) as f:
+        case = json.load(f)
+    rec = {"record_version": 1, "case": case["name"], "group": case.get("group"),
+           "spec": case["spec"], "rank": None, "measured": None, "provenance": None}
+    t0 = time.time()
+    try:
+        run(case, rec)
+    except Exception:
+        rec["error"] = traceback.format_exc()[-6000:]
+    rec["wall_s"] = round(time.time() - t0, 2)
+    if rec.get("provenance") is None:
+        try:
+            rec["provenance"] = provenance(torch)
+        except Exception:
+            pass
+    _write_record(args.out, rec)
+    status = "ERROR" if rec.get("error") else ("VALIDATION" if rec.get("validation_error") else "ok")
+    meas = rec.get("measured") or {}
+    print(f"[run_case] {case['name']} rank={rec.get('rank')} {status} "
+          f"max_alloc={meas.get('max_allocated_bytes')} oom={meas.get('oom')} "
+          f"wall={rec['wall_s']}s", flush=True)
+    if rec.get("error"):
+        print(rec["error"], file=sys.stderr, flush=True)
+    try:
+        import torch.distributed as dist
+        if dist.is_initialized() and not (rec.get("rank") or {}).get("fake_process_group"):
+            dist.destroy_process_group()
+    except Exception:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

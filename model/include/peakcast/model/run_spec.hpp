@@ -147,6 +147,8 @@ struct ModelSpec {
   bool masked_softmax_fusion = false;
   bool attention_softmax_in_fp32 = true;
   bool bias_dropout_fusion = false;
+  bool bias_activation_fusion = false;  // fused bias+GLU saves only its input
+  bool apply_rope_fusion = false;
   bool cross_entropy_loss_fusion = false;
   CrossEntropyImpl cross_entropy_fusion_impl = CrossEntropyImpl::native;
   double attention_dropout = 0.1;

@@ -23,6 +23,9 @@ struct ModelChunk {
   bool has_embedding = false;     // first chunk of pipeline rank 0
   bool has_output_layer = false;  // last chunk of the last pipeline rank (final norm, head, loss)
   std::int64_t mtp_layers = 0;    // MTP blocks in this chunk (they sit with the output layer)
+  // Decoder final layernorm: with the output layer, or, when MTP is on, with the last decoder
+  // layer (transformer_block.py:387-413).
+  bool has_final_norm = false;
 };
 
 struct PipelineStage {

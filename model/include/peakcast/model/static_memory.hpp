@@ -31,6 +31,7 @@ struct StaticMemory {
   Bytes step_transient_first;   // extra bytes live during the first optimizer.step()
   Bytes step_transient_steady;  // extra bytes live during later optimizer.step() calls
   Bytes ddp_init_transient;  // duplicate params while DDP copies them into its buffer
+  Bytes buffers;             // module buffers that are not parameters (fp32 router expert bias + token counts)
 };
 
 struct RankStatic {
@@ -43,5 +44,9 @@ std::vector<RankStatic> static_memory_per_rank(const RunSpec& spec, const Derive
 
 // Whole-model parameter count (unsharded, padded vocab, MTP included when include_mtp).
 std::int64_t total_parameters(const RunSpec& spec, const Derived& d, bool include_mtp = true);
+
+// Elements of the non-parameter tensors a checkpoint also stores: the fp32 router expert_bias
+// buffers (router.py:191-198). Hugging Face parameter totals often include them.
+std::int64_t total_checkpointed_buffers(const RunSpec& spec, const Derived& d, bool include_mtp = true);
 
 }  // namespace peakcast::model

@@ -1,0 +1,154 @@
+// How many decoder layers (and MTP depths, embedding, loss) each virtual pipeline stage holds.
+// Virtual stage index = vpp_chunk * PP + pp_rank throughout, as Megatron numbers them
+// (pipeline_parallel_layer_layout.py:46-53, hybrid_layer_allocation.py:466-467).
+#include <stdexcept>
+
+#include "layer_plan_internal.hpp"
+
+namespace peakcast::model::detail {
+
+namespace {
+
+constexpr char kLayoutEmbedding = 'E';
+constexpr char kLayoutDecoder = 't';
+constexpr char kLayoutMtp = 'm';
+constexpr char kLayoutLoss = 'L';
+
+std::int64_t stage_index(std::int64_t pp_rank, std::int64_t vpp_chunk, std::int64_t pp) { return vpp_chunk * pp + pp_rank; }
+
+// Repeat each "(body)*n" (non-nested, as the pinned regex r'\(([^)]+)\)\*(\d+)' does), then "x*n".
+std::string unroll(const std::string& in) {
+  std::string s;
+  for (char c : in) if (c != ',' && c != ' ') s += c;
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    if (s[i] == '(') {
+      const auto close = s.find(')', i);
+      if (close != std::string::npos && close + 1 < s.size() && s[close + 1] == '*') {
+        std::size_t j = close + 2;
+        std::size_t n = 0;
+        bool digits = false;
+        while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) { n = n * 10 + static_cast<std::size_t>(s[j] - '0'); ++j; digits = true; }
+        if (digits) {
+          const std::string body = s.substr(i + 1, close - i - 1);
+          for (std::size_t r = 0; r < n; ++r) out += body;
+          i = j;
+          continue;
+        }
+      }
+    }
+    out += s[i++];
+  }
+  std::string result;
+  for (std::size_t i = 0; i < out.size();) {
+    if (i + 1 < out.size() && out[i + 1] == '*') {
+      std::size_t j = i + 2;
+      std::size_t n = 0;
+      bool digits = false;
+      while (j < out.size() && std::isdigit(static_cast<unsigned char>(out[j]))) { n = n * 10 + static_cast<std::size_t>(out[j] - '0'); ++j; digits = true; }
+      if (digits) {
+        result.append(n, out[i]);
+        i = j;
+        continue;
+      }
+    }
+    result += out[i++];
+  }
+  return result;
+}
+
+std::vector<VirtualStage> from_layout(const std::string& layout, std::int64_t pp) {
+  const auto stages_text = expand_pipeline_layout(layout);
+  if (pp <= 0 || static_cast<std::int64_t>(stages_text.size()) % pp != 0) {
+    throw std::invalid_argument("pipeline_model_parallel_layout stage count is not a multiple of PP");
+  }
+  std::vector<VirtualStage> stages;
+  for (const auto& text : stages_text) {
+    VirtualStage v;
+    for (char c : text) {
+      switch (c) {
+        case kLayoutEmbedding: v.embedding = true; break;
+        case kLayoutDecoder: ++v.decoder_layers; break;
+        case kLayoutMtp: ++v.mtp_depths; break;
+        case kLayoutLoss: v.loss = true; break;
+        default: throw std::invalid_argument(std::string("unknown layout symbol '") + c + "'");
+      }
+    }
+    stages.push_back(v);
+  }
+  return stages;
+}
+
+// Per-rank layer counts without a layout (transformer_block.py:70-200 get_num_layers_to_build).
+std::vector<VirtualStage> from_counts(const ModelSpec& m, std::int64_t pp, std::int64_t vpp) {
+  std::vector<VirtualStage> stages(static_cast<std::size_t>(pp * vpp));
+  const bool uneven = m.num_layers_in_first_pipeline_stage || m.num_layers_in_last_pipeline_stage;
+  for (std::int64_t r = 0; r < pp; ++r) {
+    std::int64_t per_rank = 0;
+    if (uneven) {
+      // First/last stages take the given counts; the rest split evenly (:95-125).
+      std::int64_t middle_layers = m.num_layers;
+      std::int64_t middle_stages = pp;
+      if (m.num_layers_in_first_pipeline_stage) { middle_layers -= *m.num_layers_in_first_pipeline_stage; --middle_stages; }
+      if (m.num_layers_in_last_pipeline_stage) { middle_layers -= *m.num_layers_in_last_pipeline_stage; --middle_stages; }
+      per_rank = middle_stages > 0 ? middle_layers / middle_stages : 0;
+      if (r == 0 && m.num_layers_in_first_pipeline_stage) per_rank = *m.num_layers_in_first_pipeline_stage;
+      if (r == pp - 1 && m.num_layers_in_last_pipeline_stage) per_rank = *m.num_layers_in_last_pipeline_stage;
+    } else {
+      // The embedding / loss may count as one layer each in the split (:126-137).
+      std::int64_t total = m.num_layers;
+      if (m.account_for_embedding_in_pipeline_split) ++total;
+      if (m.account_for_loss_in_pipeline_split) ++total;
+      per_rank = total / pp;
+    }
+    for (std::int64_t v = 0; v < vpp; ++v) {
+      stages[static_cast<std::size_t>(stage_index(r, v, pp))].decoder_layers = per_rank / vpp;
+    }
+  }
+  // The standalone embedding / loss slot is not a transformer layer (:165-176).
+  if (!uneven && m.account_for_embedding_in_pipeline_split) --stages.front().decoder_layers;
+  if (!uneven && m.account_for_loss_in_pipeline_split) --stages.back().decoder_layers;
+  stages.front().embedding = true;
+  stages.back().loss = true;
+  return stages;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_pipeline_layout(const std::string& layout) {
+  const std::string flat = unroll(layout);
+  std::vector<std::string> stages(1);
+  for (char c : flat) {
+    if (c == '|') stages.emplace_back();
+    else stages.back() += c;
+  }
+  return stages;
+}
+
+std::vector<VirtualStage> virtual_stages(const ModelSpec& m, const Derived& d, const LayerKinds& kinds) {
+  const std::int64_t pp = std::max<std::int64_t>(1, d.pp);
+  std::vector<VirtualStage> stages;
+  if (m.pipeline_model_parallel_layout && !m.pipeline_model_parallel_layout->empty()) {
+    return from_layout(*m.pipeline_model_parallel_layout, pp);  // MTP placement is explicit
+  }
+  if (!kinds.hybrid_segment_sizes.empty()) {
+    // Hybrid '|' segments fix every stage (hybrid_layer_allocation.py:452-484).
+    const auto n = static_cast<std::int64_t>(kinds.hybrid_segment_sizes.size());
+    if (n % pp != 0) throw std::invalid_argument("hybrid pattern segment count is not a multiple of PP");
+    for (auto size : kinds.hybrid_segment_sizes) {
+      VirtualStage v;
+      v.decoder_layers = size;
+      stages.push_back(v);
+    }
+    stages.front().embedding = true;
+    stages.back().loss = true;
+  } else {
+    stages = from_counts(m, pp, pp > 1 ? std::max<std::int64_t>(1, d.vpp) : 1);
+  }
+  // Without a layout all MTP depths sit on the last virtual stage with the output layer
+  // (multi_token_prediction.py:692-711).
+  stages.back().mtp_depths = kinds.mtp_depths;
+  return stages;
+}
+
+}  // namespace peakcast::model::detail

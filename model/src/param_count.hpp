@@ -1,0 +1,57 @@
+#pragma once
+// Parameter tensors of each Megatron Core module, with the shapes the pinned code builds
+// (TE layer specs: megatron/core/models/gpt/gpt_layer_specs.py, hybrid_layer_specs.py at 24bad8e6).
+// One list serves both the whole-model count (no sharding) and the per-rank count (TP/EP/ETP
+// sharding), so the two can never disagree.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "peakcast/model/layer_plan.hpp"
+#include "peakcast/model/run_spec.hpp"
+
+namespace peakcast::model::detail {
+
+// One nn.Parameter as registered on a rank (after sharding).
+struct ParamTensor {
+  std::string name;
+  std::int64_t numel = 0;
+  bool expert = false;            // routed-expert weight: lives in the expert-parallel DDP buffer
+  bool gemm_weight = false;       // a TE linear weight: FP8-quantised when FP8 compute/params are on
+  bool shared_embedding = false;  // gets its own DDP bucket (language_module.py:270-276)
+};
+
+// How a rank's copy is cut. {1,1,1} gives the full, unsharded model.
+struct Sharding {
+  std::int64_t tp = 1;   // dense tensor parallel (attention, dense MLP, shared experts, vocab)
+  std::int64_t ep = 1;   // expert parallel: E/ep local experts
+  std::int64_t etp = 1;  // expert tensor parallel: each expert's FFN dim / etp
+};
+
+using ParamList = std::vector<ParamTensor>;
+
+// The tensors of one decoder (or MTP inner) layer, in registration order.
+ParamList layer_params(const LayerSpec& layer, const ModelSpec& m, const Derived& d, const Sharding& s);
+
+// Input embedding (word + learned absolute position table when used).
+ParamList embedding_params(const ModelSpec& m, const Derived& d, const Sharding& s, bool shared_embedding);
+// LM head weight (tensor_parallel.ColumnParallelLinear, gpt_model.py:269-286).
+ParamList output_layer_params(const ModelSpec& m, const Derived& d, const Sharding& s);
+// Final layernorm of the decoder (or of one MTP depth).
+ParamList final_norm_params(const ModelSpec& m, const std::string& name);
+// MTP depth wrapper: enorm, hnorm, eh_proj (multi_token_prediction.py:983-1053). Inner layers
+// and the final layernorm are added by the caller.
+ParamList mtp_wrapper_params(const ModelSpec& m, const Sharding& s);
+
+// Norm parameter count: RMSNorm has a weight, LayerNorm a weight and a bias.
+std::int64_t norm_numel(const ModelSpec& m, std::int64_t width);
+
+// Router buffers that are not parameters: fp32 expert_bias and local_tokens_per_expert
+// (router.py:181-198). Elements per MoE layer.
+std::int64_t router_buffer_numel_per_moe_layer(const ModelSpec& m);
+// Of those, the ones saved in checkpoints (expert_bias, persistent=True).
+std::int64_t router_checkpointed_buffer_numel_per_moe_layer(const ModelSpec& m);
+
+std::int64_t sum_numel(const ParamList& list);
+
+}  // namespace peakcast::model::detail

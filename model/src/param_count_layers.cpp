@@ -1,0 +1,233 @@
+// Parameter tensors of each decoder-layer module. Shapes follow the TE specs of the pinned
+// Megatron Core (24bad8e6); each block cites the constructor that allocates it.
+#include <stdexcept>
+
+#include "param_count.hpp"
+
+namespace peakcast::model::detail {
+
+namespace {
+
+// Split a dimension over a parallel group; validation guarantees divisibility, so a remainder
+// here means the spec was not validated.
+std::int64_t split(std::int64_t dim, std::int64_t parts) {
+  if (parts <= 0 || dim % parts != 0) {
+    throw std::invalid_argument("dimension " + std::to_string(dim) + " does not split over " + std::to_string(parts));
+  }
+  return dim / parts;
+}
+
+// fc1 of a gated MLP (SwiGLU etc.) packs gate and up projections: 2F outputs (mlp.py:120-140).
+std::int64_t fc1_width(const ModelSpec& m, std::int64_t ffn) { return m.gated_linear_unit ? 2 * ffn : ffn; }
+
+bool has_norm_bias(const ModelSpec& m) { return m.normalization == Normalization::layer_norm; }
+
+void add(ParamList& out, std::string name, std::int64_t numel, bool gemm = false, bool expert = false) {
+  if (numel <= 0) return;
+  ParamTensor t;
+  t.name = std::move(name);
+  t.numel = numel;
+  t.gemm_weight = gemm;
+  t.expert = expert;
+  out.push_back(std::move(t));
+}
+
+// A norm as TE registers it: weight, plus bias for LayerNorm. Norms are replicated over TP.
+void add_norm(ParamList& out, const std::string& name, const ModelSpec& m, std::int64_t width) {
+  add(out, name + ".weight", width);
+  if (has_norm_bias(m)) add(out, name + ".bias", width);
+}
+
+// Standard (GQA) self-attention: TELayerNormColumnParallelLinear qkv with the fused input norm,
+// optional q/k layernorm over one head, TERowParallelLinear proj (attention.py SelfAttention).
+void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const Sharding& s) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t q_width = m.num_attention_heads * d.kv_channels;
+  const std::int64_t kv_width = 2 * d.query_groups * d.kv_channels;
+  const std::int64_t qkv_local = split(q_width + kv_width, s.tp);
+  add_norm(out, "self_attention.linear_qkv.layer_norm", m, h);
+  add(out, "self_attention.linear_qkv.weight", qkv_local * h, true);
+  if (m.add_bias_linear || m.add_qkv_bias) add(out, "self_attention.linear_qkv.bias", qkv_local);
+  if (m.qk_layernorm) {
+    add_norm(out, "self_attention.q_layernorm", m, d.kv_channels);
+    add_norm(out, "self_attention.k_layernorm", m, d.kv_channels);
+  }
+  add(out, "self_attention.linear_proj.weight", h * split(q_width, s.tp), true);
+  if (m.add_bias_linear) add(out, "self_attention.linear_proj.bias", h);
+}
+
+// Multi-latent attention (multi_latent_attention.py:508-630). The down projections are TELinear
+// with parallel_mode="duplicated" (:526-527, :573-574), i.e. replicated over TP; the up
+// projections are column-parallel and, with qk_layernorm, carry the fused q/kv layernorm
+// (gpt_layer_specs.py: linear_q_up_proj/linear_kv_up_proj = TELayerNormColumnParallelLinear).
+// The input layernorm is a separate TENorm.
+void add_mla(ParamList& out, const ModelSpec& m, const Sharding& s) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t heads = m.num_attention_heads;
+  const std::int64_t q_head_dim = m.qk_head_dim + m.qk_pos_emb_head_dim;
+  add_norm(out, "input_layernorm", m, h);
+  if (!m.q_lora_rank) {
+    add(out, "self_attention.linear_q_proj.weight", split(heads * q_head_dim, s.tp) * h, true);
+  } else {
+    const std::int64_t q_lora = *m.q_lora_rank;
+    add(out, "self_attention.linear_q_down_proj.weight", q_lora * h, true);
+    if (m.qk_layernorm) add_norm(out, "self_attention.linear_q_up_proj.layer_norm", m, q_lora);
+    add(out, "self_attention.linear_q_up_proj.weight", split(heads * q_head_dim, s.tp) * q_lora, true);
+  }
+  add(out, "self_attention.linear_kv_down_proj.weight", (m.kv_lora_rank + m.qk_pos_emb_head_dim) * h, true);
+  if (m.qk_layernorm) add_norm(out, "self_attention.linear_kv_up_proj.layer_norm", m, m.kv_lora_rank);
+  add(out, "self_attention.linear_kv_up_proj.weight",
+      split(heads * (m.qk_head_dim + m.v_head_dim), s.tp) * m.kv_lora_rank, true);
+  add(out, "self_attention.linear_proj.weight", h * split(heads * m.v_head_dim, s.tp), true);
+}
+
+// Dense MLP with the pre-MLP norm fused into fc1 (TELayerNormColumnParallelLinear, mlp.py).
+void add_dense_mlp(ParamList& out, const std::string& prefix, const ModelSpec& m, std::int64_t ffn,
+                   std::int64_t tp, bool fused_norm) {
+  const std::int64_t h = m.hidden_size;
+  if (fused_norm) add_norm(out, prefix + ".linear_fc1.layer_norm", m, h);
+  const std::int64_t fc1_local = split(fc1_width(m, ffn), tp);
+  add(out, prefix + ".linear_fc1.weight", fc1_local * h, true);
+  if (m.add_bias_linear) add(out, prefix + ".linear_fc1.bias", fc1_local);
+  add(out, prefix + ".linear_fc2.weight", h * split(ffn, tp), true);
+  if (m.add_bias_linear) add(out, prefix + ".linear_fc2.bias", h);
+}
+
+// MoE block (moe_layer.py): separate pre-MLP TENorm, router (router.py:64-70, fp32 at creation
+// but cast to the model dtype by Float16Module, module.py:464), routed experts (TEGroupedMLP:
+// one weight per local expert per GEMM, experts.py), shared experts (shared_experts.py, TP-sharded
+// like a dense MLP, optional 1 x h gate at :139).
+void add_moe(ParamList& out, const ModelSpec& m, const Derived& d, const Sharding& s) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t experts = m.num_moe_experts.value_or(0);
+  add_norm(out, "pre_mlp_layernorm", m, h);
+  add(out, "mlp.router.weight", experts * h);
+  if (m.add_bias_linear) add(out, "mlp.router.bias", experts);
+  const std::int64_t local_experts = split(experts, s.ep);
+  const std::int64_t fc1_local = split(fc1_width(m, d.moe_ffn), s.etp);
+  const std::int64_t fc2_in_local = split(d.moe_ffn, s.etp);
+  for (std::int64_t e = 0; e < local_experts; ++e) {
+    const std::string p = "mlp.experts.linear_fc1";
+    add(out, p + ".weight" + std::to_string(e), fc1_local * h, true, true);
+    if (m.add_bias_linear) add(out, p + ".bias" + std::to_string(e), fc1_local, false, true);
+  }
+  for (std::int64_t e = 0; e < local_experts; ++e) {
+    const std::string p = "mlp.experts.linear_fc2";
+    add(out, p + ".weight" + std::to_string(e), h * fc2_in_local, true, true);
+    if (m.add_bias_linear) add(out, p + ".bias" + std::to_string(e), h, false, true);
+  }
+  if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
+    add_dense_mlp(out, "mlp.shared_experts", m, *m.moe_shared_expert_intermediate_size, s.tp, false);
+    if (m.moe_shared_expert_gate) add(out, "mlp.shared_experts.gate_weight", h);
+  }
+}
+
+// Mamba-2 mixer (ssm/mamba_mixer.py:173-420): in_proj packs z, x, B, C, dt with the layer norm
+// fused (hybrid_layer_specs.py: TELayerNormColumnParallelLinear); depthwise conv1d with bias over
+// x, B, C; A_log, D, dt_bias per head; gated RMSNorm over d_inner; out_proj. All TP-sharded by
+// heads/groups.
+void add_mamba(ParamList& out, const ModelSpec& m, const Sharding& s) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t heads = m.mamba_num_heads.value_or(2 * h / m.mamba_head_dim);  // expand = 2
+  const std::int64_t d_inner = heads * m.mamba_head_dim;
+  const std::int64_t groups_state = m.mamba_num_groups * m.mamba_state_dim;
+  const std::int64_t in_proj_local = split(2 * d_inner + 2 * groups_state + heads, s.tp);
+  const std::int64_t conv_local = split(d_inner + 2 * groups_state, s.tp);
+  const std::int64_t heads_local = split(heads, s.tp);
+  add_norm(out, "mixer.in_proj.layer_norm", m, h);
+  add(out, "mixer.in_proj.weight", in_proj_local * h, true);
+  add(out, "mixer.conv1d_weight", conv_local * m.mamba_d_conv);
+  add(out, "mixer.conv1d_bias", conv_local);
+  add(out, "mixer.dt_bias", heads_local);
+  add(out, "mixer.A_log", heads_local);
+  add(out, "mixer.D", heads_local);
+  add(out, "mixer.norm.weight", split(d_inner, s.tp));
+  add(out, "mixer.out_proj.weight", h * split(d_inner, s.tp), true);
+}
+
+// Gated DeltaNet (ssm/gated_delta_net/common.py:190-280, gdn.py:32-62): in_proj packs q, k, v,
+// z, beta, alpha (fused norm), conv over q, k, v without bias, dt_bias and A_log per value head,
+// out_norm over one value head (TENorm, replicated), out_proj.
+void add_gdn(ParamList& out, const ModelSpec& m, const Sharding& s) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t qk_dim = m.linear_key_head_dim * m.linear_num_key_heads;
+  const std::int64_t v_dim = m.linear_value_head_dim * m.linear_num_value_heads;
+  add_norm(out, "self_attention.in_proj.layer_norm", m, h);
+  add(out, "self_attention.in_proj.weight", split(2 * qk_dim + 2 * v_dim + 2 * m.linear_num_value_heads, s.tp) * h, true);
+  add(out, "self_attention.conv1d.weight", split(2 * qk_dim + v_dim, s.tp) * m.linear_conv_kernel_dim);
+  add(out, "self_attention.dt_bias", split(m.linear_num_value_heads, s.tp));
+  add(out, "self_attention.A_log", split(m.linear_num_value_heads, s.tp));
+  add_norm(out, "self_attention.out_norm", m, m.linear_value_head_dim);
+  add(out, "self_attention.out_proj.weight", h * split(v_dim, s.tp), true);
+}
+
+}  // namespace
+
+std::int64_t norm_numel(const ModelSpec& m, std::int64_t width) { return has_norm_bias(m) ? 2 * width : width; }
+
+std::int64_t sum_numel(const ParamList& list) {
+  std::int64_t n = 0;
+  for (const auto& t : list) n += t.numel;
+  return n;
+}
+
+ParamList layer_params(const LayerSpec& layer, const ModelSpec& m, const Derived& d, const Sharding& s) {
+  ParamList out;
+  switch (layer.mixer) {
+    case MixerKind::attention: add_attention(out, m, d, s); break;
+    case MixerKind::mla: add_mla(out, m, s); break;
+    case MixerKind::mamba: add_mamba(out, m, s); break;
+    case MixerKind::gdn: add_gdn(out, m, s); break;
+    case MixerKind::none: break;
+  }
+  switch (layer.ffn) {
+    case FfnKind::dense: add_dense_mlp(out, "mlp", m, d.ffn, s.tp, true); break;
+    case FfnKind::moe: add_moe(out, m, d, s); break;
+    case FfnKind::none: break;
+  }
+  return out;
+}
+
+ParamList embedding_params(const ModelSpec& m, const Derived& d, const Sharding& s, bool shared_embedding) {
+  ParamList out;
+  // VocabParallelEmbedding splits rows over TP (tensor_parallel/layers.py).
+  add(out, "embedding.word_embeddings.weight", split(d.padded_vocab, s.tp) * m.hidden_size);
+  out.back().shared_embedding = shared_embedding;
+  // Learned absolute positions: a replicated torch.nn.Embedding (language_model_embedding.py).
+  if (m.position_embedding_type == PositionEmbedding::learned_absolute) {
+    add(out, "embedding.position_embeddings.weight", m.max_position_embeddings * m.hidden_size);
+  }
+  return out;
+}
+
+ParamList output_layer_params(const ModelSpec& m, const Derived& d, const Sharding& s) {
+  ParamList out;
+  add(out, "output_layer.weight", split(d.padded_vocab, s.tp) * m.hidden_size);
+  return out;
+}
+
+ParamList final_norm_params(const ModelSpec& m, const std::string& name) {
+  ParamList out;
+  add_norm(out, name, m, m.hidden_size);
+  return out;
+}
+
+ParamList mtp_wrapper_params(const ModelSpec& m, const Sharding& s) {
+  ParamList out;
+  const std::int64_t h = m.hidden_size;
+  add_norm(out, "mtp.enorm", m, h);
+  add_norm(out, "mtp.hnorm", m, h);
+  // eh_proj: column-parallel 2h -> h (multi_token_prediction.py:1000-1014).
+  add(out, "mtp.eh_proj.weight", split(h, s.tp) * 2 * h, true);
+  return out;
+}
+
+std::int64_t router_buffer_numel_per_moe_layer(const ModelSpec& m) {
+  return m.moe_router_enable_expert_bias ? 2 * m.num_moe_experts.value_or(0) : 0;
+}
+
+std::int64_t router_checkpointed_buffer_numel_per_moe_layer(const ModelSpec& m) {
+  return m.moe_router_enable_expert_bias ? m.num_moe_experts.value_or(0) : 0;
+}
+
+}  // namespace peakcast::model::detail

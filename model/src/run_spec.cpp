@@ -57,11 +57,11 @@ Derived derive(const RunSpec& spec) {
   d.act_dtype = m.bf16 ? DType::bf16 : (m.fp16 ? DType::fp16 : DType::fp32);
   d.param_dtype = d.act_dtype;
   d.distributed_optimizer = spec.optimizer.use_distributed_optimizer || spec.ddp.use_distributed_optimizer;
-  if (spec.optimizer.use_precision_aware_optimizer) {
-    d.grad_dtype = spec.optimizer.main_grads_dtype;
-  } else {
-    d.grad_dtype = spec.ddp.grad_reduce_in_fp32 ? DType::fp32 : d.param_dtype;
-  }
+  // The DDP grad buffer dtype depends only on grad_reduce_in_fp32 (param_and_grad_buffer.py:924
+  // group_params_for_buffers); OptimizerConfig.main_grads_dtype does not reach the buffer in MCore
+  // (MLM's arguments.py:1169-1182 only uses it to set accumulate_allreduce_grads_in_fp32, and MB
+  // copies grad_reduce_in_fp32 from MixedPrecisionConfig).
+  d.grad_dtype = spec.ddp.grad_reduce_in_fp32 ? DType::fp32 : d.param_dtype;
   if (m.recompute_granularity == RecomputeGranularity::selective || m.moe_layer_recompute) {
     d.selective_tags = m.recompute_modules.value_or(std::vector<RecomputeTag>{RecomputeTag::core_attn});
     if (m.moe_layer_recompute && !has_tag(d, RecomputeTag::moe)) d.selective_tags.push_back(RecomputeTag::moe);

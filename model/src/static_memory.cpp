@@ -1,0 +1,192 @@
+// static_memory_per_rank: model state of each distinct rank shape. Pipeline stages differ in
+// layers; within a stage, distributed-optimizer shards differ in how much padding they own.
+#include <algorithm>
+
+#include "peakcast/model/static_memory.hpp"
+#include "static_memory_internal.hpp"
+
+namespace peakcast::model {
+
+namespace {
+
+using detail::DdpBuffer;
+
+constexpr std::int64_t kDefaultBucketFloor = 40'000'000;  // training.py:1553-1568 resolve_ddp_bucket_size
+constexpr std::int64_t kDefaultBucketPerDpRank = 1'000'000;
+constexpr std::int64_t kFp32Bytes = 4;
+// FP8 compute with bf16 params: TE quantises each GEMM weight once per step into a cached FP8
+// workspace, rowwise plus a columnwise (transposed) copy for backward (Hopper). Assumption
+// [X/U], TE-internal; see the digest's bytes-per-parameter table.
+constexpr std::int64_t kFp8WorkspaceCopies = 2;
+// FP8 params (fp8_param_gather) keep a transpose cache next to the uint8 data [X/U].
+constexpr std::int64_t kFp8ParamTransposeCopies = 1;
+// MXFP8 adds one E8M0 scale byte per 32 elements to each copy.
+constexpr std::int64_t kMxfp8BlockSize = 32;
+
+struct StageBuffers {
+  std::vector<std::vector<DdpBuffer>> chunks;  // per model chunk, in chunk order
+};
+
+detail::DdpSettings ddp_settings(const RunSpec& spec, const Derived& d) {
+  detail::DdpSettings s;
+  s.distributed_optimizer = d.distributed_optimizer;
+  const std::int64_t instances = std::max<std::int64_t>(1, spec.ddp.num_distributed_optimizer_instances);
+  // Dense buffers shard over the intra-instance DP x CP group, expert buffers over the
+  // intra-instance expert-DP group (distributed_data_parallel.py:219-225).
+  s.dense_shards = std::max<std::int64_t>(1, d.dp * d.cp / instances);
+  s.expert_shards = std::max<std::int64_t>(1, d.edp / instances);
+  s.pad_for_high_nccl_busbw = spec.ddp.pad_buckets_for_high_nccl_busbw;
+  s.fp8_params = spec.model.fp8_param && spec.model.fp8.has_value();
+  s.param_dtype = d.param_dtype;
+  s.grad_dtype = d.grad_dtype;
+  if (spec.ddp.overlap_grad_reduce) {
+    s.bucket_size = spec.ddp.bucket_size.value_or(std::max(kDefaultBucketFloor, kDefaultBucketPerDpRank * d.dp * d.cp));
+  }
+  return s;
+}
+
+StageBuffers stage_buffers(const PipelineStage& stage, const RunSpec& spec, const Derived& d) {
+  StageBuffers out;
+  for (const auto& chunk : stage.chunks) {
+    detail::DdpSettings s = ddp_settings(spec, d);
+    // No bucketing off the first pipeline rank, for chunks after the first, or when the param
+    // all-gather overlaps the optimizer step (training.py:1878-1889).
+    if (stage.pp_rank > 0 || chunk.vpp_index > 0 || spec.optimizer.overlap_param_gather_with_optimizer_step) {
+      s.bucket_size.reset();
+    }
+    out.chunks.push_back(detail::ddp_buffers(detail::chunk_params(chunk, spec, d), s));
+  }
+  return out;
+}
+
+// Peak extra bytes while DDP re-homes parameters into param_data: each buffer allocates
+// param_data + grad_data while the old parameter storage still exists, then frees the old
+// storage param by param (param_and_grad_buffer.py:1262-1300). Only with DistOpt.
+Bytes ddp_init_transient(const StageBuffers& sb, bool distopt) {
+  if (!distopt) return Bytes{0};
+  std::int64_t running = 0, peak = 0;
+  for (const auto& chunk : sb.chunks) {
+    for (const auto& b : chunk) {
+      running += b.numel * (dtype_bytes(b.param_dtype) + dtype_bytes(b.grad_dtype));
+      peak = std::max(peak, running);
+      running -= b.numel_unpadded * dtype_bytes(b.param_dtype);
+    }
+  }
+  return Bytes{peak - running};
+}
+
+Bytes fp8_weight_cache(const RunSpec& spec, std::int64_t gemm_numel) {
+  const ModelSpec& m = spec.model;
+  if (!m.fp8) return Bytes{0};
+  const std::int64_t copies = m.fp8_param ? kFp8ParamTransposeCopies : kFp8WorkspaceCopies;
+  std::int64_t bytes = copies * gemm_numel;
+  if (m.fp8_recipe == Fp8Recipe::mxfp8) bytes += copies * gemm_numel / kMxfp8BlockSize;
+  return Bytes{bytes};
+}
+
+std::int64_t moe_layers_on_stage(const PipelineStage& stage) {
+  std::int64_t n = 0;
+  for (const auto& c : stage.chunks) for (const auto& l : c.layers) n += l.ffn == FfnKind::moe ? 1 : 0;
+  return n;
+}
+
+// Everything that does not depend on which DistOpt shard the rank owns.
+StaticMemory shard_independent(const PipelineStage& stage, const StageBuffers& sb, const RunSpec& spec, const Derived& d) {
+  StaticMemory mem;
+  std::int64_t gemm = 0;
+  for (const auto& chunk : sb.chunks) {
+    for (const auto& b : chunk) {
+      (b.expert ? mem.params.expert : mem.params.dense) += b.numel_unpadded;
+      // With DistOpt the params are views into param_data (padding included); without it they
+      // stay separate tensors of their own size.
+      const std::int64_t param_elems = d.distributed_optimizer ? b.numel : b.numel_unpadded;
+      mem.parameters += Bytes{param_elems * dtype_bytes(b.param_dtype)};
+      mem.gradients += Bytes{b.numel * dtype_bytes(b.grad_dtype)};
+      gemm += b.gemm_numel;
+    }
+  }
+  mem.fp8_weight_cache = fp8_weight_cache(spec, gemm);
+  mem.ddp_init_transient = ddp_init_transient(sb, d.distributed_optimizer);
+  mem.buffers = Bytes{moe_layers_on_stage(stage) * detail::router_buffer_numel_per_moe_layer(spec.model) * kFp32Bytes};
+  return mem;
+}
+
+// Optimizer state of the rank that owns shard (dense_shard, expert_shard) of every bucket.
+void add_optimizer_state(StaticMemory& mem, const StageBuffers& sb, const RunSpec& spec, const Derived& d,
+                         std::int64_t dense_shard, std::int64_t expert_shard) {
+  for (const auto& chunk : sb.chunks) {
+    for (const auto& b : chunk) {
+      const std::int64_t owned = d.distributed_optimizer
+                                     ? detail::owned_elements(b, b.expert ? expert_shard : dense_shard)
+                                     : b.numel_unpadded;
+      const detail::OptimizerBytes ob = detail::optimizer_bytes(spec, d, b.param_dtype, b.grad_dtype);
+      mem.main_params += Bytes{owned * ob.main_param};
+      mem.optimizer_states += Bytes{owned * ob.states};
+      mem.step_transient_first += Bytes{owned * ob.step_transient};
+      mem.step_transient_steady += Bytes{owned * ob.step_transient};
+    }
+  }
+}
+
+Bytes persistent_total(const StaticMemory& m) {
+  return m.parameters + m.gradients + m.main_params + m.optimizer_states + m.fp8_weight_cache + m.buffers +
+         max(m.step_transient_first, m.step_transient_steady);
+}
+
+bool same_memory(const StaticMemory& a, const StaticMemory& b) {
+  return a.main_params == b.main_params && a.optimizer_states == b.optimizer_states &&
+         a.step_transient_first == b.step_transient_first && a.step_transient_steady == b.step_transient_steady;
+}
+
+}  // namespace
+
+std::vector<RankStatic> static_memory_per_rank(const RunSpec& spec, const Derived& d, const LayerPlan& plan) {
+  const detail::DdpSettings settings = ddp_settings(spec, d);
+  const std::int64_t dp_cp = std::max<std::int64_t>(1, d.dp * d.cp);
+  std::vector<RankStatic> out;
+  for (const auto& stage : plan.stages) {
+    const StageBuffers sb = stage_buffers(stage, spec, d);
+    const StaticMemory base = shard_independent(stage, sb, spec, d);
+    std::vector<std::int64_t> chunks;
+    for (const auto& c : stage.chunks) chunks.push_back(c.vpp_index);
+
+    // Default rank order tp-cp-ep-dp-pp: within a stage, the rank with tp_rank 0 and DP x CP
+    // index i is global g = tp * i; its expert-DP index is g / (etp * ep) (parallel_state.py).
+    auto rank_at = [&](std::int64_t i) {
+      RankStatic r;
+      const std::int64_t g = d.tp * i;
+      r.rank.pp_rank = stage.pp_rank;
+      r.rank.cp_rank = i % d.cp;
+      r.rank.dp_rank = i / d.cp;
+      r.rank.ep_rank = (g / std::max<std::int64_t>(1, d.etp)) % std::max<std::int64_t>(1, d.ep);
+      r.vpp_chunks = chunks;
+      r.memory = base;
+      const std::int64_t expert_index = g / std::max<std::int64_t>(1, d.etp * d.ep);
+      add_optimizer_state(r.memory, sb, spec, d, i % settings.dense_shards, expert_index % settings.expert_shards);
+      return r;
+    };
+
+    if (!d.distributed_optimizer) {
+      out.push_back(rank_at(0));
+      continue;
+    }
+    // Shards differ only by the padding and alignment gaps they cover. Report the first shard,
+    // the one with the most state, and the last (which holds the bucket-end padding).
+    std::vector<RankStatic> all;
+    for (std::int64_t i = 0; i < dp_cp; ++i) all.push_back(rank_at(i));
+    const auto largest = std::max_element(all.begin(), all.end(), [](const RankStatic& a, const RankStatic& b) {
+      return persistent_total(a.memory) < persistent_total(b.memory);
+    });
+    std::vector<const RankStatic*> picks{&all.front(), &*largest, &all.back()};
+    std::vector<RankStatic> stage_out;
+    for (const RankStatic* p : picks) {
+      const bool seen = std::any_of(stage_out.begin(), stage_out.end(),
+                                    [&](const RankStatic& q) { return same_memory(q.memory, p->memory); });
+      if (!seen) stage_out.push_back(*p);
+    }
+    for (auto& r : stage_out) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace peakcast::model

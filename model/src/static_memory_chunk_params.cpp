@@ -1,0 +1,45 @@
+// The parameters one rank registers for one model chunk, sharded by TP / EP / ETP.
+#include "static_memory_internal.hpp"
+
+namespace peakcast::model::detail {
+
+ParamList chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Derived& d) {
+  const ModelSpec& m = spec.model;
+  const Sharding s{d.tp, d.ep, d.etp};
+  const bool tied = m.share_embeddings_and_output_weights;
+  const bool has_mtp = chunk.mtp_layers > 0;
+  ParamList out;
+  auto append = [&out](ParamList more) { for (auto& t : more) out.push_back(std::move(t)); };
+
+  // The embedding lives on the pre-process chunk; an MTP chunk without it keeps a duplicate
+  // (gpt_model.py:167-175). With PP > 1 and tied weights or MTP, the first-stage copy is marked
+  // shared_embedding and gets its own DDP bucket (language_module.py:258-276).
+  if (chunk.has_embedding) {
+    const bool shared = (tied || m.mtp_num_layers > 0) && d.pp > 1 && !chunk.has_output_layer;
+    append(embedding_params(m, d, s, shared));
+  } else if (has_mtp) {
+    append(embedding_params(m, d, s, false));
+  }
+  for (const auto& layer : chunk.layers) {
+    if (!layer.is_mtp) append(layer_params(layer, m, d, s));
+  }
+  if (chunk.has_final_norm) append(final_norm_params(m, "decoder.final_layernorm"));
+  // MTP depths: wrapper, inner layers, final norm each (multi_token_prediction.py:897-1053).
+  std::size_t next_mtp = 0;
+  std::vector<const LayerSpec*> mtp_layers;
+  for (const auto& layer : chunk.layers) if (layer.is_mtp) mtp_layers.push_back(&layer);
+  const std::size_t per_depth = chunk.mtp_layers > 0 ? mtp_layers.size() / static_cast<std::size_t>(chunk.mtp_layers) : 0;
+  for (std::int64_t depth = 0; depth < chunk.mtp_layers; ++depth) {
+    append(mtp_wrapper_params(m, s));
+    for (std::size_t i = 0; i < per_depth && next_mtp < mtp_layers.size(); ++i) {
+      append(layer_params(*mtp_layers[next_mtp++], m, d, s));
+    }
+    append(final_norm_params(m, "mtp.final_layernorm"));
+  }
+  // The output weight is skipped only when it is the embedding on this very chunk (PP = 1, tied);
+  // otherwise the last stage allocates it, as a copy when tied (gpt_model.py:269-286).
+  if (chunk.has_output_layer && !(tied && chunk.has_embedding)) append(output_layer_params(m, d, s));
+  return out;
+}
+
+}  // namespace peakcast::model::detail

@@ -1,0 +1,115 @@
+// DDP param/grad buffers of one model chunk, with the distributed optimizer's padding.
+#include <numeric>
+
+#include "static_memory_internal.hpp"
+
+namespace peakcast::model::detail {
+
+namespace {
+
+// Each parameter starts on a 64-element boundary (optimizer/param_layout.py:24-26).
+constexpr std::int64_t kParamStartAlignment = 64;
+// Bucket ends are padded to lcm(shards, 128), or lcm(shards, 128, 2^16) for high NCCL bus
+// bandwidth (param_layout.py:29-33).
+constexpr std::int64_t kBucketEndAlignment = 128;
+constexpr std::int64_t kHighBusBwAlignment = std::int64_t{1} << 16;
+
+std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+
+std::int64_t bucket_divisor(std::int64_t shards, bool high_busbw) {
+  std::int64_t div = std::lcm(shards, kBucketEndAlignment);
+  return high_busbw ? std::lcm(div, kHighBusBwAlignment) : div;
+}
+
+// DistributedOptimizer._compute_per_buffer_param_layout (distrib_optimizer.py:506-589):
+// parameters in reverse (backprop) order, 64-aligned starts, a bucket closes once it reaches
+// bucket_size, the shared embedding gets a bucket of its own, every bucket end is padded.
+void distopt_layout(DdpBuffer& buf, const std::vector<const ParamTensor*>& params, const DdpSettings& s) {
+  const std::int64_t div = bucket_divisor(buf.shard_count, s.pad_for_high_nccl_busbw);
+  std::int64_t param_start = 0, bucket_start = 0, param_end = 0;
+  bool bucket_has_params = false;
+  auto finalize = [&](std::int64_t end) {
+    const std::int64_t padded_end = round_up(end, div);
+    buf.buckets.emplace_back(bucket_start, padded_end);
+    bucket_start = padded_end;
+    bucket_has_params = false;
+  };
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    const ParamTensor& p = **it;
+    param_start = round_up(param_start, kParamStartAlignment);
+    if (p.shared_embedding && bucket_has_params) {
+      finalize(param_start);
+      param_start = bucket_start;
+    }
+    param_end = param_start + p.numel;
+    buf.params.emplace_back(param_start, param_end);
+    bucket_has_params = true;
+    if ((s.bucket_size && param_end - bucket_start >= *s.bucket_size) || p.shared_embedding) {
+      finalize(param_end);
+      param_start = bucket_start;
+    } else {
+      param_start = param_end;
+    }
+  }
+  if (bucket_has_params) finalize(param_end);
+  buf.numel = buf.buckets.empty() ? 0 : buf.buckets.back().second;
+}
+
+// Without the distributed optimizer parameters are packed back to back, one bucket per
+// bucket_size, no padding (param_and_grad_buffer.py:1127-1128 asserts numel == unpadded).
+void plain_layout(DdpBuffer& buf, const std::vector<const ParamTensor*>& params) {
+  std::int64_t offset = 0;
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    buf.params.emplace_back(offset, offset + (*it)->numel);
+    offset += (*it)->numel;
+  }
+  buf.buckets.emplace_back(0, offset);
+  buf.numel = offset;
+}
+
+}  // namespace
+
+std::vector<DdpBuffer> ddp_buffers(const ParamList& params, const DdpSettings& s) {
+  // Grouping key (param dtype, grad dtype, expert), param_and_grad_buffer.py:888-950. FP8 params
+  // are stored as uint8; their grads use the high-precision ("fake") dtype.
+  std::vector<DdpBuffer> buffers;
+  std::vector<std::vector<const ParamTensor*>> members;
+  for (const auto& p : params) {
+    const DType pdt = (s.fp8_params && p.gemm_weight) ? DType::uint8 : s.param_dtype;
+    std::size_t k = 0;
+    while (k < buffers.size() && !(buffers[k].param_dtype == pdt && buffers[k].expert == p.expert)) ++k;
+    if (k == buffers.size()) {
+      DdpBuffer b;
+      b.param_dtype = pdt;
+      b.grad_dtype = s.grad_dtype;
+      b.expert = p.expert;
+      b.shard_count = p.expert ? s.expert_shards : s.dense_shards;
+      buffers.push_back(b);
+      members.emplace_back();
+    }
+    members[k].push_back(&p);
+    buffers[k].numel_unpadded += p.numel;
+    if (p.gemm_weight) buffers[k].gemm_numel += p.numel;
+  }
+  for (std::size_t k = 0; k < buffers.size(); ++k) {
+    if (s.distributed_optimizer) distopt_layout(buffers[k], members[k], s);
+    else plain_layout(buffers[k], members[k]);
+  }
+  return buffers;
+}
+
+std::int64_t owned_elements(const DdpBuffer& buffer, std::int64_t shard_index) {
+  std::int64_t owned = 0;
+  for (const auto& [b_start, b_end] : buffer.buckets) {
+    const std::int64_t shard = (b_end - b_start) / buffer.shard_count;
+    const std::int64_t lo = b_start + shard_index * shard;
+    const std::int64_t hi = lo + shard;
+    for (const auto& [p_start, p_end] : buffer.params) {
+      if (p_end <= lo || p_start >= hi) continue;
+      owned += std::min(p_end, hi) - std::max(p_start, lo);
+    }
+  }
+  return owned;
+}
+
+}  // namespace peakcast::model::detail

@@ -1,0 +1,65 @@
+#pragma once
+// Pieces of static_memory_per_rank: the parameters of one model chunk, the DDP buffers built from
+// them, and the optimizer's bytes per element.
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "param_count.hpp"
+#include "peakcast/model/layer_plan.hpp"
+#include "peakcast/model/run_spec.hpp"
+
+namespace peakcast::model::detail {
+
+// Parameters one rank holds for one model chunk, in GPTModel registration order (embedding,
+// decoder layers, final norm, MTP, output layer; gpt_model.py:167-286).
+ParamList chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Derived& d);
+
+// One contiguous _ParamAndGradBuffer (param_and_grad_buffer.py:1160-1196).
+struct DdpBuffer {
+  DType param_dtype = DType::bf16;
+  DType grad_dtype = DType::fp32;
+  bool expert = false;
+  std::int64_t numel = 0;           // with DistOpt padding
+  std::int64_t numel_unpadded = 0;  // sum of parameter sizes
+  std::int64_t gemm_numel = 0;      // of which TE GEMM weights
+  std::int64_t shard_count = 1;     // DistOpt shards per bucket (intra DP x CP, or intra expert DP)
+  std::vector<std::pair<std::int64_t, std::int64_t>> params;   // [start, end) of each parameter
+  std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // [start, end) of each bucket
+};
+
+struct DdpSettings {
+  bool distributed_optimizer = false;
+  std::optional<std::int64_t> bucket_size;  // None: one bucket
+  std::int64_t dense_shards = 1;
+  std::int64_t expert_shards = 1;
+  bool pad_for_high_nccl_busbw = false;
+  bool fp8_params = false;  // TE GEMM weights held as FP8 (uint8 buffer)
+  DType param_dtype = DType::bf16;
+  DType grad_dtype = DType::fp32;
+};
+
+// Buffers of one chunk's DDP wrapper, in creation order (first appearance of each key).
+std::vector<DdpBuffer> ddp_buffers(const ParamList& params, const DdpSettings& settings);
+
+// Parameter elements (not padding) that shard `shard_index` of every bucket covers: what the
+// distributed optimizer keeps state for on that rank (distrib_optimizer.py:200-256).
+std::int64_t owned_elements(const DdpBuffer& buffer, std::int64_t shard_index);
+
+// Optimizer bytes per element it owns, and the step transients (§ optimizer rules in
+// static_memory_optimizer.cpp).
+struct OptimizerBytes {
+  std::int64_t main_param = 0;       // allocated when the optimizer is built
+  std::int64_t states = 0;           // allocated lazily at the first step()
+  std::int64_t step_transient = 0;   // live during step() (and until the next zero_grad)
+};
+
+// `param_dtype` is the dtype the buffer stores (uint8 for FP8 params).
+OptimizerBytes optimizer_bytes(const RunSpec& spec, const Derived& d, DType param_dtype, DType grad_dtype);
+
+// True when TE FusedAdam keeps the master weights (MCore skips its fp32 main shard):
+// use_precision_aware_optimizer_no_fp8_or_ds_fp8 (optimizer_config.py:404-411).
+bool te_keeps_master_weights(const RunSpec& spec);
+
+}  // namespace peakcast::model::detail

@@ -31,6 +31,14 @@ struct TimelineEvent {
   Phase phase = Phase::forward;
 };
 
+// What one module of one micro-batch costs on a rank (the `--explain` table).
+struct ModuleSummary {
+  std::string name;
+  int chunk = 0;
+  Bytes held, forward_excess, backward_excess;
+  double replay_flops = 0;
+};
+
 struct RankPrediction {
   model::RankId rank;
   std::vector<std::int64_t> vpp_chunks;
@@ -45,6 +53,7 @@ struct RankPrediction {
   double step_time_s = 0;
   double replay_time_s = 0;
   std::vector<TimelineEvent> timeline;  // filled only when asked for
+  std::vector<ModuleSummary> modules;   // one entry per module of each chunk, per micro-batch
 };
 
 struct Prediction {

@@ -1,0 +1,63 @@
+#include "report_text.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace peakcast::cli {
+
+namespace {
+std::string gb(Bytes b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", b.gb());
+  return buf;
+}
+}  // namespace
+
+void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const sim::Prediction& p) {
+  const auto& m = spec.model;
+  os << "peakcast predict: " << m.preset.value_or("custom model") << " on " << spec.cluster.num_gpus << " x "
+     << spec.cluster.gpu.name << " (capacity " << gb(p.capacity) << " GB per GPU)\n";
+  os << "layout TP" << m.tensor_model_parallel_size << " PP" << m.pipeline_model_parallel_size;
+  if (m.virtual_pipeline_model_parallel_size) os << " VPP" << *m.virtual_pipeline_model_parallel_size;
+  os << " CP" << m.context_parallel_size << " EP" << m.expert_model_parallel_size
+     << (m.sequence_parallel ? " SP" : "") << ", seq " << m.seq_length << ", micro-batch "
+     << spec.train.micro_batch_size << "\n\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-8s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-9s %-7s %s\n", "pp_rank",
+                "peak GB", "steady GB", "params", "grads", "optim", "activ", "transient", "other", "phase", "iter",
+                "fits");
+  os << line;
+  for (const auto& r : p.ranks) {
+    std::snprintf(line, sizeof line, "%-8lld %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-9s %-7s %s\n",
+                  static_cast<long long>(r.rank.pp_rank), gb(r.peak_allocated).c_str(),
+                  gb(r.steady_peak_allocated).c_str(), gb(r.breakdown.parameters).c_str(),
+                  gb(r.breakdown.gradients).c_str(), gb(r.breakdown.optimizer_states).c_str(),
+                  gb(r.breakdown.activations).c_str(), gb(r.breakdown.transient).c_str(), gb(r.breakdown.other).c_str(),
+                  sim::to_string(r.peak_phase), r.peak_in_first_iteration ? "first" : "steady", r.fits ? "yes" : "NO");
+    os << line;
+  }
+  os << "\npeak lands at: " << (p.ranks.empty() ? "" : p.ranks.front().peak_op) << "\n";
+  std::snprintf(line, sizeof line, "max peak %s GB: %s. step %.3f s, of which replay %.3f s (%.3g replay FLOPs)\n",
+                gb(p.max_peak_allocated).c_str(), p.fits ? "fits on every rank" : "DOES NOT FIT", p.step_time_s,
+                p.replay_time_s, p.replay_flops);
+  os << line;
+  os << "calibration profile: " << p.calibration_profile << "\n";
+}
+
+void print_module_table(std::ostream& os, const sim::Prediction& p) {
+  char line[512];
+  for (const auto& r : p.ranks) {
+    os << "\npp_rank " << r.rank.pp_rank << ": per micro-batch, GB\n";
+    std::snprintf(line, sizeof line, "%-6s %-40s %-10s %-10s %-10s %s\n", "chunk", "module", "saved", "fwd+", "bwd+",
+                  "replay GFLOP");
+    os << line;
+    for (const auto& m : r.modules) {
+      std::snprintf(line, sizeof line, "%-6d %-40s %-10s %-10s %-10s %.1f\n", m.chunk, m.name.c_str(),
+                    gb(m.held).c_str(), gb(m.forward_excess).c_str(), gb(m.backward_excess).c_str(),
+                    m.replay_flops / 1e9);
+      os << line;
+    }
+  }
+}
+
+}  // namespace peakcast::cli

@@ -1,0 +1,29 @@
+#pragma once
+// The few quantities that have no first-principles size or speed: fixed buffers the framework
+// allocates and the efficiency of each op class. They come from a calibration profile under
+// configs/calibration/ (written by `peakcast calibrate`), never from code.
+#include <string>
+
+#include "peakcast/model/units.hpp"
+
+namespace peakcast::sim {
+
+struct FittedConstants {
+  std::string profile = "none";    // name of the profile these came from
+  // Memory: allocations outside the lifetime graph, per rank.
+  Bytes cublas_workspace;          // cuBLAS/cuBLASLt workspaces held through the caching allocator
+  Bytes framework_fixed;           // other persistent allocations (RNG states, flags, small buffers)
+  double activation_scale = 1.0;  // fitted ratio of measured to simulated activation bytes (1 = none)
+  // Time: achieved fraction of the GPU preset's peak, per op class.
+  double gemm_efficiency = 0;
+  double attention_efficiency = 0;
+  double memory_efficiency = 0;    // fraction of HBM bandwidth reached by elementwise/norm ops
+  // Spread of the fit, for prediction intervals (relative, one sigma).
+  double peak_relative_sigma = 0;
+};
+
+// Loads configs/calibration/<name>.json from the embedded configs; "default" is the shipped one.
+// Returns nullopt-equivalent (profile "none", zero constants) when it does not exist.
+FittedConstants load_fitted_constants(const std::string& name = "default");
+
+}  // namespace peakcast::sim

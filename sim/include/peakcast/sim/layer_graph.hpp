@@ -1,0 +1,111 @@
+#pragma once
+// The tensor-lifetime graph of one module (a decoder layer, the embedding, the output layer and
+// loss) for one micro-batch: ops in forward order, the tensors each produces and consumes, which
+// tensors each op saves for its backward, and the checkpoint regions each op belongs to.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "peakcast/model/units.hpp"
+
+namespace peakcast::sim {
+
+// Checkpoint regions Megatron can wrap, one bit each. An op may sit in several (nested) regions.
+enum Region : std::uint32_t {
+  kNoRegion = 0,
+  kCoreAttn = 1u << 0,       // mechanism 1: attention core
+  kMlaUpProj = 1u << 1,      // mechanism 2: MLA up-projections + RoPE; outputs Q, K, V discarded
+  kInputNorm = 1u << 2,      // mechanism 2 (layernorm tag): input layernorm output discarded
+  kPreMlpNorm = 1u << 3,     // mechanism 2 (layernorm tag): pre-MLP layernorm output discarded
+  kMlp = 1u << 4,            // mechanism 1: dense MLP
+  kMoe = 1u << 5,            // mechanism 1: whole MoE layer
+  kSharedExperts = 1u << 6,  // mechanism 1: shared expert MLP
+  kMoeAct = 1u << 7,         // mechanism 2: grouped expert activation output discarded
+  kGdnNormOut = 1u << 8,     // mechanism 2: GDN gated norm output discarded
+};
+
+enum class Mechanism { keep_inputs, discard_output };
+
+struct TensorNode {
+  std::string name;
+  Bytes bytes;
+  bool external = false;       // produced before this module (its input)
+  bool requires_grad = true;   // activations do; index maps and masks do not
+  int producer = -1;           // op index, -1 for external inputs
+};
+
+struct OpNode {
+  std::string name;
+  std::vector<int> inputs;     // tensor indices read in forward
+  std::vector<int> outputs;    // tensor indices written in forward
+  std::vector<int> saves;      // tensor indices this op keeps for its backward
+  std::vector<int> keeps_alive;  // tensors a Python local keeps referenced until this op (no grad flow)
+  Bytes forward_workspace;     // scratch live only while the op runs forward
+  Bytes backward_workspace;    // scratch live only while its backward runs (e.g. wgrad, re-gather)
+  double forward_flops = 0;
+  double backward_flops = 0;
+  double forward_bytes_moved = 0;  // memory traffic of the forward kernel(s), for the time model
+  std::uint32_t regions = kNoRegion;
+  bool is_gemm = false;        // for the time model's efficiency classes
+  bool is_attention_core = false;
+  bool grad_passthrough = false;  // backward returns its output grad unchanged (views, residual adds)
+};
+
+struct LayerGraph {
+  std::string name;
+  std::vector<TensorNode> tensors;
+  std::vector<OpNode> ops;
+  int output = -1;  // tensor handed to the next module (not counted as this module's saved state)
+  // For mechanism-2 regions: which tensors are discarded and at which op's backward they return.
+  struct Discard {
+    Region region;
+    std::vector<int> tensors;
+    int hook_op;  // re-materialised when the backward reaches this op (before running it)
+  };
+  std::vector<Discard> discards;
+
+  int add_input(std::string name, Bytes bytes);
+  int add_tensor(std::string name, Bytes bytes, bool requires_grad = true);
+  // Appends an op; fills producer links of its outputs. Returns its index.
+  int add_op(OpNode op);
+};
+
+// Which regions are checkpointed, and how.
+struct CheckpointSet {
+  std::uint32_t keep_inputs = 0;     // mechanism-1 regions active
+  std::uint32_t discard_output = 0;  // mechanism-2 regions active
+  bool whole_module = false;         // full recompute: only the module input is kept
+};
+
+// Memory profile of one module for one micro-batch under a checkpoint set. "Excess" values are
+// relative to the live bytes just before the module's forward (or backward) starts.
+struct ModuleProfile {
+  Bytes held;                // saved from the end of forward until the module's backward
+  Bytes forward_peak_excess; // max over the forward of (live - live_at_start)
+  Bytes output_bytes;        // the output handed on (live after forward besides `held`)
+  Bytes input_bytes;         // the external input (freed or held at the end of forward)
+  bool input_held = false;
+  Bytes backward_peak_excess;  // max over the backward of (live - live_at_backward_start), where
+                               // live_at_backward_start includes `held` and the output gradient
+  Bytes replay_bytes;        // largest set of tensors re-materialised at once by recompute
+  double forward_flops = 0, backward_flops = 0, replay_flops = 0;
+  double forward_bytes_moved = 0, replay_bytes_moved = 0;
+  // The same work split by the time model's op classes (forward, and what a replay repeats).
+  struct Work {
+    double gemm_flops = 0, attention_flops = 0, other_flops = 0, other_bytes = 0;
+  };
+  Work forward_work, replay_work;
+};
+
+// Runs the forward and backward of `g` op by op under `ckpt` and measures its lifetimes.
+ModuleProfile profile_module(const LayerGraph& g, const CheckpointSet& ckpt);
+
+// One step of the op-level replay of a module, for timelines.
+struct OpEvent {
+  std::string op;
+  bool backward = false;
+  Bytes live_delta;  // live bytes after this op, relative to the module's start
+};
+std::vector<OpEvent> trace_module(const LayerGraph& g, const CheckpointSet& ckpt);
+
+}  // namespace peakcast::sim

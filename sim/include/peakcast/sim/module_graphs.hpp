@@ -1,0 +1,45 @@
+#pragma once
+// Builders of the per-micro-batch lifetime graph of each module kind, at the per-rank shapes that
+// TP/SP/CP/EP/ETP give, for the Transformer Engine stack and for the local (torch-only) stack.
+#include <cstdint>
+
+#include "peakcast/model/layer_plan.hpp"
+#include "peakcast/model/run_spec.hpp"
+#include "peakcast/sim/layer_graph.hpp"
+
+namespace peakcast::sim {
+
+// Per-rank sizes shared by all module builders.
+struct ShapeContext {
+  std::int64_t seq = 0;          // tokens of one sequence on this CP rank (seq_length / cp)
+  std::int64_t batch = 1;        // micro-batch size
+  std::int64_t tokens = 0;       // seq * batch: rows of a full (TP-gathered) activation
+  std::int64_t local_tokens = 0; // tokens / tp under sequence parallelism, else tokens
+  std::int64_t hidden = 0;
+  std::int64_t tp = 1, cp = 1, ep = 1, etp = 1;
+  std::int64_t act_bytes = 2;    // activation dtype size
+  bool te = true;                // Transformer Engine modules (fused LN-linear, fused attention)
+  bool fused_attention = true;   // flash/fused attention kernel (no s*s tensors)
+  bool fp8 = false;              // FP8 GEMM inputs saved as 1-byte copies
+  bool sequence_parallel = false;
+  bool grad_accumulation_fusion = false;  // wgrad written straight into main_grad
+  double moe_routing_imbalance = 1.0;     // received tokens / balanced share (1 = balanced)
+};
+
+ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived& d);
+
+// A decoder layer (GPT: mixer + FFN with two norms; hybrid: one mixer or one FFN with its norm).
+LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c,
+                             const model::LayerSpec& layer, bool hybrid);
+
+// Embedding lookup on the first stage (token ids in, hidden out).
+LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
+
+// Final norm, output layer and cross-entropy loss on the last stage (hidden in, loss out).
+LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
+
+// Largest request ever made of Megatron's global ("mpu", dtype) scratch buffer on this rank:
+// the local attention's scores scratch and the SP all-gather target of Megatron's own linears.
+Bytes global_memory_buffer_bytes(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
+
+}  // namespace peakcast::sim

@@ -1,0 +1,28 @@
+#include "peakcast/sim/fitted_constants.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/model/embedded_configs.hpp"
+
+namespace peakcast::sim {
+
+FittedConstants load_fitted_constants(const std::string& name) {
+  FittedConstants c;
+  const auto text = model::embedded_config("calibration/" + name + ".json");
+  if (!text) return c;
+  const auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return c;
+  c.profile = j.value("profile", name);
+  const auto& m = j.value("memory", nlohmann::json::object());
+  c.cublas_workspace = Bytes{m.value("cublas_workspace_bytes", std::int64_t{0})};
+  c.framework_fixed = Bytes{m.value("framework_fixed_bytes", std::int64_t{0})};
+  c.activation_scale = m.value("activation_scale", 1.0);
+  c.peak_relative_sigma = m.value("peak_relative_sigma", 0.0);
+  const auto& t = j.value("time", nlohmann::json::object());
+  c.gemm_efficiency = t.value("gemm_efficiency", 0.0);
+  c.attention_efficiency = t.value("attention_efficiency", 0.0);
+  c.memory_efficiency = t.value("memory_efficiency", 0.0);
+  return c;
+}
+
+}  // namespace peakcast::sim

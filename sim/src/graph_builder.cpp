@@ -1,0 +1,77 @@
+#include "graph_builder.hpp"
+
+namespace peakcast::sim::detail {
+
+int GraphBuilder::op(const std::string& name, const OpArgs& a) {
+  OpNode o;
+  o.name = prefix_ + name;
+  o.inputs.assign(a.in.begin(), a.in.end());
+  o.outputs.assign(a.out.begin(), a.out.end());
+  o.saves.assign(a.save.begin(), a.save.end());
+  o.keeps_alive.assign(a.keep.begin(), a.keep.end());
+  o.regions = a.region;
+  o.forward_flops = a.flops;
+  o.backward_flops = a.backward_flops >= 0 ? a.backward_flops : (a.gemm ? 2 * a.flops : a.flops);
+  o.forward_workspace = a.ws;
+  o.backward_workspace = a.bws;
+  o.is_gemm = a.gemm;
+  o.is_attention_core = a.attention;
+  o.grad_passthrough = a.passthrough;
+  if (a.bytes_moved >= 0) {
+    o.forward_bytes_moved = a.bytes_moved;
+  } else {
+    double moved = 0;
+    for (int t : a.in) moved += static_cast<double>(g_.tensors.at(t).bytes.value);
+    for (int t : a.out) moved += static_cast<double>(g_.tensors.at(t).bytes.value);
+    o.forward_bytes_moved = moved;
+  }
+  return g_.add_op(std::move(o));
+}
+
+int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std::int64_t n, Parallel par,
+                         std::uint32_t region, std::int64_t rows, bool save_input) {
+  const bool sp = c_.sequence_parallel && c_.tp > 1;
+  if (rows < 0) rows = c_.tokens;
+  const std::int64_t local_rows = sp ? rows / c_.tp : rows;
+  Bytes ws{}, bws{};
+  if (par == Parallel::column && sp) {
+    // TE gathers into a transient; Megatron's own linears use the global buffer (counted once).
+    if (c_.te) ws += act(rows, k);
+    if (c_.te) bws += act(rows, k);  // backward re-gathers the saved local input for wgrad
+    bws += act(rows, k);             // full dgrad before its reduce-scatter
+  }
+  std::int64_t out_rows = rows;
+  if (par == Parallel::row && sp) {
+    ws += act(rows, n);   // GEMM result before the reduce-scatter
+    bws += act(rows, n);  // output gradient all-gathered for dgrad and wgrad
+    out_rows = local_rows;
+  }
+  if (!c_.grad_accumulation_fusion) bws += act(k, n);  // param.grad until the DDP hook adds it into main_grad
+  const int out = tensor(name + ".out", act(out_rows, n));
+  const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(n);
+  OpNode o;
+  o.name = prefix_ + name;
+  o.inputs = {input};
+  o.outputs = {out};
+  if (save_input) {
+    if (c_.fp8) {
+      // FP8 GEMMs keep a 1-byte quantised copy of their input for the wgrad.
+      const int q = tensor(name + ".input_fp8", Bytes{(par == Parallel::column && sp ? local_rows : rows) * k}, false);
+      o.outputs.push_back(q);
+      o.saves = {q};
+    } else {
+      o.saves = {input};
+    }
+  }
+  o.regions = region;
+  o.forward_flops = flops;
+  o.backward_flops = 2 * flops;
+  o.forward_workspace = ws;
+  o.backward_workspace = bws;
+  o.is_gemm = true;
+  o.forward_bytes_moved = static_cast<double>(act(rows, k).value + act(k, n).value + act(rows, n).value);
+  g_.add_op(std::move(o));
+  return out;
+}
+
+}  // namespace peakcast::sim::detail

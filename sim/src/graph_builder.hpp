@@ -1,0 +1,51 @@
+#pragma once
+// Small helpers that let module builders read like the module code they describe.
+#include <initializer_list>
+#include <string>
+
+#include "peakcast/sim/layer_graph.hpp"
+#include "peakcast/sim/module_graphs.hpp"
+
+namespace peakcast::sim::detail {
+
+class GraphBuilder {
+ public:
+  GraphBuilder(LayerGraph& g, const ShapeContext& c, std::string prefix) : g_(g), c_(c), prefix_(std::move(prefix)) {}
+
+  // An activation of `rows` x `cols` elements in the activation dtype.
+  Bytes act(std::int64_t rows, std::int64_t cols) const { return Bytes{rows * cols * c_.act_bytes}; }
+  Bytes fp32(std::int64_t rows, std::int64_t cols) const { return Bytes{rows * cols * 4}; }
+
+  int input(const std::string& name, Bytes b) { return g_.add_input(prefix_ + name, b); }
+  int tensor(const std::string& name, Bytes b, bool requires_grad = true) {
+    return g_.add_tensor(prefix_ + name, b, requires_grad);
+  }
+
+  struct OpArgs {
+    std::initializer_list<int> in{}, out{}, save{}, keep{};
+    std::uint32_t region = kNoRegion;
+    double flops = 0;            // forward
+    double backward_flops = -1;  // default 2 x forward (dgrad + wgrad) for GEMMs, 1 x otherwise
+    Bytes ws{}, bws{};
+    double bytes_moved = -1;     // default: inputs read + outputs written
+    bool gemm = false, attention = false, passthrough = false;
+  };
+  int op(const std::string& name, const OpArgs& a);
+
+  // A linear layer at per-rank shapes. Column-parallel under SP gathers its [local_tokens, k]
+  // input to [tokens, k] for the GEMM (TE: a transient; local: Megatron's global buffer) and saves
+  // the un-gathered input; row-parallel under SP reduce-scatters its [tokens, n] result.
+  enum class Parallel { column, row, none };
+  int linear(const std::string& name, int input, std::int64_t k, std::int64_t n, Parallel par,
+             std::uint32_t region = kNoRegion, std::int64_t rows = -1, bool save_input = true);
+
+  const ShapeContext& ctx() const { return c_; }
+  LayerGraph& graph() { return g_; }
+
+ private:
+  LayerGraph& g_;
+  const ShapeContext& c_;
+  std::string prefix_;
+};
+
+}  // namespace peakcast::sim::detail

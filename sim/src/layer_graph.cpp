@@ -1,0 +1,271 @@
+#include "peakcast/sim/layer_graph.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+namespace peakcast::sim {
+
+int LayerGraph::add_input(std::string tensor_name, Bytes bytes) {
+  TensorNode t;
+  t.name = std::move(tensor_name);
+  t.bytes = bytes;
+  t.external = true;
+  tensors.push_back(std::move(t));
+  return static_cast<int>(tensors.size()) - 1;
+}
+
+int LayerGraph::add_tensor(std::string tensor_name, Bytes bytes, bool requires_grad) {
+  TensorNode t;
+  t.name = std::move(tensor_name);
+  t.bytes = bytes;
+  t.requires_grad = requires_grad;
+  tensors.push_back(std::move(t));
+  return static_cast<int>(tensors.size()) - 1;
+}
+
+int LayerGraph::add_op(OpNode op) {
+  const int index = static_cast<int>(ops.size());
+  for (int t : op.outputs) tensors.at(t).producer = index;
+  ops.push_back(std::move(op));
+  return index;
+}
+
+namespace {
+
+// Data-flow graph of the module: an edge per tensor from its producer to each consumer. Ops are
+// added in program order; the topological sort checks that the order is a valid execution order.
+using FlowGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+
+void check_program_order(const LayerGraph& g) {
+  FlowGraph flow(g.ops.size());
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    for (int t : g.ops[i].inputs) {
+      const int p = g.tensors.at(t).producer;
+      if (p >= 0) {
+        if (p >= static_cast<int>(i)) throw std::logic_error(g.name + ": op " + g.ops[i].name + " reads a tensor produced later");
+        boost::add_edge(static_cast<std::size_t>(p), i, flow);
+      }
+    }
+  }
+  std::vector<std::size_t> order;
+  boost::topological_sort(flow, std::back_inserter(order));  // throws not_a_dag on a cycle
+}
+
+struct Lifetimes {
+  std::vector<int> last_forward_use;  // op index; producer index when never read
+  std::vector<int> first_saver;       // smallest saving op index (its backward runs last), -1 if none
+  std::vector<bool> held;             // kept from forward until backward under the checkpoint set
+  std::vector<bool> replayed;         // dropped by a checkpoint and re-materialised at its backward
+};
+
+bool in_region(const OpNode& op, std::uint32_t mask) { return (op.regions & mask) != 0; }
+
+Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt) {
+  const std::size_t nt = g.tensors.size();
+  Lifetimes lt{std::vector<int>(nt, -1), std::vector<int>(nt, -1), std::vector<bool>(nt, false),
+               std::vector<bool>(nt, false)};
+  for (std::size_t t = 0; t < nt; ++t) lt.last_forward_use[t] = g.tensors[t].producer;
+  const std::uint32_t no_grad_regions = ckpt.keep_inputs | ckpt.discard_output;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const OpNode& op = g.ops[i];
+    for (int t : op.inputs) lt.last_forward_use[t] = std::max(lt.last_forward_use[t], static_cast<int>(i));
+    for (int t : op.keeps_alive) lt.last_forward_use[t] = std::max(lt.last_forward_use[t], static_cast<int>(i));
+    for (int t : op.saves) {
+      if (lt.first_saver[t] < 0) lt.first_saver[t] = static_cast<int>(i);
+      const TensorNode& tn = g.tensors[t];
+      if (ckpt.whole_module) {
+        // Full recompute keeps only the module's inputs (the checkpoint's positional arguments).
+        if (tn.external) lt.held[t] = true; else lt.replayed[t] = true;
+        continue;
+      }
+      const std::uint32_t active = op.regions & no_grad_regions;
+      if (active == 0) { lt.held[t] = true; continue; }
+      // Inside a checkpoint the op runs under no_grad; the checkpoint keeps the region's inputs.
+      const bool produced_inside = tn.producer >= 0 && (g.ops[tn.producer].regions & active) != 0;
+      if (produced_inside) lt.replayed[t] = true; else lt.held[t] = true;
+    }
+  }
+  if (ckpt.whole_module) {
+    for (std::size_t t = 0; t < nt; ++t) if (g.tensors[t].external) lt.held[t] = true;
+  }
+  for (const auto& d : g.discards) {
+    if ((ckpt.discard_output & d.region) == 0 || ckpt.whole_module) continue;
+    for (int t : d.tensors) {
+      lt.held[t] = false;
+      lt.replayed[t] = true;
+    }
+  }
+  return lt;
+}
+
+// Outermost active mechanism-1 region of an op (or the whole module), as a mask; 0 when none.
+std::uint32_t active_keep_region(const OpNode& op, const CheckpointSet& ckpt) {
+  return op.regions & ckpt.keep_inputs;
+}
+
+struct Simulation {
+  ModuleProfile profile;
+  std::vector<OpEvent> events;
+};
+
+Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) {
+  check_program_order(g);
+  const Lifetimes lt = analyse(g, ckpt);
+  const std::size_t nt = g.tensors.size();
+  Simulation sim;
+  ModuleProfile& p = sim.profile;
+
+  // ---- forward ----
+  std::vector<bool> alive(nt, false);
+  std::int64_t live = 0;
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (g.tensors[t].external) { alive[t] = true; live += g.tensors[t].bytes.value; p.input_bytes += g.tensors[t].bytes; }
+  }
+  const std::int64_t forward_start = live;
+  std::int64_t peak = live;
+  const std::uint32_t recompute_regions = ckpt.keep_inputs | ckpt.discard_output;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const OpNode& op = g.ops[i];
+    for (int t : op.outputs) if (!alive[t]) { alive[t] = true; live += g.tensors[t].bytes.value; }
+    peak = std::max(peak, live + op.forward_workspace.value);
+    p.forward_flops += op.forward_flops;
+    p.backward_flops += op.backward_flops;
+    p.forward_bytes_moved += op.forward_bytes_moved;
+    const auto add_work = [&op](ModuleProfile::Work& w) {
+      if (op.is_gemm) w.gemm_flops += op.forward_flops;
+      else if (op.is_attention_core) w.attention_flops += op.forward_flops;
+      else { w.other_flops += op.forward_flops; w.other_bytes += op.forward_bytes_moved; }
+    };
+    add_work(p.forward_work);
+    if (ckpt.whole_module || in_region(op, recompute_regions)) {
+      p.replay_flops += op.forward_flops;
+      p.replay_bytes_moved += op.forward_bytes_moved;
+      add_work(p.replay_work);
+    }
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (!alive[t] || lt.held[t] || static_cast<int>(t) == g.output) continue;
+      if (lt.last_forward_use[t] == static_cast<int>(i)) { alive[t] = false; live -= g.tensors[t].bytes.value; }
+    }
+    if (trace) sim.events.push_back({op.name, false, Bytes{live - forward_start}});
+  }
+  p.forward_peak_excess = Bytes{peak - forward_start};
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (lt.held[t]) p.held += g.tensors[t].bytes;
+    if (g.tensors[t].external && lt.held[t]) p.input_held = true;
+  }
+  if (g.output >= 0) p.output_bytes = g.tensors[g.output].bytes;
+
+  // ---- backward ----
+  // Live at backward start: held tensors plus the gradient of the output.
+  std::vector<bool> grad_alive(nt, false);
+  std::vector<std::int64_t> grad_bytes(nt, 0);
+  std::fill(alive.begin(), alive.end(), false);
+  live = 0;
+  for (std::size_t t = 0; t < nt; ++t) if (lt.held[t]) { alive[t] = true; live += g.tensors[t].bytes.value; }
+  if (g.output >= 0 && g.tensors[g.output].requires_grad) {
+    grad_alive[g.output] = true;
+    grad_bytes[g.output] = g.tensors[g.output].bytes.value;
+    live += grad_bytes[g.output];
+  }
+  const std::int64_t backward_start = live;
+  peak = live;
+
+  // Re-materialise the tensors a checkpoint dropped, replaying the region's forward with saving on.
+  const auto replay = [&](auto&& op_in_region) {
+    std::int64_t replay_live = 0, replay_peak = 0, rematerialised = 0;
+    std::vector<bool> tmp(nt, false);
+    int last = -1;
+    for (std::size_t i = 0; i < g.ops.size(); ++i) if (op_in_region(g.ops[i])) last = static_cast<int>(i);
+    for (std::size_t i = 0; i < g.ops.size(); ++i) {
+      const OpNode& op = g.ops[i];
+      if (!op_in_region(op)) continue;
+      for (int t : op.outputs) if (!alive[t] && !tmp[t]) { tmp[t] = true; replay_live += g.tensors[t].bytes.value; }
+      replay_peak = std::max(replay_peak, replay_live + op.forward_workspace.value);
+      for (std::size_t t = 0; t < nt; ++t) {
+        if (!tmp[t]) continue;
+        const bool needed = lt.replayed[t] || g.tensors[t].producer == last;
+        if (!needed && lt.last_forward_use[t] <= static_cast<int>(i)) { tmp[t] = false; replay_live -= g.tensors[t].bytes.value; }
+      }
+    }
+    for (std::size_t t = 0; t < nt; ++t) if (tmp[t]) { alive[t] = true; rematerialised += g.tensors[t].bytes.value; }
+    peak = std::max(peak, live + replay_peak);
+    live += rematerialised;
+    p.replay_bytes = max(p.replay_bytes, Bytes{rematerialised});
+  };
+
+  std::uint32_t replayed_regions = 0;
+  if (ckpt.whole_module && !g.ops.empty()) replay([](const OpNode&) { return true; });
+  for (int i = static_cast<int>(g.ops.size()) - 1; i >= 0; --i) {
+    const OpNode& op = g.ops[i];
+    if (!ckpt.whole_module) {
+      const std::uint32_t region = active_keep_region(op, ckpt);
+      // Entering a region's backward (its last forward op) replays the whole region once.
+      for (std::uint32_t bit = 1; bit != 0 && bit <= region; bit <<= 1) {
+        if ((region & bit) == 0 || (replayed_regions & bit) != 0) continue;
+        replayed_regions |= bit;
+        replay([bit](const OpNode& o) { return (o.regions & bit) != 0; });
+      }
+      for (const auto& d : g.discards) {
+        if ((ckpt.discard_output & d.region) == 0 || d.hook_op != i) continue;
+        std::int64_t back = 0;
+        for (int t : d.tensors) if (!alive[t]) { alive[t] = true; back += g.tensors[t].bytes.value; }
+        live += back;
+        peak = std::max(peak, live);
+        p.replay_bytes = max(p.replay_bytes, Bytes{back});
+      }
+    }
+    // The op's backward: gradients of its inputs plus scratch. A pass-through op (view, residual
+    // add) hands its output gradient to its inputs without copying; a second contribution to an
+    // existing gradient allocates the sum before the old partial gradient is released.
+    std::int64_t new_grads = 0, accumulate = 0;
+    std::int64_t handed_over = 0;
+    for (int o : op.outputs) if (grad_alive[o]) handed_over += grad_bytes[o];
+    bool handed = false;
+    for (int t : op.inputs) {
+      if (!g.tensors[t].requires_grad) continue;
+      const std::int64_t b = g.tensors[t].bytes.value;
+      if (grad_alive[t]) {
+        accumulate = std::max(accumulate, b);
+        if (grad_bytes[t] == 0) { grad_bytes[t] = b; new_grads += b; }  // an alias becomes a real sum
+      } else if (op.grad_passthrough) {
+        grad_alive[t] = true;
+        grad_bytes[t] = handed ? 0 : std::min(b, handed_over);
+        handed = true;
+      } else {
+        grad_alive[t] = true;
+        grad_bytes[t] = b;
+        new_grads += b;
+      }
+    }
+    peak = std::max(peak, live + new_grads + accumulate + op.backward_workspace.value);
+    live += new_grads;
+    for (int o : op.outputs) {
+      if (!grad_alive[o]) continue;
+      grad_alive[o] = false;
+      // Bytes handed to an input by a pass-through stay allocated under the input's name.
+      if (!(op.grad_passthrough && handed)) live -= grad_bytes[o];
+      grad_bytes[o] = 0;
+    }
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (!alive[t]) continue;
+      const bool done = lt.first_saver[t] == i || (lt.first_saver[t] < 0 && g.tensors[t].producer == i);
+      if (done) { alive[t] = false; live -= g.tensors[t].bytes.value; }
+    }
+    if (trace) sim.events.push_back({op.name, true, Bytes{live - backward_start}});
+  }
+  p.backward_peak_excess = Bytes{peak - backward_start};
+  return sim;
+}
+
+}  // namespace
+
+ModuleProfile profile_module(const LayerGraph& g, const CheckpointSet& ckpt) { return simulate(g, ckpt, false).profile; }
+
+std::vector<OpEvent> trace_module(const LayerGraph& g, const CheckpointSet& ckpt) {
+  return simulate(g, ckpt, true).events;
+}
+
+}  // namespace peakcast::sim

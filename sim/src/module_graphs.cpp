@@ -1,0 +1,507 @@
+// Per-op tensor inventories of each module kind. Each builder follows the forward code of the
+// pinned Megatron Core module (file references in comments) and records what autograd saves.
+#include "peakcast/sim/module_graphs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "graph_builder.hpp"
+
+namespace peakcast::sim {
+
+using detail::GraphBuilder;
+using Parallel = GraphBuilder::Parallel;
+using model::AttentionBackend;
+using model::TransformerImpl;
+
+ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived& d) {
+  ShapeContext c;
+  c.seq = spec.model.seq_length / std::max<std::int64_t>(1, d.cp);
+  c.batch = spec.train.micro_batch_size;
+  c.tokens = c.seq * c.batch;
+  c.tp = d.tp;
+  c.cp = d.cp;
+  c.ep = d.ep;
+  c.etp = d.etp;
+  c.sequence_parallel = spec.model.sequence_parallel && d.tp > 1;
+  c.local_tokens = c.sequence_parallel ? c.tokens / d.tp : c.tokens;
+  c.hidden = spec.model.hidden_size;
+  c.act_bytes = dtype_bytes(d.act_dtype);
+  c.te = spec.model.transformer_impl == TransformerImpl::transformer_engine;
+  const auto backend = spec.model.attention_backend;
+  c.fused_attention = c.te && backend != AttentionBackend::unfused && backend != AttentionBackend::local;
+  c.fp8 = spec.model.fp8.has_value();
+  c.grad_accumulation_fusion = spec.model.gradient_accumulation_fusion;
+  return c;
+}
+
+namespace {
+
+constexpr std::int64_t kFp32 = 4;
+
+// A norm module: RMSNorm saves its input and the fp32 inverse RMS per row; LayerNorm also the mean.
+int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std::int64_t cols,
+         bool layer_norm, std::uint32_t region) {
+  const int out = b.tensor(name + ".out", b.act(rows, cols));
+  const int stats = b.tensor(name + ".rstd", Bytes{rows * kFp32 * (layer_norm ? 2 : 1)}, false);
+  b.op(name, {.in = {x}, .out = {out, stats}, .save = {x, stats}, .region = region,
+              .flops = 5.0 * rows * cols});
+  return out;
+}
+
+int residual_add(GraphBuilder& b, const std::string& name, int residual, int branch, std::int64_t rows,
+                 double dropout) {
+  const ShapeContext& c = b.ctx();
+  const int out = b.tensor(name + ".out", b.act(rows, c.hidden));
+  if (dropout > 0) {
+    // Bias-dropout-add keeps a 1-byte mask per element for its backward.
+    const int mask = b.tensor(name + ".dropout_mask", Bytes{rows * c.hidden}, false);
+    b.op(name, {.in = {residual, branch}, .out = {out, mask}, .save = {mask}, .flops = 3.0 * rows * c.hidden});
+  } else {
+    b.op(name, {.in = {residual, branch}, .out = {out}, .flops = 1.0 * rows * c.hidden, .passthrough = true});
+  }
+  return out;
+}
+
+// Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units).
+int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn,
+               bool gated, bool fused, std::uint32_t region, int probs = -1) {
+  const int out = b.tensor(name + ".out", b.act(rows, ffn));
+  const double flops = (gated ? 6.0 : 3.0) * rows * ffn;
+  if (fused || !gated) {
+    // bias_swiglu / weighted_swiglu / squared ReLU fusions save only their inputs.
+    if (probs >= 0) {
+      b.op(name, {.in = {fc1, probs}, .out = {out}, .save = {fc1, probs}, .region = region, .flops = flops});
+    } else {
+      b.op(name, {.in = {fc1}, .out = {out}, .save = {fc1}, .region = region, .flops = flops});
+    }
+    return out;
+  }
+  // Unfused GLU (mlp.py glu): chunk views, silu(x0) saves x0, the product saves both operands.
+  const int act0 = b.tensor(name + ".silu", b.act(rows, ffn));
+  b.op(name + ".silu", {.in = {fc1}, .out = {act0}, .save = {fc1}, .region = region, .flops = 4.0 * rows * ffn});
+  if (probs < 0) {
+    b.op(name + ".glu_mul", {.in = {act0, fc1}, .out = {out}, .save = {act0, fc1}, .region = region,
+                             .flops = 1.0 * rows * ffn});
+    return out;
+  }
+  const int glu = b.tensor(name + ".glu", b.act(rows, ffn));
+  b.op(name + ".glu_mul", {.in = {act0, fc1}, .out = {glu}, .save = {act0, fc1}, .region = region,
+                           .flops = 1.0 * rows * ffn});
+  // MLP.forward(per_token_scale=probs) multiplies by the router probabilities and saves both.
+  b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {glu, probs}, .region = region,
+                            .flops = 1.0 * rows * ffn});
+  return out;
+}
+
+struct Dims {
+  std::int64_t heads = 0, groups = 0, head_dim = 0;  // per TP rank
+};
+
+// Standard / GQA self-attention with RoPE (attention.py SelfAttention).
+int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x,
+                    bool separate_norm) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t N = c.tokens, Nl = c.local_tokens, h = c.hidden;
+  const std::int64_t hq = m.num_attention_heads / c.tp;
+  const std::int64_t hkv = std::max<std::int64_t>(1, d.query_groups / c.tp);
+  const std::int64_t hd = d.kv_channels;
+  int ln = x;
+  if (separate_norm) ln = norm(b, "input_layernorm", x, Nl, h, m.normalization == model::Normalization::layer_norm, kInputNorm);
+  else ln = norm(b, "input_layernorm(fused)", x, Nl, h, m.normalization == model::Normalization::layer_norm, kNoRegion);
+  const int qkv = b.linear("linear_qkv", ln, h, (hq + 2 * hkv) * hd, Parallel::column);
+  // RoPE makes new Q and K; V stays a view of the fused QKV output, so saving V keeps all of it.
+  const int q = b.tensor("q_rope", b.act(N, hq * hd));
+  const int k = b.tensor("k_rope", b.act(N, hkv * hd));
+  const bool rope = m.position_embedding_type == model::PositionEmbedding::rope ||
+                    m.position_embedding_type == model::PositionEmbedding::yarn;
+  b.op("rotary", {.in = {qkv}, .out = {q, k}, .flops = rope ? 6.0 * N * (hq + hkv) * hd : 0.0});
+  const int ctx = b.tensor("core_attention.out", b.act(N, hq * hd));
+  const double causal_flops = 2.0 * 2.0 * c.batch * hq * double(c.seq) * c.seq * hd * 0.5;
+  if (c.fused_attention) {
+    // TE fused/flash attention saves Q, K, V, its output and the fp32 softmax statistics.
+    const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
+    Bytes cp_ws{};
+    if (c.cp > 1) cp_ws = b.act(N, 2 * hkv * hd) * 2;  // KV ring: the chunk in flight and the next
+    const int core = b.op("core_attention", {.in = {q, k, qkv}, .out = {ctx, lse}, .save = {q, k, qkv, ctx, lse},
+                                             .region = kCoreAttn, .flops = causal_flops,
+                                             .backward_flops = 2.5 * causal_flops, .ws = cp_ws, .bws = cp_ws,
+                                             .attention = true});
+    (void)core;
+  } else {
+    // Local DotProductAttention (dot_product_attention.py): scores and probabilities of size E.
+    const double E = double(c.batch) * hq * c.seq * c.seq;
+    const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+    int kx = k, vx = qkv;
+    if (hq / hkv > 1) {
+      kx = b.tensor("gqa_expand.k", b.act(N, hq * hd));
+      vx = b.tensor("gqa_expand.v", b.act(N, hq * hd));
+      b.op("gqa_expand", {.in = {k, qkv}, .out = {kx, vx}, .region = kCoreAttn});
+    }
+    const int scores = b.tensor("scores", e(c.act_bytes));
+    b.op("baddbmm", {.in = {q, kx}, .out = {scores}, .save = {q, kx}, .region = kCoreAttn,
+                     .flops = causal_flops, .gemm = true});
+    int probs = -1;
+    const bool fp32_softmax = m.attention_softmax_in_fp32;
+    if (fp32_softmax) {
+      // forward_torch_softmax: an fp32 copy, in-place mask, fp32 softmax (saved), cast back (saved by bmm).
+      const int p32 = b.tensor("softmax.fp32", e(kFp32));
+      probs = b.tensor("softmax.out", e(c.act_bytes));
+      b.op("softmax", {.in = {scores}, .out = {p32, probs}, .save = {p32}, .region = kCoreAttn,
+                       .flops = 5.0 * E, .ws = e(kFp32)});
+    } else {
+      probs = b.tensor("softmax.out", e(c.act_bytes));
+      b.op("softmax", {.in = {scores}, .out = {probs}, .save = {probs}, .region = kCoreAttn, .flops = 5.0 * E});
+    }
+    if (m.attention_dropout > 0) {
+      const int mask = b.tensor("attention_dropout.mask", e(1), false);
+      const int dropped = b.tensor("attention_dropout.out", e(c.act_bytes));
+      b.op("attention_dropout", {.in = {probs}, .out = {dropped, mask}, .save = {mask}, .region = kCoreAttn,
+                                 .flops = 2.0 * E});
+      probs = dropped;
+    }
+    const int ctx_raw = b.tensor("context", b.act(N, hq * hd));
+    b.op("bmm", {.in = {probs, vx}, .out = {ctx_raw}, .save = {probs, vx}, .region = kCoreAttn,
+                 .flops = causal_flops, .gemm = true});
+    // The raw scores stay referenced by locals until the attention forward returns.
+    b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
+  }
+  return b.linear("linear_proj", ctx, hq * hd, h, Parallel::row);
+}
+
+// Multi-latent attention (multi_latent_attention.py MLASelfAttention).
+int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_norm, LayerGraph& g) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t N = c.tokens, Nl = c.local_tokens, h = c.hidden;
+  const std::int64_t hq = m.num_attention_heads / c.tp;
+  const std::int64_t qk = m.qk_head_dim, rope = m.qk_pos_emb_head_dim, vd = m.v_head_dim;
+  const bool ln_kind = m.normalization == model::Normalization::layer_norm;
+  const int ln = norm(b, separate_norm ? "input_layernorm" : "input_layernorm(fused)", x, Nl, h, ln_kind,
+                      separate_norm ? kInputNorm : kNoRegion);
+  int q = -1;
+  if (m.q_lora_rank) {
+    const std::int64_t r = *m.q_lora_rank;
+    const int qd = b.linear("linear_q_down_proj", ln, h, r, Parallel::none, kNoRegion, Nl);
+    const int qn = norm(b, "q_layernorm", qd, Nl, r, ln_kind, kNoRegion);
+    q = b.linear("linear_q_up_proj", qn, r, hq * (qk + rope), Parallel::column, kMlaUpProj);
+  } else {
+    q = b.linear("linear_q_proj", ln, h, hq * (qk + rope), Parallel::column, kMlaUpProj);
+  }
+  const int kvd = b.linear("linear_kv_down_proj", ln, h, m.kv_lora_rank + rope, Parallel::none, kNoRegion, Nl);
+  const int kvn = norm(b, "kv_layernorm", kvd, Nl, m.kv_lora_rank, ln_kind, kNoRegion);
+  const int kv = b.linear("linear_kv_up_proj", kvn, m.kv_lora_rank, hq * (qk + vd), Parallel::column, kMlaUpProj);
+  const int query = b.tensor("query", b.act(N, hq * (qk + rope)));
+  const int key = b.tensor("key", b.act(N, hq * (qk + rope)));
+  const int value = b.tensor("value", b.act(N, hq * vd));
+  b.op("rope_q", {.in = {q}, .out = {query}, .region = kMlaUpProj, .flops = 6.0 * N * hq * rope});
+  // The positional key is gathered under SP, rotated, expanded per head and concatenated.
+  b.op("rope_k_cat", {.in = {kv, kvd}, .out = {key}, .region = kMlaUpProj, .flops = 6.0 * N * rope});
+  b.op("value_contiguous", {.in = {kv}, .out = {value}, .region = kMlaUpProj});
+  const int ctx = b.tensor("core_attention.out", b.act(N, hq * vd));
+  const double flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope + vd) * 0.5;
+  int core = -1;
+  if (c.fused_attention) {
+    const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
+    core = b.op("core_attention", {.in = {query, key, value}, .out = {ctx, lse}, .save = {query, key, value, ctx, lse},
+                                   .region = kCoreAttn, .flops = flops, .backward_flops = 2.5 * flops,
+                                   .attention = true});
+  } else {
+    const double E = double(c.batch) * hq * c.seq * c.seq;
+    const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+    const int scores = b.tensor("scores", e(c.act_bytes));
+    core = b.op("baddbmm", {.in = {query, key}, .out = {scores}, .save = {query, key}, .region = kCoreAttn,
+                            .flops = flops * (qk + rope) / (qk + rope + vd), .gemm = true});
+    const int p32 = b.tensor("softmax.fp32", e(kFp32));
+    const int probs = b.tensor("softmax.out", e(c.act_bytes));
+    if (m.attention_softmax_in_fp32) {
+      b.op("softmax", {.in = {scores}, .out = {p32, probs}, .save = {p32}, .region = kCoreAttn, .flops = 5.0 * E,
+                       .ws = e(kFp32)});
+    } else {
+      b.op("softmax", {.in = {scores}, .out = {probs}, .save = {probs}, .region = kCoreAttn, .flops = 5.0 * E});
+    }
+    const int ctx_raw = b.tensor("context", b.act(N, hq * vd));
+    b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn,
+                 .flops = flops * vd / (qk + rope + vd), .gemm = true});
+    b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
+  }
+  // mla_up_proj discards Q, K, V after core attention; they come back after linear_proj's dgrad.
+  g.discards.push_back({kMlaUpProj, {query, key, value}, core});
+  return b.linear("linear_proj", ctx, hq * vd, h, Parallel::row);
+}
+
+int dense_mlp_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t N = c.tokens, h = c.hidden, F = d.ffn / c.tp;
+  const bool gated = m.gated_linear_unit;
+  const int fc1 = b.linear("mlp.linear_fc1", ln, h, (gated ? 2 : 1) * F, Parallel::column, kMlp);
+  const bool fused = c.te || m.bias_activation_fusion;
+  const int a = activation(b, "mlp.activation", fc1, N, F, gated, fused, kMlp);
+  return b.linear("mlp.linear_fc2", a, F, h, Parallel::row, kMlp);
+}
+
+// MoE layer (moe_layer.py): shared experts, router, dispatch, experts, combine.
+int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln, LayerGraph& g) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t T = c.local_tokens, h = c.hidden;
+  const std::int64_t E = m.num_moe_experts.value_or(1), k = m.moe_router_topk;
+  const std::int64_t local_experts = std::max<std::int64_t>(1, E / c.ep);
+  const std::int64_t Fe = d.moe_ffn / c.etp;
+  const bool gated = m.gated_linear_unit;
+  // Dropless routing: each routed token-expert pair becomes one row on the receiving rank.
+  std::int64_t R = static_cast<std::int64_t>(std::ceil(double(T) * k * c.moe_routing_imbalance));
+  if (m.moe_expert_capacity_factor && m.moe_pad_expert_input_to_capacity) {
+    const auto cap = static_cast<std::int64_t>(std::ceil(double(T) * k / E * *m.moe_expert_capacity_factor));
+    R = cap * E;  // every rank sends full capacity to every expert
+  }
+  const std::uint32_t moe_region = kMoe;
+
+  int shared_out = -1;
+  if (m.moe_shared_expert_intermediate_size) {
+    const std::int64_t Fs = *m.moe_shared_expert_intermediate_size / c.tp;
+    const std::uint32_t region = moe_region | (m.moe_shared_expert_overlap ? 0u : kSharedExperts);
+    const int f1 = b.linear("shared_experts.linear_fc1", ln, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
+    const int a = activation(b, "shared_experts.activation", f1, c.tokens, Fs, gated, c.te || m.bias_activation_fusion, region);
+    shared_out = b.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
+  }
+
+  const DType router_dtype = m.moe_router_dtype;
+  const std::int64_t rb = dtype_bytes(router_dtype);
+  const int logits = b.tensor("router.logits", Bytes{T * E * rb});
+  b.op("router.gating", {.in = {ln}, .out = {logits}, .save = {ln}, .region = moe_region, .flops = 2.0 * T * h * E,
+                         .gemm = true});
+  const int scores = b.tensor("router.scores", Bytes{T * E * kFp32});
+  const int probs = b.tensor("router.probs", Bytes{T * E * kFp32});
+  const int routing_map = b.tensor("router.routing_map", Bytes{T * E}, false);
+  b.op("router.topk", {.in = {logits}, .out = {scores, probs, routing_map}, .save = {scores, routing_map},
+                       .region = moe_region, .flops = 10.0 * T * E});
+  const int permuted = b.tensor("dispatch.permuted_tokens", b.act(T * k, h));
+  const int permuted_probs = b.tensor("dispatch.permuted_probs", Bytes{T * k * kFp32});
+  const int row_map = b.tensor("dispatch.row_id_map", Bytes{T * E * 4}, false);
+  b.op("dispatch.permute", {.in = {ln, probs, routing_map}, .out = {permuted, permuted_probs, row_map},
+                            .save = {row_map}, .region = moe_region});
+  Bytes gather_ws{};
+  if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
+    gather_ws = b.act(T * c.ep * c.tp, h);  // hidden states gathered over the EP x TP group
+  }
+  const int received = b.tensor("dispatch.received", b.act(R, h));
+  const int recv_probs = b.tensor("dispatch.received_probs", Bytes{R * kFp32});
+  b.op("dispatch.all_to_all", {.in = {permuted, permuted_probs}, .out = {received, recv_probs}, .region = moe_region,
+                               .ws = gather_ws, .bws = gather_ws});
+  int expert_in = received;
+  if (c.ep > 1 && local_experts > 1) {
+    expert_in = b.tensor("dispatch.sorted", b.act(R, h));
+    b.op("dispatch.sort_chunks", {.in = {received}, .out = {expert_in}, .region = moe_region});
+  }
+  const bool grouped = m.moe_grouped_gemm && c.te;
+  const int f1 = b.linear("experts.linear_fc1", expert_in, h, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R);
+  int a = -1;
+  if (grouped) {
+    // TEGroupedMLP applies the probs inside the weighted activation (experts.py:728-900).
+    a = activation(b, "experts.activation", f1, R, Fe, gated, true, moe_region | kMoeAct, recv_probs);
+  } else {
+    a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, recv_probs);
+  }
+  const int f2 = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
+  if (grouped) g.discards.push_back({kMoeAct, {a}, static_cast<int>(g.ops.size()) - 1});
+  int expert_out = f2;
+  if (!grouped) {
+    // SequentialMLP concatenates the per-expert outputs into one tensor.
+    expert_out = b.tensor("experts.cat", b.act(R, h));
+    b.op("experts.cat", {.in = {f2}, .out = {expert_out}, .region = moe_region});
+  }
+  int back = expert_out;
+  if (c.ep > 1 && local_experts > 1) {
+    back = b.tensor("combine.unsorted", b.act(R, h));
+    b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region});
+  }
+  const int returned = b.tensor("combine.returned", b.act(T * k, h));
+  b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws});
+  const int out = b.tensor("combine.unpermuted", b.act(T, h));
+  b.op("combine.unpermute", {.in = {returned}, .out = {out}, .region = moe_region, .flops = 1.0 * T * k * h});
+  if (shared_out < 0) return out;
+  const int sum = b.tensor("moe.output", b.act(T, h));
+  b.op("moe.add_shared", {.in = {out, shared_out}, .out = {sum}, .region = moe_region, .passthrough = true});
+  return sum;
+}
+
+// Mamba mixer (ssm/mamba_mixer.py, training path with the fused split-conv1d-scan kernel).
+int mamba_block(GraphBuilder& b, const model::RunSpec& spec, int ln) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t N = c.tokens, h = c.hidden;
+  const std::int64_t heads = m.mamba_num_heads.value_or((2 * h) / m.mamba_head_dim) / c.tp;
+  const std::int64_t d_in = heads * m.mamba_head_dim;
+  const std::int64_t groups = std::max<std::int64_t>(1, m.mamba_num_groups / c.tp);
+  const std::int64_t ds = m.mamba_state_dim;
+  const std::int64_t width = 2 * d_in + 2 * groups * ds + heads;
+  const int zx = b.linear("mixer.in_proj", ln, h, width, Parallel::column);
+  const int zx_t = b.tensor("mixer.zxbcdt_contiguous", b.act(N, width));
+  b.op("mixer.transpose", {.in = {zx}, .out = {zx_t}});
+  const int y = b.tensor("mixer.scan_out", b.act(N, d_in));
+  const int out_x = b.tensor("mixer.out_x", b.act(N, d_in), false);
+  const std::int64_t chunks = (c.seq + 127) / 128;
+  const Bytes scan_ws = b.act(N, d_in + 2 * groups * ds) +                     // conv output
+                        Bytes{c.batch * heads * c.seq * kFp32 * 2} +          // dt, dA_cumsum
+                        Bytes{c.batch * chunks * heads * m.mamba_head_dim * ds * kFp32};  // chunk states
+  b.op("mixer.split_conv1d_scan", {.in = {zx_t}, .out = {y, out_x}, .save = {zx_t, out_x},
+                                   .flops = 2.0 * N * d_in * ds * 3 + 2.0 * N * (d_in + 2 * groups * ds) * m.mamba_d_conv,
+                                   .backward_flops = 2.0 * (2.0 * N * d_in * ds * 3), .ws = scan_ws, .bws = scan_ws});
+  const int y_t = b.tensor("mixer.y_contiguous", b.act(N, d_in));
+  b.op("mixer.y_transpose", {.in = {y}, .out = {y_t}});
+  const int yn = b.tensor("mixer.norm.out", b.act(N, d_in));
+  b.op("mixer.norm", {.in = {y_t, zx_t}, .out = {yn}, .save = {y_t}, .flops = 8.0 * N * d_in});
+  return b.linear("mixer.out_proj", yn, d_in, h, Parallel::row);
+}
+
+// Gated DeltaNet (ssm/gated_delta_net): in_proj, causal conv, FLA chunked delta rule, gated norm.
+int gdn_block(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGraph& g) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t N = c.tokens, h = c.hidden;
+  const std::int64_t nk = m.linear_num_key_heads / c.tp, nv = m.linear_num_value_heads / c.tp;
+  const std::int64_t qk_dim = nk * m.linear_key_head_dim, v_dim = nv * m.linear_value_head_dim;
+  const int proj = b.linear("gdn.in_proj", ln, h, 2 * qk_dim + 2 * v_dim + 2 * nv, Parallel::column);
+  const int conv = b.tensor("gdn.conv_out", b.act(N, 2 * qk_dim + v_dim));
+  b.op("gdn.conv1d", {.in = {proj}, .out = {conv}, .save = {proj}, .flops = 2.0 * N * (2 * qk_dim + v_dim) * m.linear_conv_kernel_dim});
+  const int qkv = b.tensor("gdn.qkv", b.act(N, 2 * nv * m.linear_key_head_dim + v_dim));
+  const int gates = b.tensor("gdn.g_beta", Bytes{N * nv * kFp32 * 2});
+  b.op("gdn.prepare", {.in = {conv, proj}, .out = {qkv, gates}, .save = {conv}});
+  const int core = b.tensor("gdn.core_out", b.act(N, v_dim));
+  b.op("gdn.chunk_delta_rule", {.in = {qkv, gates}, .out = {core}, .save = {qkv, gates},
+                                .flops = 4.0 * N * nv * m.linear_key_head_dim * m.linear_value_head_dim,
+                                .attention = true});
+  const int normed = b.tensor("gdn.norm_out", b.act(N, v_dim));
+  b.op("gdn.gated_norm", {.in = {core, proj}, .out = {normed}, .save = {core}, .region = kGdnNormOut,
+                          .flops = 8.0 * N * v_dim});
+  const int out = b.linear("gdn.out_proj", normed, v_dim, h, Parallel::row);
+  g.discards.push_back({kGdnNormOut, {normed}, static_cast<int>(g.ops.size()) - 1});
+  return out;
+}
+
+}  // namespace
+
+LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c,
+                             const model::LayerSpec& layer, bool hybrid) {
+  LayerGraph g;
+  g.name = "L" + std::to_string(layer.index);
+  GraphBuilder b(g, c, g.name + ".");
+  const auto& m = spec.model;
+  const std::int64_t Nl = c.local_tokens, h = c.hidden;
+  const bool layer_norm = m.normalization == model::Normalization::layer_norm;
+  const int x = b.input("input", b.act(Nl, h));
+  int hidden = x;
+  using model::FfnKind;
+  using model::MixerKind;
+
+  if (layer.mixer != MixerKind::none) {
+    // Under the TE spec the input norm is fused into the first linear (IdentityOp), except for
+    // MLA without q-LoRA where it is a separate TENorm; the local spec always has separate norms.
+    const bool separate = !c.te || (layer.mixer == MixerKind::mla && !m.q_lora_rank);
+    int branch = -1;
+    switch (layer.mixer) {
+      case MixerKind::attention: branch = attention_block(b, spec, d, hidden, separate); break;
+      case MixerKind::mla: branch = mla_block(b, spec, hidden, separate, g); break;
+      case MixerKind::mamba: branch = mamba_block(b, spec, norm(b, "norm", hidden, Nl, h, layer_norm, kNoRegion)); break;
+      case MixerKind::gdn: branch = gdn_block(b, spec, norm(b, "norm", hidden, Nl, h, layer_norm, kNoRegion), g); break;
+      case MixerKind::none: break;
+    }
+    const int hook = static_cast<int>(g.ops.size()) - 1;  // linear_proj: its output's gradient arrives first
+    if (separate && (layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla)) {
+      // layernorm tag: the input-norm output is discarded and comes back at the attention backward.
+      for (const auto& op : g.ops) {
+        if (op.regions & kInputNorm) { g.discards.push_back({kInputNorm, {op.outputs.front()}, hook}); break; }
+      }
+    }
+    hidden = residual_add(b, "self_attn_bda", hidden, branch, Nl, m.hidden_dropout);
+  }
+  if (layer.ffn != FfnKind::none) {
+    // Dense MLPs fuse the pre-MLP norm into fc1 under TE; MoE layers keep a separate TENorm.
+    const bool separate = !c.te || layer.ffn == FfnKind::moe;
+    const std::uint32_t norm_region = separate ? kPreMlpNorm : (layer.ffn == FfnKind::dense ? kMlp : kNoRegion);
+    const int ln = norm(b, separate ? "pre_mlp_layernorm" : "pre_mlp_layernorm(fused)", hidden, Nl, h, layer_norm, norm_region);
+    const int branch = layer.ffn == FfnKind::dense ? dense_mlp_block(b, spec, d, ln) : moe_block(b, spec, d, ln, g);
+    const int hook = static_cast<int>(g.ops.size()) - 1;
+    if (separate) g.discards.push_back({kPreMlpNorm, {ln}, hook});
+    hidden = residual_add(b, "mlp_bda", hidden, branch, Nl, m.hidden_dropout);
+  }
+  (void)hybrid;
+  g.output = hidden;
+  return g;
+}
+
+LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
+  LayerGraph g;
+  g.name = "embedding";
+  GraphBuilder b(g, c, "embedding.");
+  const int ids = b.input("input_ids", Bytes{c.tokens * 8});
+  g.tensors[ids].requires_grad = false;
+  const int out = b.tensor("out", b.act(c.local_tokens, c.hidden));
+  // VocabParallelEmbedding: full [tokens, h] lookup, then reduce-scatter (SP) or all-reduce.
+  const Bytes full = c.sequence_parallel ? b.act(c.tokens, c.hidden) : Bytes{};
+  b.op("word_embeddings", {.in = {ids}, .out = {out}, .save = {ids}, .ws = full,
+                           .bws = full + (c.grad_accumulation_fusion ? Bytes{} : b.act(d.padded_vocab / c.tp, c.hidden))});
+  if (spec.model.hidden_dropout > 0) {
+    const int dropped = b.tensor("dropout.out", b.act(c.local_tokens, c.hidden));
+    const int mask = b.tensor("dropout.mask", Bytes{c.local_tokens * c.hidden}, false);
+    b.op("embedding_dropout", {.in = {out}, .out = {dropped, mask}, .save = {mask}});
+    g.output = dropped;
+  } else {
+    g.output = out;
+  }
+  return g;
+}
+
+LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
+  LayerGraph g;
+  g.name = "output";
+  GraphBuilder b(g, c, "output.");
+  const auto& m = spec.model;
+  const int x = b.input("input", b.act(c.local_tokens, c.hidden));
+  const int ln = norm(b, "final_layernorm", x, c.local_tokens, c.hidden,
+                      m.normalization == model::Normalization::layer_norm, kNoRegion);
+  const std::int64_t V = d.padded_vocab / c.tp;
+  // The output layer is Megatron's ColumnParallelLinear even under TE (its SP gather uses the global buffer).
+  ShapeContext local = c;
+  local.te = false;
+  GraphBuilder lb(g, local, "output.");
+  const int logits = lb.linear("output_layer", ln, c.hidden, V, Parallel::column);
+  const std::int64_t N = c.tokens;
+  const int loss = b.tensor("loss", Bytes{N * kFp32});
+  const bool te_ce = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyImpl::te;
+  if (te_ce) {
+    // TE's Triton cross-entropy keeps the logits and writes their gradient in place.
+    const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
+    b.op("cross_entropy", {.in = {logits}, .out = {loss, stats}, .save = {logits, stats}, .flops = 6.0 * N * V,
+                           .passthrough = true});
+  } else {
+    // vocab_parallel_cross_entropy: an fp32 copy turned into the softmax in place and saved; its
+    // backward writes the fp32 gradient in place and casts it to a bf16 gradient of the logits.
+    const int softmax = b.tensor("cross_entropy.softmax_fp32", Bytes{N * V * kFp32}, false);
+    const int mask = b.tensor("cross_entropy.target_mask", Bytes{N * 9}, false);
+    b.op("cross_entropy", {.in = {logits}, .out = {loss, softmax, mask}, .save = {softmax, mask}, .flops = 6.0 * N * V});
+  }
+  g.output = loss;
+  return g;
+}
+
+Bytes global_memory_buffer_bytes(const model::RunSpec& spec, const model::Derived&, const ShapeContext& c) {
+  std::int64_t elements = 0;
+  // SP all-gather of Megatron-native column-parallel linears (the output layer always; every
+  // linear of the local spec): [tokens, k] for the widest input.
+  // SP all-gather target of Megatron-native column-parallel linears (the output layer always,
+  // every linear of the local spec): [tokens, hidden], the widest gathered input.
+  if (c.sequence_parallel) elements = c.tokens * c.hidden;
+  if (!c.fused_attention) {
+    // Local DotProductAttention's baddbmm scratch: b * heads_per_rank * s * s.
+    const std::int64_t hq = spec.model.num_attention_heads / c.tp;
+    elements = std::max(elements, c.batch * hq * c.seq * c.seq);
+  }
+  return Bytes{elements * c.act_bytes};
+}
+
+}  // namespace peakcast::sim

@@ -1,0 +1,72 @@
+#include "peakcast/sim/policy.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace peakcast::sim {
+
+using model::RecomputeTag;
+
+namespace {
+
+bool scope_has(const model::RunSpec& spec, const std::string& scope) {
+  const auto& mods = spec.model.cuda_graph_modules;
+  return std::find(mods.begin(), mods.end(), scope) != mods.end();
+}
+
+}  // namespace
+
+std::uint32_t regions_bypassed_by_cuda_graphs(const model::RunSpec& spec, const model::LayerSpec& layer) {
+  const auto impl = spec.model.cuda_graph_impl;
+  if (impl == model::CudaGraphImpl::none || impl == model::CudaGraphImpl::full_iteration) return 0;
+  // Whole-layer capture when no scope is named; otherwise only the named scopes are captured.
+  const bool whole = spec.model.cuda_graph_modules.empty();
+  std::uint32_t bypass = 0;
+  const bool attn = layer.mixer == model::MixerKind::attention || layer.mixer == model::MixerKind::mla;
+  if (attn && (whole || scope_has(spec, "attn"))) bypass |= kCoreAttn;
+  if (layer.ffn == model::FfnKind::dense && (whole || scope_has(spec, "mlp"))) bypass |= kMlp;
+  if (layer.ffn == model::FfnKind::moe && (whole || scope_has(spec, "moe"))) bypass |= kMoe | kSharedExperts;
+  return bypass;
+}
+
+ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& chunk) {
+  ChunkPolicy p;
+  const std::size_t n = chunk.layers.size();
+  p.layers.assign(n, CheckpointSet{});
+  p.group_of_layer.assign(n, -1);
+  const auto& m = spec.model;
+  if (m.recompute_granularity == model::RecomputeGranularity::full) {
+    const std::int64_t k = m.recompute_num_layers.value_or(1);
+    // recompute.py counts layers per model chunk (len(self.layers)).
+    for (std::size_t i = 0; i < n; ++i) {
+      if (m.recompute_method == model::RecomputeMethod::uniform) {
+        p.layers[i].whole_module = true;
+        p.group_of_layer[i] = static_cast<int>(static_cast<std::int64_t>(i) / std::max<std::int64_t>(1, k));
+      } else if (static_cast<std::int64_t>(i) < k) {  // block: the first k layers, one at a time
+        p.layers[i].whole_module = true;
+      }
+    }
+    return p;
+  }
+  std::uint32_t keep = 0, discard = 0;
+  for (RecomputeTag t : d.selective_tags) {
+    switch (t) {
+      case RecomputeTag::core_attn: keep |= kCoreAttn; break;
+      case RecomputeTag::mlp: keep |= kMlp; break;
+      case RecomputeTag::moe: keep |= kMoe; break;
+      case RecomputeTag::shared_experts: keep |= kSharedExperts; break;
+      case RecomputeTag::mla_up_proj: discard |= kMlaUpProj; break;
+      case RecomputeTag::layernorm: discard |= kInputNorm | kPreMlpNorm; break;
+      case RecomputeTag::moe_act: discard |= kMoeAct; break;
+      case RecomputeTag::gdn_norm_out: discard |= kGdnNormOut; break;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t bypass = regions_bypassed_by_cuda_graphs(spec, chunk.layers[i]);
+    p.layers[i].keep_inputs = keep & ~bypass;
+    p.layers[i].discard_output = discard;
+  }
+  return p;
+}
+
+}  // namespace peakcast::sim

@@ -1,0 +1,64 @@
+#include <nlohmann/json.hpp>
+
+#include "peakcast/sim/prediction.hpp"
+
+namespace peakcast::sim {
+
+namespace {
+
+nlohmann::json breakdown_json(const Breakdown& b) {
+  return {{"parameters", b.parameters.value}, {"gradients", b.gradients.value},
+          {"optimizer_states", b.optimizer_states.value}, {"activations", b.activations.value},
+          {"transient", b.transient.value}, {"other", b.other.value}};
+}
+
+}  // namespace
+
+std::string to_json(const Prediction& p, bool with_timeline) {
+  nlohmann::json j;
+  j["schema_version"] = 1;
+  j["capacity_bytes"] = p.capacity.value;
+  j["fits"] = p.fits;
+  j["max_peak_allocated_bytes"] = p.max_peak_allocated.value;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& r : p.ranks) {
+    nlohmann::json x;
+    x["pp_rank"] = r.rank.pp_rank;
+    x["vpp_chunks"] = r.vpp_chunks;
+    x["tp_rank"] = r.rank.tp_rank;
+    x["cp_rank"] = r.rank.cp_rank;
+    x["ep_rank"] = r.rank.ep_rank;
+    x["dp_rank"] = r.rank.dp_rank;
+    x["peak_allocated_bytes"] = r.peak_allocated.value;
+    x["steady_peak_allocated_bytes"] = r.steady_peak_allocated.value;
+    x["peak_phase"] = to_string(r.peak_phase);
+    x["peak_iteration"] = r.peak_in_first_iteration ? "first" : "steady";
+    x["peak_op"] = r.peak_op;
+    x["breakdown_bytes"] = breakdown_json(r.breakdown);
+    x["fits"] = r.fits;
+    x["replay_flops"] = r.replay_flops;
+    x["step_time_s"] = r.step_time_s;
+    x["replay_time_s"] = r.replay_time_s;
+    if (with_timeline) {
+      nlohmann::json events = nlohmann::json::array();
+      for (const auto& e : r.timeline) {
+        events.push_back({{"time_s", e.time_s}, {"live_bytes", e.live.value}, {"op", e.op}, {"layer", e.layer},
+                          {"microbatch", e.microbatch}, {"chunk", e.chunk}, {"iteration", e.iteration},
+                          {"phase", to_string(e.phase)}});
+      }
+      x["timeline"] = std::move(events);
+    }
+    ranks.push_back(std::move(x));
+  }
+  j["ranks"] = std::move(ranks);
+  j["replay_flops"] = p.replay_flops;
+  j["step_time_s"] = p.step_time_s;
+  j["replay_time_s"] = p.replay_time_s;
+  nlohmann::json warnings = nlohmann::json::array();
+  for (const auto& w : p.warnings) warnings.push_back({{"path", w.path}, {"rule", w.rule}, {"message", w.message}});
+  j["warnings"] = std::move(warnings);
+  j["calibration_profile"] = p.calibration_profile;
+  return j.dump(2);
+}
+
+}  // namespace peakcast::sim

@@ -1,0 +1,366 @@
+// predict(): builds each pipeline rank's modules, profiles their lifetime graphs under the
+// recompute policy, then walks Megatron's schedule for two iterations (first and steady) with the
+// rank's static memory, the gradient sync and the optimizer step.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "peakcast/model/layer_plan.hpp"
+#include "peakcast/model/static_memory.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
+#include "peakcast/sim/module_graphs.hpp"
+#include "peakcast/sim/policy.hpp"
+#include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/schedule.hpp"
+#include "peakcast/sim/time_model.hpp"
+
+namespace peakcast::sim {
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::grad_sync: return "grad_sync";
+    case Phase::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+namespace {
+
+// A run of modules the schedule treats as one unit: a plain module, or a full-recompute group
+// whose forward keeps only the group input and whose backward replays all its layers at once.
+struct Segment {
+  std::string name;
+  int layer = -1;
+  Bytes input_bytes, output_bytes;
+  bool input_held = false;
+  Bytes held;                 // kept from forward to backward (includes the input when held)
+  Bytes forward_peak_excess;
+  // Backward: the profiles of the modules, replayed first when `replay_group`.
+  struct Part { Bytes held, backward_excess, input_bytes, forward_excess; bool input_requires_grad = true; };
+  std::vector<Part> parts;
+  bool replay_group = false;
+  ModuleProfile::Work forward_work, replay_work;
+  double backward_flops = 0, replay_flops = 0;
+};
+
+Segment plain_segment(const LayerGraph& g, const CheckpointSet& ckpt, int layer) {
+  const ModuleProfile p = profile_module(g, ckpt);
+  Segment s;
+  s.name = g.name;
+  s.layer = layer;
+  s.input_bytes = p.input_bytes;
+  s.output_bytes = p.output_bytes;
+  s.input_held = p.input_held;
+  s.held = p.held;
+  s.forward_peak_excess = p.forward_peak_excess;
+  bool input_grad = false;
+  for (const auto& t : g.tensors) if (t.external && t.requires_grad) input_grad = true;
+  s.parts.push_back({p.held, p.backward_peak_excess, p.input_bytes, p.forward_peak_excess, input_grad});
+  s.forward_work = p.forward_work;
+  s.replay_work = p.replay_work;
+  s.backward_flops = p.backward_flops;
+  s.replay_flops = p.replay_flops;
+  return s;
+}
+
+Segment group_segment(const std::vector<const LayerGraph*>& graphs, int first_layer) {
+  Segment s;
+  s.replay_group = true;
+  s.layer = first_layer;
+  s.name = graphs.front()->name + (graphs.size() > 1 ? ".." + graphs.back()->name : "") + "(checkpointed)";
+  CheckpointSet none{};
+  CheckpointSet whole{};
+  whole.whole_module = true;
+  for (const LayerGraph* g : graphs) {
+    const ModuleProfile p = profile_module(*g, none);
+    const ModuleProfile q = profile_module(*g, whole);  // no-grad forward: transient only
+    s.parts.push_back({p.held, p.backward_peak_excess, p.input_bytes, q.forward_peak_excess, true});
+    s.forward_peak_excess = max(s.forward_peak_excess, q.forward_peak_excess);
+    s.forward_work.gemm_flops += p.forward_work.gemm_flops;
+    s.forward_work.attention_flops += p.forward_work.attention_flops;
+    s.forward_work.other_flops += p.forward_work.other_flops;
+    s.forward_work.other_bytes += p.forward_work.other_bytes;
+    s.backward_flops += p.backward_flops;
+    s.replay_flops += p.forward_flops;
+  }
+  s.replay_work = s.forward_work;
+  s.input_bytes = s.parts.front().input_bytes;
+  s.output_bytes = profile_module(*graphs.back(), none).output_bytes;
+  s.input_held = true;
+  s.held = s.input_bytes;
+  return s;
+}
+
+struct ChunkModel {
+  std::vector<Segment> segments;
+  bool receives_input = false;  // input arrives from the previous pipeline stage
+  bool sends_output = false;    // output goes to the next pipeline stage
+};
+
+struct Builder {
+  const model::RunSpec& spec;
+  const model::Derived& d;
+  ShapeContext ctx;
+  std::map<std::string, LayerGraph> graph_cache;
+
+  const LayerGraph& layer_graph(const model::LayerSpec& l, bool hybrid) {
+    const std::string key = std::to_string(static_cast<int>(l.mixer)) + "/" + std::to_string(static_cast<int>(l.ffn));
+    auto it = graph_cache.find(key);
+    if (it == graph_cache.end()) it = graph_cache.emplace(key, build_layer_graph(spec, d, ctx, l, hybrid)).first;
+    return it->second;
+  }
+
+  ChunkModel chunk(const model::ModelChunk& c, std::int64_t pp_rank, bool hybrid) {
+    ChunkModel cm;
+    const bool first_chunk_overall = pp_rank == 0 && c.vpp_index == 0;
+    cm.receives_input = !first_chunk_overall;
+    cm.sends_output = !c.has_output_layer;
+    if (c.has_embedding) {
+      static thread_local LayerGraph emb;
+      emb = build_embedding_graph(spec, d, ctx);
+      cm.segments.push_back(plain_segment(emb, CheckpointSet{}, -1));
+    }
+    const ChunkPolicy pol = chunk_policy(spec, d, c);
+    std::size_t i = 0;
+    while (i < c.layers.size()) {
+      const auto& l = c.layers[i];
+      if (pol.layers[i].whole_module) {
+        std::vector<const LayerGraph*> group;
+        const int gid = pol.group_of_layer[i];
+        std::size_t j = i;
+        while (j < c.layers.size() && pol.layers[j].whole_module &&
+               (gid < 0 ? j == i : pol.group_of_layer[j] == gid)) {
+          group.push_back(&layer_graph(c.layers[j], hybrid));
+          ++j;
+        }
+        cm.segments.push_back(group_segment(group, static_cast<int>(l.index)));
+        cm.segments.back().name = "L" + std::to_string(l.index) + (group.size() > 1 ? "..L" + std::to_string(l.index + static_cast<std::int64_t>(group.size()) - 1) : "") + "(full recompute)";
+        i = j;
+        continue;
+      }
+      cm.segments.push_back(plain_segment(layer_graph(l, hybrid), pol.layers[i], static_cast<int>(l.index)));
+      cm.segments.back().name = "L" + std::to_string(l.index);
+      ++i;
+    }
+    if (c.has_output_layer) {
+      const LayerGraph out = build_output_graph(spec, d, ctx);
+      for (std::int64_t k = 0; k < c.mtp_layers; ++k) {
+        // Each MTP depth adds a layer of the last decoder layer's kind and its own head and loss.
+        if (!c.layers.empty()) cm.segments.push_back(plain_segment(layer_graph(c.layers.back(), hybrid), CheckpointSet{}, -1));
+        cm.segments.push_back(plain_segment(out, CheckpointSet{}, -1));
+      }
+      cm.segments.push_back(plain_segment(out, CheckpointSet{}, -1));
+    }
+    return cm;
+  }
+};
+
+// Live-memory walk of one pipeline rank.
+struct Walker {
+  const std::vector<ChunkModel>& chunks;
+  Bytes base;          // everything outside activations at this moment
+  Bytes activations;   // saved activations and the flowing tensors
+  Bytes peak;
+  Phase peak_phase = Phase::forward;
+  std::string peak_op;
+  Bytes peak_activations, peak_transient;
+  int iteration = 1;
+  bool record = false;
+  std::vector<TimelineEvent>* timeline = nullptr;
+  double clock = 0;
+  bool deallocate_outputs = true;
+
+  void touch(Bytes excess, Phase phase, const std::string& op, int layer, int mb, int chunk) {
+    const Bytes live = base + activations + excess;
+    if (live > peak) {
+      peak = live;
+      peak_phase = phase;
+      peak_op = op;
+      peak_activations = activations;
+      peak_transient = excess;
+    }
+    if (record && timeline) timeline->push_back({clock, live, op, layer, mb, chunk, iteration, phase});
+  }
+
+  // Bytes each segment of a (chunk, micro-batch) keeps until its backward, plus what the schedule
+  // keeps (an output not deallocated after its send).
+  struct Kept { std::vector<Bytes> segments; Bytes extra; };
+  std::map<std::pair<int, int>, Kept> kept_by_microbatch;
+
+  void forward(int c, int mb) {
+    const ChunkModel& cm = chunks[c];
+    Kept kept;
+    // The first module's input: received from the previous stage (the schedule keeps it until the
+    // backward), or the token ids the data loader put on the GPU.
+    activations += cm.segments.front().input_bytes;
+    for (std::size_t i = 0; i < cm.segments.size(); ++i) {
+      const Segment& s = cm.segments[i];
+      touch(s.forward_peak_excess, Phase::forward, s.name + ".forward", s.layer, mb, c);
+      const bool input_kept = s.input_held || (i == 0 && cm.receives_input);
+      const Bytes own = s.input_held ? s.held - s.input_bytes : s.held;
+      activations += own + s.output_bytes;
+      if (!input_kept) activations -= s.input_bytes;
+      kept.segments.push_back(own + (input_kept ? s.input_bytes : Bytes{}));
+    }
+    const Bytes out = cm.segments.back().output_bytes;
+    if (cm.sends_output && !deallocate_outputs) kept.extra = out;
+    else activations -= out;  // deallocate_output_tensor after the send; the loss is reduced at once
+    kept_by_microbatch[{c, mb}] = std::move(kept);
+    touch(Bytes{}, Phase::forward, "chunk" + std::to_string(c) + ".forward_done", -1, mb, c);
+  }
+
+  void backward(int c, int mb) {
+    const ChunkModel& cm = chunks[c];
+    const Kept kept = kept_by_microbatch.at({c, mb});
+    kept_by_microbatch.erase({c, mb});
+    // Gradient of the chunk output: received from the next stage (the loss gradient is tiny).
+    Bytes grad = cm.sends_output ? cm.segments.back().output_bytes : Bytes{};
+    activations += grad;
+    for (std::size_t i = cm.segments.size(); i-- > 0;) {
+      const Segment& s = cm.segments[i];
+      if (s.replay_group) {
+        // The checkpoint re-runs the group's forward with saving on: every layer's saved set
+        // returns (the group input is already kept), then the layers' backwards release them.
+        Bytes replayed{}, fwd{};
+        for (const auto& p : s.parts) { replayed += p.held; fwd = max(fwd, p.forward_excess); }
+        replayed -= s.input_bytes;
+        touch(fwd, Phase::backward, s.name + ".replay", s.layer, mb, c);
+        activations += replayed;
+        for (std::size_t k = s.parts.size(); k-- > 0;) {
+          touch(s.parts[k].backward_excess, Phase::backward, s.name + ".backward", s.layer + static_cast<int>(k), mb, c);
+          activations -= s.parts[k].held;
+        }
+      } else {
+        touch(s.parts.front().backward_excess, Phase::backward, s.name + ".backward", s.layer, mb, c);
+        activations -= kept.segments[i];
+      }
+      // The output gradient is consumed; the input gradient is handed to the previous module.
+      activations -= grad;
+      grad = s.parts.front().input_requires_grad ? s.input_bytes : Bytes{};
+      activations += grad;
+    }
+    activations -= kept.extra;
+    activations -= grad;  // sent to the previous stage (nothing at the embedding)
+    touch(Bytes{}, Phase::backward, "chunk" + std::to_string(c) + ".backward_done", -1, mb, c);
+  }
+};
+
+}  // namespace
+
+Prediction predict(const model::RunSpec& spec, const PredictOptions& options) {
+  const model::Derived d = model::derive(spec);
+  const model::LayerPlan plan = model::build_layer_plan(spec, d);
+  const auto statics = model::static_memory_per_rank(spec, d, plan);
+  const FittedConstants fitted = load_fitted_constants();
+  const TimeModel time(spec.cluster.gpu, fitted);
+
+  Prediction out;
+  out.capacity = spec.cluster.gpu.memory_bytes;
+  out.calibration_profile = fitted.profile;
+  Builder builder{spec, d, make_shape_context(spec, d), {}};
+  const bool hybrid = spec.model.hybrid_override_pattern.has_value();
+  const Bytes global_buffer = global_memory_buffer_bytes(spec, d, builder.ctx);
+  const Bytes fixed = global_buffer + fitted.cublas_workspace + fitted.framework_fixed;
+
+  ScheduleParams sp;
+  sp.pp = d.pp;
+  sp.vpp = d.vpp;
+  sp.microbatches = d.num_microbatches;
+  sp.group_size = spec.model.microbatch_group_size_per_vp_stage.value_or(0);
+  sp.extra_warmup = spec.model.overlap_moe_expert_parallel_comm && d.vpp > 1;
+
+  std::map<std::int64_t, std::vector<ChunkModel>> stage_models;
+  for (const auto& rs : statics) {
+    const std::int64_t r = rs.rank.pp_rank;
+    if (!stage_models.count(r)) {
+      std::vector<ChunkModel> chunks;
+      for (const auto& c : plan.stages.at(static_cast<std::size_t>(r)).chunks) chunks.push_back(builder.chunk(c, r, hybrid));
+      stage_models.emplace(r, std::move(chunks));
+    }
+    const auto& chunks = stage_models.at(r);
+    const auto& sm = rs.memory;
+    RankPrediction rp;
+    rp.rank = rs.rank;
+    rp.vpp_chunks = rs.vpp_chunks;
+
+    const auto steps = pipeline_schedule(sp, r);
+    Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, options.record_timeline, &rp.timeline, 0,
+             spec.model.deallocate_pipeline_outputs, {}};
+    const Bytes model_state = sm.parameters + sm.gradients + sm.main_params + sm.fp8_weight_cache;
+    Breakdown first_bd, steady_bd;
+    Bytes first_peak, steady_peak;
+    Phase first_phase = Phase::forward, steady_phase = Phase::forward;
+    std::string first_op, steady_op;
+    for (int it = 1; it <= 2; ++it) {
+      w.iteration = it;
+      w.peak = Bytes{};
+      w.activations = Bytes{};
+      const Bytes states = it == 1 ? Bytes{} : sm.optimizer_states;
+      w.base = model_state + states + fixed;
+      for (const auto& st : steps) {
+        if (st.forward) w.forward(st.chunk, st.microbatch); else w.backward(st.chunk, st.microbatch);
+      }
+      w.touch(Bytes{}, Phase::grad_sync, "grad_sync.reduce_scatter", -1, -1, -1);
+      // The first step creates the Adam moments; both steps hold their implementation's transient.
+      const Bytes step_transient = it == 1 ? sm.step_transient_first : sm.step_transient_steady;
+      if (it == 1) w.base += sm.optimizer_states;
+      w.touch(step_transient, Phase::optimizer, "optimizer.step", -1, -1, -1);
+      Breakdown bd;
+      bd.parameters = sm.parameters + sm.fp8_weight_cache;
+      bd.gradients = sm.gradients;
+      bd.optimizer_states = sm.main_params + ((it == 1 && w.peak_phase != Phase::optimizer) ? Bytes{} : sm.optimizer_states);
+      bd.activations = w.peak_activations;
+      bd.transient = w.peak_transient;
+      bd.other = fixed;
+      if (it == 1) { first_peak = w.peak; first_bd = bd; first_phase = w.peak_phase; first_op = w.peak_op; }
+      else { steady_peak = w.peak; steady_bd = bd; steady_phase = w.peak_phase; steady_op = w.peak_op; }
+    }
+    rp.steady_peak_allocated = steady_peak;
+    rp.peak_in_first_iteration = first_peak > steady_peak;
+    rp.peak_allocated = max(first_peak, steady_peak);
+    rp.peak_phase = rp.peak_in_first_iteration ? first_phase : steady_phase;
+    rp.peak_op = rp.peak_in_first_iteration ? first_op : steady_op;
+    rp.breakdown = rp.peak_in_first_iteration ? first_bd : steady_bd;
+    rp.fits = rp.peak_allocated <= out.capacity;
+
+    for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
+      for (const auto& s : chunks[ci].segments) {
+        Bytes bwd{};
+        for (const auto& part : s.parts) bwd = max(bwd, part.backward_excess);
+        rp.modules.push_back({s.name, static_cast<int>(ci), s.held, s.forward_peak_excess, bwd, s.replay_flops});
+      }
+    }
+    // Work and time per iteration on this rank.
+    double fwd_s = 0, bwd_s = 0, replay_s = 0, replay_flops = 0;
+    for (const auto& cm : chunks) {
+      for (const auto& s : cm.segments) {
+        const double f = time.seconds(s.forward_work);
+        fwd_s += f;
+        bwd_s += time.backward_seconds(s.forward_work);
+        replay_s += time.seconds(s.replay_work);
+        replay_flops += s.replay_flops;
+      }
+    }
+    const double m = static_cast<double>(d.num_microbatches);
+    // Pipeline bubble: (pp - 1) / vpp extra micro-batch slots (Narayanan et al. 2021).
+    const double slots = m + static_cast<double>(d.pp - 1) / static_cast<double>(d.vpp);
+    rp.replay_flops = replay_flops * m;
+    rp.replay_time_s = replay_s * m;
+    rp.step_time_s = (fwd_s + bwd_s + replay_s) * slots;
+    out.ranks.push_back(std::move(rp));
+  }
+  for (const auto& r : out.ranks) {
+    out.max_peak_allocated = max(out.max_peak_allocated, r.peak_allocated);
+    if (!r.fits) out.fits = false;
+    if (r.step_time_s >= out.step_time_s) {
+      out.step_time_s = r.step_time_s;
+      out.replay_time_s = r.replay_time_s;
+      out.replay_flops = r.replay_flops;
+    }
+  }
+  return out;
+}
+
+}  // namespace peakcast::sim

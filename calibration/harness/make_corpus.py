@@ -57,11 +57,13 @@ mla_base = {"multi_latent_attention": True, "hidden_size": 2048, "num_attention_
             "kv_lora_rank": 512, "qk_head_dim": 128, "qk_pos_emb_head_dim": 64,
             "v_head_dim": 128, "qk_layernorm": True, "rope_type": "rope", "kv_channels": 128,
             "vocab_size": 163840, "seq_length": 4096, "rotary_base": 50000}
-mla_noq = {"model": dict(mla_base, q_lora_rank=None, ffn_hidden_size=11264)}
+# Without q_lora the local spec rejects a q_layernorm (Megatron asks for a fused norm+linear),
+# and qk_layernorm switches both q and kv norms: the no-q_lora models run with qk_layernorm off.
+mla_noq = {"model": dict(mla_base, q_lora_rank=None, qk_layernorm=False, ffn_hidden_size=11264)}
 mla_q = {"model": dict(mla_base, q_lora_rank=1536, ffn_hidden_size=11264)}
 # Moonlight-16B, 4 layers: layer 1 dense (F=11264), layers 2-4 MoE 64 experts top-6 with a shared
 # expert, alltoall dispatcher.
-moonlight4 = {"model": dict(mla_base, q_lora_rank=None, ffn_hidden_size=11264,
+moonlight4 = {"model": dict(mla_base, q_lora_rank=None, qk_layernorm=False, ffn_hidden_size=11264,
                             num_moe_experts=64, moe_ffn_hidden_size=1408, moe_router_topk=6,
                             moe_shared_expert_intermediate_size=2816,
                             moe_layer_freq=[0, 1, 1, 1], moe_token_dispatcher_type="alltoall",

@@ -263,7 +263,35 @@ def install_fake_collectives():
     return sorted(repl)
 
 
+def patch_torch_norm_sequence_parallel():
+    """Gap 4: WrappedTorchNorm (the torch RMSNorm/LayerNorm of the local spec when Apex is absent)
+    asserts `not sequence_parallel`. Build it with SP hidden from that assert and mark its
+    parameters `sequence_parallel=True`, which is what Megatron's own SP-capable norms do so that
+    finalize_model_grads all-reduces their gradients over the TP group. The norm math on the
+    local s/t slice is unchanged."""
+    from megatron.core.transformer import torch_norm
+
+    cls = torch_norm.WrappedTorchNorm
+    if getattr(cls, "_peakcast", False):
+        return
+    orig_new = cls.__new__
+
+    def _new(klass, config, hidden_size, eps=1e-5, *args, **kwargs):
+        if not config.sequence_parallel:
+            return orig_new(klass, config, hidden_size, eps, *args, **kwargs)
+        cfg = copy.copy(config)
+        cfg.sequence_parallel = False
+        mod = orig_new(klass, cfg, hidden_size, eps, *args, **kwargs)
+        for p in mod.parameters():
+            setattr(p, "sequence_parallel", True)
+        return mod
+
+    cls.__new__ = staticmethod(_new)
+    cls._peakcast = True
+
+
 def apply_all(fake_process_group=False):
+    patch_torch_norm_sequence_parallel()
     patch_te_standins()
     patch_mla_local_attention()
     if fake_process_group:

@@ -6,7 +6,7 @@
       [--groups g1,g2] [--names n1,n2] [--skip-done FILE.jsonl] [--deadline-s 540] [--timeout-s 240]
 
 Single-GPU cases (real one-GPU runs and fake-process-group ranks) run in parallel, one per GPU.
-Each GPU slot keeps one spare worker that has already imported torch and Megatron and waits for
+Each GPU slot keeps --spares (default 2) spare workers that have already imported torch and Megatron and waits for
 its case on stdin, so the ~10-20 s import cost overlaps the previous case.
 Real multi-GPU cases (gpus > 1) run afterwards, one at a time, through torchrun over all GPUs.
 A case that is not finished after --timeout-s is killed and recorded with an "error".
@@ -58,10 +58,11 @@ def timeout_record(case, seconds, args):
 class Slot:
     def __init__(self, gpu, args, tmpdir):
         self.gpu, self.args, self.tmp = gpu, args, tmpdir
-        self.spare = None
+        self.spares = []
         self.cur = None  # (proc, case, t0, logpath)
         self.n = 0
-        self._spawn()
+        for _ in range(args.spares):
+            self._spawn()
 
     def _spawn(self):
         self.n += 1
@@ -71,13 +72,13 @@ class Slot:
         p = subprocess.Popen([sys.executable, RUN_CASE, "--stdin", "--out", self.args.out],
                              stdin=subprocess.PIPE, stdout=lf, stderr=subprocess.STDOUT, env=env,
                              text=True, start_new_session=True)
-        self.spare = (p, logpath)
+        self.spares.append((p, logpath))
 
     def start(self, case):
         path = os.path.join(self.tmp, case["name"] + ".json")
         with open(path, "w") as f:
             json.dump(case, f)
-        p, logpath = self.spare
+        p, logpath = self.spares.pop(0)
         p.stdin.write(path + "\n")
         p.stdin.flush()
         p.stdin.close()
@@ -100,8 +101,7 @@ class Slot:
         return None
 
     def close(self):
-        if self.spare:
-            p, _ = self.spare
+        for p, _ in self.spares:
             try:
                 p.stdin.close()
             except Exception:
@@ -132,6 +132,9 @@ def main():
     ap.add_argument("--skip-done", default="", help="jsonl of records already measured")
     ap.add_argument("--deadline-s", type=float, default=540)
     ap.add_argument("--timeout-s", type=float, default=240)
+    ap.add_argument("--spares", type=int, default=2,
+                    help="pre-imported idle workers kept per GPU")
+    ap.add_argument("--no-multi", action="store_true", help="skip real multi-GPU cases")
     args = ap.parse_args()
     t_start = time.time()
 
@@ -162,7 +165,7 @@ def main():
         cases = [c for c in cases if c["name"] not in done]
 
     singles = [c for c in cases if c["gpus"] == 1]
-    multis = [c for c in cases if c["gpus"] > 1]
+    multis = [] if args.no_multi else [c for c in cases if c["gpus"] > 1]
     gpus = gpu_count()
     log(args, f"{len(singles)} single-GPU cases on GPUs {gpus}, {len(multis)} multi-GPU cases")
     tmp = tempfile.mkdtemp(prefix="peakcast_")

@@ -18,10 +18,14 @@ FittedConstants load_fitted_constants(const std::string& name) {
   c.framework_fixed = Bytes{m.value("framework_fixed_bytes", std::int64_t{0})};
   c.activation_scale = m.value("activation_scale", 1.0);
   c.peak_relative_sigma = m.value("peak_relative_sigma", 0.0);
-  const auto& t = j.value("time", nlohmann::json::object());
-  c.gemm_efficiency = t.value("gemm_efficiency", 0.0);
-  c.attention_efficiency = t.value("attention_efficiency", 0.0);
-  c.memory_efficiency = t.value("memory_efficiency", 0.0);
+  // Time efficiencies live in their own profile, fitted from the CUDA replay microbenchmark.
+  const auto time_text = model::embedded_config("calibration/time.json");
+  const auto t = time_text ? nlohmann::json::parse(*time_text, nullptr, false) : nlohmann::json{};
+  if (t.is_object()) {
+    c.gemm_efficiency = t.value("gemm_efficiency", 0.0);
+    c.attention_efficiency = t.value("attention_efficiency", 0.0);
+    c.memory_efficiency = t.value("memory_efficiency", 0.0);
+  }
   return c;
 }
 

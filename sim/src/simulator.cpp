@@ -45,8 +45,18 @@ struct Segment {
   double backward_flops = 0, replay_flops = 0;
 };
 
-Segment plain_segment(const LayerGraph& g, const CheckpointSet& ckpt, int layer) {
-  const ModuleProfile p = profile_module(g, ckpt);
+using ProfileKey = std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool>;
+using ProfileCache = std::map<ProfileKey, ModuleProfile>;
+
+const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt) {
+  const ProfileKey key{&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module};
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, profile_module(g, ckpt)).first;
+  return it->second;
+}
+
+Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt, int layer) {
+  const ModuleProfile& p = cached_profile(cache, g, ckpt);
   Segment s;
   s.name = g.name;
   s.layer = layer;
@@ -65,7 +75,7 @@ Segment plain_segment(const LayerGraph& g, const CheckpointSet& ckpt, int layer)
   return s;
 }
 
-Segment group_segment(const std::vector<const LayerGraph*>& graphs, int first_layer) {
+Segment group_segment(ProfileCache& cache, const std::vector<const LayerGraph*>& graphs, int first_layer) {
   Segment s;
   s.replay_group = true;
   s.layer = first_layer;
@@ -74,8 +84,8 @@ Segment group_segment(const std::vector<const LayerGraph*>& graphs, int first_la
   CheckpointSet whole{};
   whole.whole_module = true;
   for (const LayerGraph* g : graphs) {
-    const ModuleProfile p = profile_module(*g, none);
-    const ModuleProfile q = profile_module(*g, whole);  // no-grad forward: transient only
+    const ModuleProfile& p = cached_profile(cache, *g, none);
+    const ModuleProfile& q = cached_profile(cache, *g, whole);  // no-grad forward: transient only
     s.parts.push_back({p.held, p.backward_peak_excess, p.input_bytes, q.forward_peak_excess, true});
     s.forward_peak_excess = max(s.forward_peak_excess, q.forward_peak_excess);
     s.forward_work.gemm_flops += p.forward_work.gemm_flops;
@@ -87,7 +97,7 @@ Segment group_segment(const std::vector<const LayerGraph*>& graphs, int first_la
   }
   s.replay_work = s.forward_work;
   s.input_bytes = s.parts.front().input_bytes;
-  s.output_bytes = profile_module(*graphs.back(), none).output_bytes;
+  s.output_bytes = cached_profile(cache, *graphs.back(), none).output_bytes;
   s.input_held = true;
   s.held = s.input_bytes;
   return s;
@@ -100,10 +110,12 @@ struct ChunkModel {
 };
 
 struct Builder {
-  const model::RunSpec& spec;
-  const model::Derived& d;
+  model::RunSpec spec;
+  model::Derived d;
   ShapeContext ctx;
   std::map<std::string, LayerGraph> graph_cache;
+  ProfileCache profiles;
+  LayerGraph embedding, output;
 
   const LayerGraph& layer_graph(const model::LayerSpec& l, bool hybrid) {
     const std::string key = std::to_string(static_cast<int>(l.mixer)) + "/" + std::to_string(static_cast<int>(l.ffn));
@@ -117,11 +129,7 @@ struct Builder {
     const bool first_chunk_overall = pp_rank == 0 && c.vpp_index == 0;
     cm.receives_input = !first_chunk_overall;
     cm.sends_output = !c.has_output_layer;
-    if (c.has_embedding) {
-      static thread_local LayerGraph emb;
-      emb = build_embedding_graph(spec, d, ctx);
-      cm.segments.push_back(plain_segment(emb, CheckpointSet{}, -1));
-    }
+    if (c.has_embedding) cm.segments.push_back(plain_segment(profiles, embedding, CheckpointSet{}, -1));
     const ChunkPolicy pol = chunk_policy(spec, d, c);
     std::size_t i = 0;
     while (i < c.layers.size()) {
@@ -135,23 +143,25 @@ struct Builder {
           group.push_back(&layer_graph(c.layers[j], hybrid));
           ++j;
         }
-        cm.segments.push_back(group_segment(group, static_cast<int>(l.index)));
+        cm.segments.push_back(group_segment(profiles, group, static_cast<int>(l.index)));
         cm.segments.back().name = "L" + std::to_string(l.index) + (group.size() > 1 ? "..L" + std::to_string(l.index + static_cast<std::int64_t>(group.size()) - 1) : "") + "(full recompute)";
         i = j;
         continue;
       }
-      cm.segments.push_back(plain_segment(layer_graph(l, hybrid), pol.layers[i], static_cast<int>(l.index)));
+      cm.segments.push_back(plain_segment(profiles, layer_graph(l, hybrid), pol.layers[i], static_cast<int>(l.index)));
       cm.segments.back().name = "L" + std::to_string(l.index);
       ++i;
     }
     if (c.has_output_layer) {
-      const LayerGraph out = build_output_graph(spec, d, ctx);
       for (std::int64_t k = 0; k < c.mtp_layers; ++k) {
         // Each MTP depth adds a layer of the last decoder layer's kind and its own head and loss.
-        if (!c.layers.empty()) cm.segments.push_back(plain_segment(layer_graph(c.layers.back(), hybrid), CheckpointSet{}, -1));
-        cm.segments.push_back(plain_segment(out, CheckpointSet{}, -1));
+        if (!c.layers.empty()) {
+          cm.segments.push_back(plain_segment(profiles, layer_graph(c.layers.back(), hybrid), CheckpointSet{}, -1));
+          cm.segments.back().name = "mtp" + std::to_string(k);
+        }
+        cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
       }
-      cm.segments.push_back(plain_segment(out, CheckpointSet{}, -1));
+      cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
     }
     return cm;
   }
@@ -249,17 +259,64 @@ struct Walker {
 
 }  // namespace
 
+struct Predictor::Impl {
+  Builder builder;
+  model::LayerPlan plan;
+  FittedConstants fitted;
+  explicit Impl(model::RunSpec spec) : builder(make_builder(std::move(spec))) {
+    plan = model::build_layer_plan(builder.spec, builder.d);
+    fitted = load_fitted_constants();
+  }
+  static Builder make_builder(model::RunSpec spec) {
+    const model::Derived d = model::derive(spec);
+    const ShapeContext ctx = make_shape_context(spec, d);
+    Builder b{std::move(spec), d, ctx, {}, {}, {}, {}};
+    b.embedding = build_embedding_graph(b.spec, b.d, b.ctx);
+    b.output = build_output_graph(b.spec, b.d, b.ctx);
+    return b;
+  }
+  Prediction run(const PredictOptions& options);
+};
+
+Predictor::Predictor(model::RunSpec spec) : impl_(std::make_unique<Impl>(std::move(spec))) {}
+Predictor::~Predictor() = default;
+Predictor::Predictor(Predictor&&) noexcept = default;
+Predictor& Predictor::operator=(Predictor&&) noexcept = default;
+const model::RunSpec& Predictor::spec() const { return impl_->builder.spec; }
+Prediction Predictor::run(const PredictOptions& options) { return impl_->run(options); }
+
+Prediction Predictor::run(const RecomputeChoice& choice, const PredictOptions& options) {
+  // Only the policy fields change; the graphs (shapes) stay valid and so do cached profiles.
+  model::RunSpec& s = impl_->builder.spec;
+  const model::RunSpec saved = s;
+  s.model.recompute_granularity = choice.granularity;
+  s.model.recompute_modules = choice.modules;
+  s.model.recompute_method = choice.method;
+  s.model.recompute_num_layers = choice.num_layers;
+  s.model.cpu_offloading = choice.cpu_offloading;
+  s.model.cpu_offloading_num_layers = choice.cpu_offloading_num_layers;
+  s.model.moe_layer_recompute = false;
+  impl_->builder.d = model::derive(s);
+  Prediction p = impl_->run(options);
+  s = saved;
+  impl_->builder.d = model::derive(s);
+  return p;
+}
+
 Prediction predict(const model::RunSpec& spec, const PredictOptions& options) {
-  const model::Derived d = model::derive(spec);
-  const model::LayerPlan plan = model::build_layer_plan(spec, d);
+  Predictor predictor(spec);
+  return predictor.run(options);
+}
+
+Prediction Predictor::Impl::run(const PredictOptions& options) {
+  const model::RunSpec& spec = builder.spec;
+  const model::Derived& d = builder.d;
   const auto statics = model::static_memory_per_rank(spec, d, plan);
-  const FittedConstants fitted = load_fitted_constants();
   const TimeModel time(spec.cluster.gpu, fitted);
 
   Prediction out;
   out.capacity = spec.cluster.gpu.memory_bytes;
   out.calibration_profile = fitted.profile;
-  Builder builder{spec, d, make_shape_context(spec, d), {}};
   const bool hybrid = spec.model.hybrid_override_pattern.has_value();
   const Bytes global_buffer = global_memory_buffer_bytes(spec, d, builder.ctx);
   const Bytes fixed = global_buffer + fitted.cublas_workspace + fitted.framework_fixed;

@@ -1,6 +1,7 @@
 #pragma once
 // What `peakcast predict` answers, per distinct rank: peak allocated bytes, where and when it lands,
 // what it is made of, and what recompute replay costs.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,34 @@ struct PredictOptions {
 
 // Assumes a spec that parsed and validated without errors.
 Prediction predict(const model::RunSpec& spec, const PredictOptions& options = {});
+
+// A recompute policy to try on an otherwise fixed run (what `peakcast rank` enumerates).
+struct RecomputeChoice {
+  model::RecomputeGranularity granularity = model::RecomputeGranularity::none;
+  std::vector<model::RecomputeTag> modules;  // selective tags
+  model::RecomputeMethod method = model::RecomputeMethod::none;
+  std::optional<std::int64_t> num_layers;    // full: layers per group (uniform) or count (block)
+  bool cpu_offloading = false;
+  std::int64_t cpu_offloading_num_layers = 0;
+};
+
+// Evaluates many recompute policies of one run, reusing the built lifetime graphs and the
+// per-(module, checkpoint set) profiles between them.
+class Predictor {
+ public:
+  explicit Predictor(model::RunSpec spec);
+  ~Predictor();
+  Predictor(Predictor&&) noexcept;
+  Predictor& operator=(Predictor&&) noexcept;
+
+  Prediction run(const PredictOptions& options = {});  // the spec's own policy
+  Prediction run(const RecomputeChoice& choice, const PredictOptions& options = {});
+  const model::RunSpec& spec() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // schema_version 1 JSON, as fixed in interface.md.
 std::string to_json(const Prediction& p, bool with_timeline = false);

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite: a Release build and an AddressSanitizer + UndefinedBehaviorSanitizer build,
+# each running every Catch2 test through ctest, then the calibration error bounds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+jobs=$(nproc)
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEAKCAST_SANITIZE=ON -DPEAKCAST_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+if [ -x .ci/validate_bounds.sh ]; then .ci/validate_bounds.sh build/cli/peakcast; fi

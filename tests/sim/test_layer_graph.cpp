@@ -1,0 +1,110 @@
+// Lifetimes on small hand-made graphs: expectations are sums of the tensor sizes below.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "peakcast/sim/layer_graph.hpp"
+
+using peakcast::Bytes;
+using namespace peakcast::sim;
+
+namespace {
+
+// x -> A -> a -> B -> b -> C -> y, each op saving its input; A and B form region kMlp.
+struct Chain {
+  LayerGraph g;
+  int x, a, b, y, op_a, op_b, op_c;
+  Chain() {
+    x = g.add_input("x", Bytes{100});
+    a = g.add_tensor("a", Bytes{200});
+    b = g.add_tensor("b", Bytes{300});
+    y = g.add_tensor("y", Bytes{100});
+    OpNode A; A.name = "A"; A.inputs = {x}; A.outputs = {a}; A.saves = {x}; A.regions = kMlp;
+    OpNode B; B.name = "B"; B.inputs = {a}; B.outputs = {b}; B.saves = {a}; B.regions = kMlp;
+    OpNode C; C.name = "C"; C.inputs = {b}; C.outputs = {y}; C.saves = {b};
+    op_a = g.add_op(A); op_b = g.add_op(B); op_c = g.add_op(C);
+    g.output = y;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("no checkpoint: every saved input is held until backward", "[sim][graph]") {
+  Chain c;
+  const ModuleProfile p = profile_module(c.g, CheckpointSet{});
+  CHECK(p.held == Bytes{100 + 200 + 300});
+  CHECK(p.input_held);
+  CHECK(p.output_bytes == Bytes{100});
+  // Forward: x is live at start; a, b, y are added and nothing is freed.
+  CHECK(p.forward_peak_excess == Bytes{200 + 300 + 100});
+  // Backward starts with held + dy; C's backward adds db (300) before dy and b are released.
+  CHECK(p.backward_peak_excess == Bytes{300});
+}
+
+TEST_CASE("keep-inputs checkpoint drops what the region saved and replays it at its backward", "[sim][graph]") {
+  Chain c;
+  CheckpointSet ck;
+  ck.keep_inputs = kMlp;
+  const ModuleProfile p = profile_module(c.g, ck);
+  // x is the region input (kept); a was saved inside the region (dropped); b is saved by C outside.
+  CHECK(p.held == Bytes{100 + 300});
+  CHECK(p.replay_bytes == Bytes{200 + 300});  // the replay re-creates a and the region output b
+
+  const auto events = trace_module(c.g, ck);
+  // Backward order is C, B, A. At C (outside the region) nothing is replayed yet.
+  const auto at = [&](const std::string& name, bool backward) {
+    return std::find_if(events.begin(), events.end(), [&](const OpEvent& e) { return e.op == name && e.backward == backward; });
+  };
+  const auto c_bwd = at("C", true), b_bwd = at("B", true);
+  REQUIRE(c_bwd != events.end());
+  REQUIRE(b_bwd != events.end());
+  // After C's backward: held minus b (released by C) plus db; at B's backward the replay adds a and b.
+  const std::int64_t after_c = c_bwd->live_delta.value;
+  CHECK(after_c == -300 + 300 - 100);  // b freed, db created, dy freed: relative to backward start
+  // At B the replay re-creates a (200) and b (300); B's backward adds da (200), then db (300), a and b
+  // (B is their last user) are released.
+  CHECK(b_bwd->live_delta.value == after_c + (200 + 300) + 200 - 300 - 200 - 300);
+}
+
+TEST_CASE("discard-output checkpoint frees the output after its consumer saved it", "[sim][graph]") {
+  Chain c;
+  c.g.discards.push_back({kMoeAct, {c.b}, c.op_c});
+  CheckpointSet ck;
+  ck.discard_output = kMoeAct;
+  const ModuleProfile p = profile_module(c.g, ck);
+  CHECK(p.held == Bytes{100 + 200});     // b is discarded
+  CHECK(p.replay_bytes == Bytes{300});   // and comes back at C's backward
+  CheckpointSet none;
+  CHECK(profile_module(c.g, none).held - p.held == Bytes{300});
+}
+
+TEST_CASE("whole-module checkpoint keeps only the module input", "[sim][graph]") {
+  Chain c;
+  CheckpointSet ck;
+  ck.whole_module = true;
+  const ModuleProfile p = profile_module(c.g, ck);
+  CHECK(p.held == Bytes{100});
+  // No-grad forward: each intermediate dies after its last use; peak holds one producer and consumer.
+  CHECK(p.forward_peak_excess == Bytes{200 + 300});
+  CHECK(p.replay_bytes == Bytes{200 + 300 + 100});
+}
+
+TEST_CASE("a tensor freed at step k is absent at k and present at k-1", "[sim][graph]") {
+  LayerGraph g;
+  const int x = g.add_input("x", Bytes{10});
+  const int t = g.add_tensor("t", Bytes{1000});
+  const int u = g.add_tensor("u", Bytes{10});
+  const int v = g.add_tensor("v", Bytes{10});
+  OpNode p1; p1.name = "make_t"; p1.inputs = {x}; p1.outputs = {t};
+  OpNode p2; p2.name = "use_t"; p2.inputs = {t}; p2.outputs = {u};       // last use of t: t is not saved
+  OpNode p3; p3.name = "after"; p3.inputs = {u}; p3.outputs = {v};
+  g.add_op(p1); g.add_op(p2); g.add_op(p3);
+  g.output = v;
+  const auto ev = trace_module(g, CheckpointSet{});
+  REQUIRE(ev.size() >= 3);
+  // Relative to the forward start (x live): after make_t, t is live and x (last used, unsaved) is gone.
+  CHECK(ev[0].live_delta.value == 1000 - 10);
+  // After use_t (step k, t's last use): t is absent, u is live.
+  CHECK(ev[1].live_delta.value == 1000 - 10 + 10 - 1000);
+  CHECK(ev[2].live_delta.value == ev[1].live_delta.value + 10 - 10);
+}

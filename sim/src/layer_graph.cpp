@@ -251,7 +251,9 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
     }
     for (std::size_t t = 0; t < nt; ++t) {
       if (!alive[t]) continue;
-      const bool done = lt.first_saver[t] == i || (lt.first_saver[t] < 0 && g.tensors[t].producer == i);
+      // Released once no saver still needs it: savers run their backward in reverse order, so the
+      // smallest saving op is the last one to need it. Replayed outputs nobody saves die with their producer.
+      const bool done = lt.first_saver[t] >= i || (lt.first_saver[t] < 0 && g.tensors[t].producer >= i);
       if (done) { alive[t] = false; live -= g.tensors[t].bytes.value; }
     }
     if (trace) sim.events.push_back({op.name, true, Bytes{live - backward_start}});

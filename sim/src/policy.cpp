@@ -29,6 +29,20 @@ std::uint32_t regions_bypassed_by_cuda_graphs(const model::RunSpec& spec, const 
   return bypass;
 }
 
+bool layer_captured_by_cuda_graphs(const model::RunSpec& spec, const model::LayerSpec& layer) {
+  const auto impl = spec.model.cuda_graph_impl;
+  if (impl == model::CudaGraphImpl::none || impl == model::CudaGraphImpl::full_iteration) return false;
+  if (spec.model.cuda_graph_modules.empty()) return true;
+  using model::FfnKind;
+  using model::MixerKind;
+  const bool attn = layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla;
+  if (attn && scope_has(spec, "attn")) return true;
+  if (layer.mixer == MixerKind::mamba && scope_has(spec, "mamba")) return true;
+  if (layer.ffn == FfnKind::dense && layer.mixer == MixerKind::none && scope_has(spec, "mlp")) return true;
+  if (layer.ffn == FfnKind::moe && layer.mixer == MixerKind::none && scope_has(spec, "moe")) return true;
+  return false;
+}
+
 ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& chunk) {
   ChunkPolicy p;
   const std::size_t n = chunk.layers.size();

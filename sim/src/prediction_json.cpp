@@ -35,6 +35,7 @@ std::string to_json(const Prediction& p, bool with_timeline) {
     x["peak_iteration"] = r.peak_in_first_iteration ? "first" : "steady";
     x["peak_op"] = r.peak_op;
     x["breakdown_bytes"] = breakdown_json(r.breakdown);
+    x["reserved_outside_allocated_bytes"] = r.reserved_outside_allocated.value;
     x["fits"] = r.fits;
     x["replay_flops"] = r.replay_flops;
     x["step_time_s"] = r.step_time_s;

@@ -41,6 +41,7 @@ struct Segment {
   struct Part { Bytes held, backward_excess, input_bytes, forward_excess; bool input_requires_grad = true; };
   std::vector<Part> parts;
   bool replay_group = false;
+  bool graph_captured = false;  // saved set lives at addresses a CUDA-graph pool keeps reserved
   ModuleProfile::Work forward_work, replay_work;
   double backward_flops = 0, replay_flops = 0;
 };
@@ -150,6 +151,7 @@ struct Builder {
       }
       cm.segments.push_back(plain_segment(profiles, layer_graph(l, hybrid), pol.layers[i], static_cast<int>(l.index)));
       cm.segments.back().name = "L" + std::to_string(l.index);
+      cm.segments.back().graph_captured = layer_captured_by_cuda_graphs(spec, l);
       ++i;
     }
     if (c.has_output_layer) {
@@ -380,7 +382,14 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     rp.peak_phase = rp.peak_in_first_iteration ? first_phase : steady_phase;
     rp.peak_op = rp.peak_in_first_iteration ? first_op : steady_op;
     rp.breakdown = rp.peak_in_first_iteration ? first_bd : steady_bd;
-    rp.fits = rp.peak_allocated <= out.capacity;
+    // Captured layers' saved tensors of every micro-batch in flight stay reserved in the graph pool.
+    int in_flight = 0, outstanding = 0;
+    for (const auto& st : steps) { outstanding += st.forward ? 1 : -1; in_flight = std::max(in_flight, outstanding); }
+    Bytes captured{};
+    for (const auto& cm : chunks) for (const auto& s : cm.segments) if (s.graph_captured) captured += s.held;
+    const std::int64_t per_chunk_in_flight = (in_flight + static_cast<int>(chunks.size()) - 1) / static_cast<int>(chunks.size());
+    rp.reserved_outside_allocated = captured * per_chunk_in_flight;
+    rp.fits = rp.peak_allocated + rp.reserved_outside_allocated <= out.capacity;
 
     for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
       for (const auto& s : chunks[ci].segments) {

@@ -24,4 +24,8 @@ ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, co
 // captured region keeps all its activations.
 std::uint32_t regions_bypassed_by_cuda_graphs(const model::RunSpec& spec, const model::LayerSpec& layer);
 
+// Whether a per-layer CUDA graph (cuda_graph_impl local or transformer_engine) captures this layer's
+// saved activations: whole layers when no scope is named, else the layers the scopes name.
+bool layer_captured_by_cuda_graphs(const model::RunSpec& spec, const model::LayerSpec& layer);
+
 }  // namespace peakcast::sim

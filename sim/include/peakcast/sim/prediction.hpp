@@ -49,7 +49,10 @@ struct RankPrediction {
   bool peak_in_first_iteration = false;
   std::string peak_op;          // the op at which the peak lands
   Breakdown breakdown;          // at the whole-run peak
-  bool fits = true;
+  // Device memory held outside the allocator's "allocated" bytes that a fit must leave room for:
+  // CUDA-graph private pools keep the addresses of every captured region's tensors reserved.
+  Bytes reserved_outside_allocated;
+  bool fits = true;             // peak_allocated + reserved_outside_allocated <= capacity
   double replay_flops = 0;      // per iteration
   double step_time_s = 0;
   double replay_time_s = 0;

@@ -1,0 +1,80 @@
+#pragma once
+// `peakcast rank`: every recompute policy Megatron accepts for one run, evaluated with one shared
+// Predictor, split into viable (every rank's whole-run peak within the budget) and not, and ordered
+// so the cheapest viable policy (the narrowest viable boundary) comes first.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "peakcast/model/run_spec.hpp"
+#include "peakcast/sim/prediction.hpp"
+
+namespace peakcast::sim {
+
+// "[]", "[core_attn, moe_act]", "full uniform N=2", "full block N=3", "cpu_offloading N=4".
+std::string describe(const RecomputeChoice& c);
+
+// The spec with only its recompute / offloading fields replaced by `c`.
+model::RunSpec with_choice(model::RunSpec spec, const RecomputeChoice& c);
+
+// Selective tags whose module exists in this model (core_attn needs attention layers, moe_act a
+// grouped-GEMM MoE, ...). Megatron's own rules are applied later by validate().
+std::vector<model::RecomputeTag> applicable_tags(const model::RunSpec& spec);
+
+// Full-recompute N values tried per model chunk (L = most layers in one chunk):
+// block: every N in 1..L; uniform: the divisors of L and the powers of two below L.
+std::vector<std::int64_t> uniform_layer_counts(std::int64_t layers_per_chunk);
+std::vector<std::int64_t> block_layer_counts(std::int64_t layers_per_chunk);
+std::int64_t max_layers_per_chunk(const model::RunSpec& spec);
+
+struct RejectedChoice {
+  RecomputeChoice choice;
+  std::string reason;  // Megatron's rule, as validate() words it
+};
+
+struct CandidateSet {
+  std::vector<RecomputeChoice> accepted;
+  std::vector<RejectedChoice> rejected;  // structurally sensible, but Megatron refuses them
+};
+
+// Every candidate: all subsets of the applicable tags (the empty list included), full uniform and
+// block with each N, CPU offloading with N layers where allowed. Each is checked with validate().
+CandidateSet enumerate_candidates(const model::RunSpec& spec);
+
+struct RankedCandidate {
+  RecomputeChoice choice;
+  std::string label;
+  bool viable = false;
+  Bytes max_peak;
+  double replay_flops = 0, replay_time_s = 0, step_time_s = 0;
+  // The rank that breaks the budget the most (non-viable only).
+  std::int64_t breaking_pp_rank = -1;
+  Phase breaking_phase = Phase::forward;
+  std::string breaking_op;
+  Bytes over_budget;
+  int ranks_over_budget = 0;
+  std::string reason;  // empty when viable
+  std::vector<model::RecomputeTag> ineffective_tags;  // removing the tag changes the peak by <= 1 MB
+  std::vector<Bytes> rank_peaks;                      // per RankPrediction, in prediction order
+};
+
+struct Ranking {
+  Bytes budget;
+  std::vector<RankedCandidate> candidates;  // viable first by replay time, then peak; then the rest by peak
+  std::vector<RejectedChoice> rejected;
+  std::optional<std::size_t> narrowest_viable;  // index into candidates
+};
+
+// Bytes within which two peaks count as equal for the "tag has no effect" note.
+inline constexpr Bytes kSamePeakTolerance{1'000'000};
+
+Ranking rank_candidates(const model::RunSpec& spec, Bytes budget);
+
+// Why a tag can leave the peak unchanged, in a Megatron user's words.
+std::string why_tag_has_no_effect(model::RecomputeTag t);
+
+// schema_version 1 ranking object (interface.md) plus extra fields.
+std::string to_json(const Ranking& r);
+
+}  // namespace peakcast::sim

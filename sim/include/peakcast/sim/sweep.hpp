@@ -1,0 +1,67 @@
+#pragma once
+// `peakcast sweep`: the cartesian product of spec-key values, each point parsed, validated and
+// predicted like `peakcast predict --set KEY=VALUE`, spread over a thread pool. Invalid points
+// (parse or Megatron-rule errors) are reported and skipped, never fatal.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "peakcast/model/units.hpp"
+#include "peakcast/sim/prediction.hpp"
+
+namespace peakcast::sim {
+
+struct SweepAxis {
+  std::string key;                  // dotted spec path, e.g. "model.seq_length"
+  std::vector<std::string> values;  // JSON text (bare words are taken as strings, as --set does)
+};
+
+// Splits a value list. Commas inside [], {} or "..." do not split, so `[],["core_attn","mlp"]` gives
+// two values; when the list contains a top-level ';' it is the separator instead of ','.
+std::vector<std::string> split_sweep_values(std::string_view text);
+
+// "KEY=V1,V2,..." -> axis; nullopt with `error` set when there is no key or no value.
+std::optional<SweepAxis> parse_vary(std::string_view arg, std::string* error);
+
+std::size_t sweep_size(const std::vector<SweepAxis>& axes);
+
+struct SweepPoint {
+  std::vector<std::string> values;  // one per axis
+  bool valid = false;
+  std::string error;                // first parse / validation error of an invalid point
+  bool fits = false;
+  Bytes max_peak;
+  Bytes limit;                      // the budget, or the GPU capacity when none is given
+  std::int64_t peak_pp_rank = -1;
+  Phase peak_phase = Phase::forward;
+  std::string peak_op;
+  double step_time_s = 0, replay_time_s = 0;
+  Bytes headroom() const { return limit - max_peak; }
+};
+
+struct SweepOptions {
+  std::optional<Bytes> budget;  // compare against this instead of each point's GPU capacity
+  unsigned threads = 0;         // 0: every hardware thread
+  // Called on the calling thread about every 100 ms with (points done, total).
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+struct SweepResult {
+  std::vector<SweepAxis> axes;
+  std::vector<SweepPoint> points;  // in input order: the last axis varies fastest
+  std::size_t invalid_count() const;
+};
+
+SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>& base_overrides,
+                      const std::vector<SweepAxis>& axes, const SweepOptions& options = {});
+
+// One row per point; columns: the axis keys, then valid, fits, max_peak_bytes, max_peak_gb,
+// limit_bytes, headroom_gb, peak_pp_rank, peak_phase, peak_op, step_time_s, replay_time_s, error.
+std::string sweep_csv(const SweepResult& r);
+std::string to_json(const SweepResult& r);
+
+}  // namespace peakcast::sim

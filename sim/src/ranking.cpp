@@ -1,0 +1,110 @@
+// rank_candidates(): evaluates every accepted candidate with one Predictor (shared graphs and
+// profiles), decides viability against the budget and orders the list.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "peakcast/sim/ranking.hpp"
+
+namespace peakcast::sim {
+
+namespace {
+
+std::string gb_text(Bytes b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", b.gb());
+  return buf;
+}
+
+RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, Bytes budget) {
+  const Prediction p = predictor.run(choice);
+  RankedCandidate rc;
+  rc.choice = choice;
+  rc.label = describe(choice);
+  rc.max_peak = p.max_peak_allocated;
+  rc.replay_flops = p.replay_flops;
+  rc.replay_time_s = p.replay_time_s;
+  rc.step_time_s = p.step_time_s;
+  const RankPrediction* worst = nullptr;
+  for (const auto& r : p.ranks) {
+    rc.rank_peaks.push_back(r.peak_allocated);
+    if (r.peak_allocated > budget) {
+      ++rc.ranks_over_budget;
+      if (!worst || r.peak_allocated > worst->peak_allocated) worst = &r;
+    }
+  }
+  rc.viable = worst == nullptr;
+  if (worst) {
+    rc.breaking_pp_rank = worst->rank.pp_rank;
+    rc.breaking_phase = worst->peak_phase;
+    rc.breaking_op = worst->peak_op;
+    rc.over_budget = worst->peak_allocated - budget;
+    rc.reason = "pp_rank " + std::to_string(worst->rank.pp_rank) + " peaks at " + gb_text(worst->peak_allocated) +
+                " GB in " + to_string(worst->peak_phase) + " (" + worst->peak_op + "), " + gb_text(rc.over_budget) +
+                " GB over the budget";
+    if (rc.ranks_over_budget > 1)
+      rc.reason += "; " + std::to_string(rc.ranks_over_budget - 1) + " other rank(s) over it too";
+  }
+  return rc;
+}
+
+// A selective candidate's tag is ineffective when the same list without it has the same peak.
+void note_ineffective_tags(std::vector<RankedCandidate>& cands) {
+  std::map<std::vector<model::RecomputeTag>, Bytes> selective_peaks;
+  for (const auto& c : cands)
+    if (c.choice.granularity == model::RecomputeGranularity::selective) selective_peaks[c.choice.modules] = c.max_peak;
+  for (auto& c : cands) {
+    if (c.choice.granularity != model::RecomputeGranularity::selective) continue;
+    for (std::size_t i = 0; i < c.choice.modules.size(); ++i) {
+      auto without = c.choice.modules;
+      without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+      const auto it = selective_peaks.find(without);
+      if (it == selective_peaks.end()) continue;
+      const Bytes diff = c.max_peak > it->second ? c.max_peak - it->second : it->second - c.max_peak;
+      if (diff <= kSamePeakTolerance) c.ineffective_tags.push_back(c.choice.modules[i]);
+    }
+  }
+}
+
+}  // namespace
+
+std::string why_tag_has_no_effect(model::RecomputeTag t) {
+  using model::RecomputeTag;
+  switch (t) {
+    case RecomputeTag::core_attn:
+      return "core_attn under fused attention keeps Q, K, V and the output anyway, or the peak is not in attention";
+    case RecomputeTag::layernorm:
+      return "with the TE spec most layernorms are fused into the next linear (IdentityOp); only real TENorm modules "
+             "(MoE pre-MLP, unfused MLA input) are wrapped";
+    case RecomputeTag::mlp: return "mlp only wraps dense MLP layers, and the peak does not depend on them here";
+    case RecomputeTag::moe_act: return "moe_act drops only the expert activation input, which is not on the peak path here";
+    case RecomputeTag::moe: return "the peak does not land where MoE activations are held";
+    case RecomputeTag::shared_experts: return "the shared expert's activations are not on the peak path here";
+    case RecomputeTag::mla_up_proj: return "the MLA up-projection outputs are not on the peak path here";
+    case RecomputeTag::gdn_norm_out: return "the GDN output norm is not on the peak path here";
+  }
+  return "the peak does not depend on it here";
+}
+
+Ranking rank_candidates(const model::RunSpec& spec, Bytes budget) {
+  Ranking out;
+  out.budget = budget;
+  CandidateSet set = enumerate_candidates(spec);
+  out.rejected = std::move(set.rejected);
+  Predictor predictor(spec);
+  out.candidates.reserve(set.accepted.size());
+  for (const auto& c : set.accepted) out.candidates.push_back(evaluate(predictor, c, budget));
+  note_ineffective_tags(out.candidates);
+  std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
+    if (a.viable != b.viable) return a.viable;
+    if (a.viable) {
+      if (a.replay_time_s != b.replay_time_s) return a.replay_time_s < b.replay_time_s;
+      return a.max_peak < b.max_peak;
+    }
+    return a.max_peak < b.max_peak;
+  });
+  if (!out.candidates.empty() && out.candidates.front().viable) out.narrowest_viable = 0;
+  return out;
+}
+
+}  // namespace peakcast::sim

@@ -1,0 +1,101 @@
+// run_sweep(): one point = parse + validate + predict, on a pool of std::threads that take the
+// next point index from an atomic counter; results land in their input slot, so order is kept.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/validate.hpp"
+#include "peakcast/sim/sweep.hpp"
+
+namespace peakcast::sim {
+
+namespace {
+
+std::string first_error(const model::Diagnostics& diags) {
+  for (const auto& d : diags)
+    if (d.severity == model::Severity::error) return d.path + ": " + d.message + " [" + d.rule + "]";
+  return {};
+}
+
+SweepPoint evaluate_point(std::string_view spec_text, const std::vector<std::string>& base_overrides,
+                          const std::vector<SweepAxis>& axes, std::size_t index, const SweepOptions& options) {
+  SweepPoint pt;
+  pt.values.resize(axes.size());
+  std::vector<std::string> overrides = base_overrides;
+  // Mixed radix, last axis fastest.
+  for (std::size_t a = axes.size(); a-- > 0;) {
+    const auto& vals = axes[a].values;
+    pt.values[a] = vals[index % vals.size()];
+    index /= vals.size();
+  }
+  for (std::size_t a = 0; a < axes.size(); ++a) overrides.push_back(axes[a].key + "=" + pt.values[a]);
+  try {
+    const model::ParseResult parsed = model::parse_run_spec(spec_text, overrides);
+    pt.error = first_error(parsed.diagnostics);
+    if (!parsed.spec || !pt.error.empty()) {
+      if (pt.error.empty()) pt.error = "the spec did not parse";
+      return pt;
+    }
+    pt.error = first_error(model::validate(*parsed.spec));
+    if (!pt.error.empty()) return pt;
+    const Prediction p = predict(*parsed.spec);
+    pt.valid = true;
+    pt.max_peak = p.max_peak_allocated;
+    pt.limit = options.budget.value_or(p.capacity);
+    pt.fits = pt.max_peak <= pt.limit;
+    pt.step_time_s = p.step_time_s;
+    pt.replay_time_s = p.replay_time_s;
+    const RankPrediction* top = nullptr;
+    for (const auto& r : p.ranks)
+      if (!top || r.peak_allocated > top->peak_allocated) top = &r;
+    if (top) {
+      pt.peak_pp_rank = top->rank.pp_rank;
+      pt.peak_phase = top->peak_phase;
+      pt.peak_op = top->peak_op;
+    }
+  } catch (const std::exception& e) {
+    // A combination the simulator cannot build is reported like an invalid one, not fatal.
+    pt.valid = false;
+    pt.error = std::string("internal: ") + e.what();
+  }
+  return pt;
+}
+
+}  // namespace
+
+SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>& base_overrides,
+                      const std::vector<SweepAxis>& axes, const SweepOptions& options) {
+  SweepResult result;
+  result.axes = axes;
+  const std::size_t total = sweep_size(axes);
+  result.points.resize(total);
+  std::atomic<std::size_t> next{0}, done{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < total; i = next++) {
+      result.points[i] = evaluate_point(spec_text, base_overrides, axes, i, options);
+      ++done;
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned n = static_cast<unsigned>(std::min<std::size_t>(options.threads ? options.threads : hw, std::max<std::size_t>(total, 1)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
+  if (options.progress) {
+    // The calling thread reports progress and leaves the work to the pool (plus itself at the end).
+    std::thread last(worker);
+    while (done.load() < total) {
+      options.progress(done.load(), total);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    options.progress(total, total);
+    last.join();
+  } else {
+    worker();
+  }
+  for (auto& t : pool) t.join();
+  return result;
+}
+
+}  // namespace peakcast::sim

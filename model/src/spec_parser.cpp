@@ -1,0 +1,67 @@
+// parse_run_spec: text -> JSON -> overrides -> preset -> aliases -> keys and types -> typed RunSpec.
+// Every step reports into one list, so a user fixes the whole file in one pass; nothing throws out.
+#include "peakcast/model/spec_parser.hpp"
+
+#include "peakcast/model/embedded_configs.hpp"
+#include "spec_parser_detail.hpp"
+#include "spec_schema.hpp"
+
+namespace peakcast::model {
+
+using nlohmann::json;
+
+namespace {
+
+ParseResult parse_unguarded(std::string_view json_text, const std::vector<std::string>& overrides) {
+  ParseResult result;
+  Diagnostics& out = result.diagnostics;
+  if (!detail::schema_load_error().empty()) {
+    out.push_back({Severity::error, "", "internal", "run-spec schema missing from the build: " + detail::schema_load_error()});
+    return result;
+  }
+
+  std::optional<json> doc = detail::parse_json_text(json_text, "", "", out);
+  if (!doc) return result;
+  if (!doc->is_object()) {
+    out.push_back({Severity::error, "", "spec_not_object",
+                   "a run spec is a JSON object with sections model, train, optimizer, ddp, cluster; got " +
+                       detail::json_kind(*doc)});
+    return result;
+  }
+
+  detail::apply_overrides(*doc, overrides, out);
+  const std::set<std::string> preset_keys = detail::apply_model_preset(*doc, out);
+  detail::resolve_aliases(*doc, preset_keys, out);
+  detail::check_keys_and_types(*doc, preset_keys, out);
+  if (has_errors(out)) return result;  // typed reads below assume well-typed values
+
+  detail::check_untyped_rules(*doc, out);
+  RunSpec spec;
+  detail::fill_run_spec(*doc, spec, out);
+  if (!has_errors(out)) result.spec = std::move(spec);
+  return result;
+}
+
+}  // namespace
+
+ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::string>& overrides) {
+  // The steps do not throw by design; this guard keeps a missed case (or bad_alloc) inside the library.
+  try {
+    return parse_unguarded(json_text, overrides);
+  } catch (const std::exception& e) {
+    ParseResult r;
+    r.diagnostics.push_back({Severity::error, "", "internal", std::string("run spec could not be read: ") + e.what()});
+    return r;
+  } catch (...) {
+    ParseResult r;
+    r.diagnostics.push_back({Severity::error, "", "internal", "run spec could not be read"});
+    return r;
+  }
+}
+
+std::string_view default_run_spec_text() {
+  const auto text = embedded_config("runs/moonlight-16b-8xh100.json");
+  return text ? *text : std::string_view("{}");
+}
+
+}  // namespace peakcast::model

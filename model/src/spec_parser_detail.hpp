@@ -1,0 +1,50 @@
+#pragma once
+// The steps of parse_run_spec, each in its own file. Private to peakcast_model.
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/model/diagnostics.hpp"
+#include "peakcast/model/run_spec.hpp"
+
+namespace peakcast::model::detail {
+
+// spec_json_text.cpp: text -> JSON with a size cap, a nesting cap and duplicate-key detection.
+// `origin` prefixes messages ("" for the spec file, "--set model.x" for an override value).
+std::optional<nlohmann::json> parse_json_text(std::string_view text, const std::string& path,
+                                              const std::string& origin, Diagnostics& out);
+
+// spec_overrides.cpp: applies "section.key=VALUE" strings to the document.
+void apply_overrides(nlohmann::json& doc, const std::vector<std::string>& overrides, Diagnostics& out);
+
+// spec_preset.cpp: merges configs/models/<model.preset>.json under the file's model keys.
+// Returns the keys that came from the preset (for messages).
+std::set<std::string> apply_model_preset(nlohmann::json& doc, Diagnostics& out);
+
+// spec_keys.cpp: unknown keys (with "did you mean") and JSON types, section by section.
+void check_keys_and_types(const nlohmann::json& doc, const std::set<std::string>& preset_keys, Diagnostics& out);
+
+// spec_aliases.cpp: deprecated or alternative names that Megatron itself maps
+// (hybrid_override_pattern/hybrid_layer_pattern, cuda_graph_scope/cuda_graph_modules).
+void resolve_aliases(nlohmann::json& doc, const std::set<std::string>& preset_keys, Diagnostics& out);
+
+// spec_fill.cpp: the checked document -> typed RunSpec (plus conversions that can fail).
+void fill_run_spec(const nlohmann::json& doc, RunSpec& spec, Diagnostics& out);
+
+// spec_gpu.cpp: cluster.gpu (preset name or object) -> GpuSpec.
+void fill_gpu(const nlohmann::json& gpu, GpuSpec& out_gpu, Diagnostics& out);
+
+// spec_untyped_rules.cpp: Megatron rules on fields that RunSpec does not carry (checked on the JSON).
+void check_untyped_rules(const nlohmann::json& doc, Diagnostics& out);
+
+// Joins a section and key into a path: "model" + "x" -> "model.x".
+inline std::string key_path(std::string_view section, std::string_view key) {
+  if (section.empty() || section == "top") return std::string(key);
+  return std::string(section) + "." + std::string(key);
+}
+
+}  // namespace peakcast::model::detail

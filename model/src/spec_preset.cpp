@@ -1,0 +1,60 @@
+// model.preset: a shipped model (configs/models/<name>.json) under the file's own model keys.
+#include "peakcast/model/embedded_configs.hpp"
+#include "spec_parser_detail.hpp"
+#include "spec_suggest.hpp"
+
+namespace peakcast::model::detail {
+
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> available_presets() {
+  std::vector<std::string> names;
+  for (const std::string& p : embedded_config_paths("models/")) {
+    std::string n = p.substr(7);
+    if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0) names.push_back(n.substr(0, n.size() - 5));
+  }
+  return names;
+}
+
+}  // namespace
+
+std::set<std::string> apply_model_preset(json& doc, Diagnostics& out) {
+  std::set<std::string> from_preset;
+  if (!doc.is_object()) return from_preset;
+  const auto model_it = doc.find("model");
+  if (model_it == doc.end() || !model_it->is_object()) return from_preset;
+  json& model = *model_it;
+  const auto preset_it = model.find("preset");
+  if (preset_it == model.end() || !preset_it->is_string()) return from_preset;  // null/absent: none; else a type error
+  const std::string name = preset_it->get<std::string>();
+
+  const auto text = embedded_config("models/" + name + ".json");
+  if (!text || name.find('/') != std::string::npos) {
+    const std::vector<std::string> names = available_presets();
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    std::string msg = "no shipped model named \"" + name.substr(0, 80) + "\"; available: " + list;
+    if (auto s = closest_name(name, names)) msg += "; did you mean \"" + *s + "\"?";
+    out.push_back({Severity::error, "model.preset", "unknown_preset", msg});
+    return from_preset;
+  }
+  Diagnostics preset_errors;
+  std::optional<json> preset = parse_json_text(*text, "model.preset", "configs/models/" + name + ".json", preset_errors);
+  if (!preset || !preset->is_object() || !preset->contains("model") || !(*preset)["model"].is_object()) {
+    out.push_back({Severity::error, "model.preset", "bad_preset",
+                   "shipped preset configs/models/" + name + ".json has no \"model\" object (a packaging bug)"});
+    return from_preset;
+  }
+  for (const auto& [key, value] : (*preset)["model"].items()) {
+    if (key == "preset") continue;
+    if (!model.contains(key)) {
+      model[key] = value;
+      from_preset.insert(key);
+    }
+  }
+  return from_preset;
+}
+
+}  // namespace peakcast::model::detail

@@ -1,0 +1,166 @@
+// Megatron rules on fields that RunSpec does not carry: checked on the JSON document, with the
+// same ids and wording as validate.cpp. Only rules about MoE, recompute, offloading and CUDA graphs.
+#include "spec_parser_detail.hpp"
+
+namespace peakcast::model::detail {
+
+using nlohmann::json;
+
+namespace {
+
+class Model {
+ public:
+  explicit Model(const json& doc) {
+    if (doc.is_object() && doc.contains("model") && doc["model"].is_object()) obj_ = &doc["model"];
+  }
+  const json* get(const char* key) const {
+    if (obj_ == nullptr) return nullptr;
+    const auto it = obj_->find(key);
+    return it == obj_->end() || it->is_null() ? nullptr : &*it;
+  }
+  bool flag(const char* key) const {
+    const json* v = get(key);
+    return v != nullptr && v->is_boolean() && v->get<bool>();
+  }
+  std::string str(const char* key, const std::string& fallback = "") const {
+    const json* v = get(key);
+    return v != nullptr && v->is_string() ? v->get<std::string>() : fallback;
+  }
+  std::optional<std::int64_t> integer(const char* key) const {
+    const json* v = get(key);
+    if (v == nullptr || !v->is_number_integer()) return std::nullopt;
+    return v->get<std::int64_t>();
+  }
+  bool has_string_in(const char* key, const char* item) const {
+    const json* v = get(key);
+    if (v == nullptr || !v->is_array()) return false;
+    for (const auto& e : *v) if (e.is_string() && e.get<std::string>() == item) return true;
+    return false;
+  }
+
+ private:
+  const json* obj_ = nullptr;
+};
+
+void error(Diagnostics& out, const char* key, const char* rule, const std::string& msg) {
+  out.push_back({Severity::error, std::string("model.") + key, rule, msg});
+}
+
+}  // namespace
+
+void check_untyped_rules(const json& doc, Diagnostics& out) {
+  const Model m(doc);
+  const std::string dispatcher = m.str("moe_token_dispatcher_type", "allgather");
+  const std::string backend = m.str("moe_flex_dispatcher_backend", "deepep");
+
+  // moe_enable_deepep (transformer_config.py:1615-1619)
+  if (m.flag("moe_enable_deepep")) {
+    if (dispatcher != "flex")
+      error(out, "moe_enable_deepep", "deepep_needs_flex", "DeepEP backend is only supported with flex token dispatcher. (transformer_config.py:1617)");
+    if (backend == "hybridep" && m.get("moe_flex_dispatcher_backend") != nullptr)
+      error(out, "moe_enable_deepep", "deepep_vs_hybridep", "Only one backend is supported for flex token dispatcher. (transformer_config.py:1619)");
+  }
+  // Flex + DeepEP cannot pad to capacity (transformer_config.py:1626-1633)
+  if (dispatcher == "flex" && m.flag("moe_pad_expert_input_to_capacity") &&
+      (m.flag("moe_enable_deepep") || (backend == "deepep"))) {
+    error(out, "moe_pad_expert_input_to_capacity", "flex_deepep_no_capacity_padding",
+          "Flex token dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity (transformer_config.py:1630)");
+  }
+  if (backend == "ncclep" && dispatcher != "flex") {
+    error(out, "moe_flex_dispatcher_backend", "ncclep_needs_flex",
+          "moe_flex_dispatcher_backend='ncclep' requires moe_token_dispatcher_type='flex'. (transformer_config.py:1637)");
+  }
+  // Expert bias needs sigmoid-like scores (transformer_config.py:2310-2318)
+  if (m.flag("moe_router_enable_expert_bias")) {
+    const std::string score = m.str("moe_router_score_function", "softmax");
+    if (score != "sigmoid" && score != "sqrtsoftplus")
+      error(out, "moe_router_enable_expert_bias", "expert_bias_needs_sigmoid",
+            "Expert bias for aux-loss-free routing only supports 'sigmoid' and 'sqrtsoftplus' score functions. "
+            "(transformer_config.py:2314)");
+  }
+  // Top-1 softmax routing needs pre-softmax (transformer_config.py:2355-2362)
+  if (m.integer("moe_router_topk").value_or(2) == 1 && m.get("num_moe_experts") != nullptr &&
+      m.str("moe_router_score_function", "softmax") == "softmax" && !m.flag("moe_router_pre_softmax") &&
+      m.str("moe_router_load_balancing_type", "aux_loss") != "sinkhorn") {
+    error(out, "moe_router_topk", "topk1_needs_pre_softmax", "Please use --moe-router-pre-softmax when topk is 1. (transformer_config.py:2362)");
+  }
+  // Router padding for quantization (transformer_config.py:2342-2352)
+  if (m.flag("moe_router_padding_for_quantization") || m.flag("moe_router_padding_for_fp8")) {
+    if (m.get("fp8") == nullptr && m.get("fp4") == nullptr)
+      error(out, "moe_router_padding_for_quantization", "router_padding_needs_fp8",
+            "fp8/fp4 must be specified when moe_router_padding_for_quantization is True. (transformer_config.py:2344)");
+    if (dispatcher == "allgather")
+      error(out, "moe_router_padding_for_quantization", "router_padding_vs_allgather",
+            "allgather and alltoall_seq dispatcher does not support moe_router_padding_for_quantization. (transformer_config.py:2349)");
+  }
+  // Group-limited routing (transformer_config.py:2364-2382)
+  if (const auto group_topk = m.integer("moe_router_group_topk"); group_topk && *group_topk > 0) {
+    const auto groups = m.integer("moe_router_num_groups");
+    const auto experts = m.integer("num_moe_experts");
+    if (!groups || *groups == 0) {
+      error(out, "moe_router_num_groups", "group_topk_needs_groups",
+            "When using group limited routing, moe_router_num_groups must be specified. (transformer_config.py:2371)");
+    } else {
+      if (experts && *groups > 0 && *experts % *groups != 0)
+        error(out, "moe_router_num_groups", "experts_divisible_by_groups",
+              "num_moe_experts (" + std::to_string(*experts) + ") should be divisible by moe_router_num_groups (" +
+                  std::to_string(*groups) + "). (transformer_config.py:2375)");
+      if (*group_topk > *groups)
+        error(out, "moe_router_group_topk", "group_topk_le_groups",
+              "moe_router_group_topk (" + std::to_string(*group_topk) + ") should be smaller than moe_router_num_groups (" +
+                  std::to_string(*groups) + "). (transformer_config.py:2379)");
+    }
+  }
+  // moe_paged_stash excludes layer-level CPU offloading (transformer_config.py:1930-1932)
+  if (m.flag("moe_paged_stash") && m.flag("cpu_offloading")) {
+    error(out, "moe_paged_stash", "paged_stash_vs_cpu_offloading", "moe_paged_stash cannot be enabled with cpu_offloading. (transformer_config.py:1932)");
+  }
+  // Fine-grained offloading inside a recomputed MoE (rule 19, transformer_config.py:1900-1908)
+  if (m.flag("fine_grained_activation_offloading") && m.str("recompute_granularity") == "selective" &&
+      m.has_string_in("recompute_modules", "moe")) {
+    for (const char* inner : {"moe_act", "expert_fc1", "fused_group_mlp"}) {
+      if (m.has_string_in("offload_modules", inner))
+        error(out, "offload_modules", "offload_inside_moe_recompute",
+              std::string("offload_modules must not contain '") + inner +
+                  "' when 'moe' is recomputed: the MoE checkpoint already drops it. (transformer_config.py:1904)");
+    }
+  }
+  // Rule 31 (transformer_config.py:2785-2796)
+  if (m.flag("overlap_dispatch_backward_with_experts_wgrad")) {
+    if (m.flag("overlap_moe_expert_parallel_comm"))
+      error(out, "overlap_dispatch_backward_with_experts_wgrad", "dispatch_wgrad_overlap_exclusive",
+            "overlap_moe_expert_parallel_comm must be disabled when enabling overlap_dispatch_backward_with_experts_wgrad. (transformer_config.py:2786)");
+    if (m.flag("delay_wgrad_compute"))
+      error(out, "overlap_dispatch_backward_with_experts_wgrad", "dispatch_wgrad_overlap_exclusive",
+            "delay_wgrad_compute and overlap_dispatch_backward_with_experts_wgrad are mutually exclusive; use only one (transformer_config.py:2793)");
+  }
+  // Rule 28: GTP weight remat + local graphs + fp8 cannot recompute the captured shared expert.
+  if (m.integer("gtp_weight_remat_size").value_or(1) > 1 && m.str("cuda_graph_impl", "none") == "local" &&
+      (m.get("fp8") != nullptr || m.get("fp4") != nullptr) && m.get("moe_shared_expert_intermediate_size") != nullptr &&
+      !m.flag("moe_shared_expert_overlap") && m.str("recompute_granularity") == "selective" &&
+      m.has_string_in("recompute_modules", "shared_experts")) {
+    const json* scope = m.get("cuda_graph_modules");
+    const bool covers = scope == nullptr || (scope->is_string() && scope->get<std::string>() == "full") ||
+                        (scope->is_array() && scope->empty()) || m.has_string_in("cuda_graph_modules", "moe") ||
+                        m.has_string_in("cuda_graph_modules", "moe_router");
+    if (covers)
+      error(out, "recompute_modules", "gtp_local_graph_shared_experts",
+            "GTP + local CUDA graphs that capture shared_experts (moe_router/moe scope) cannot recompute it under "
+            "fp8/fp4. (transformer_config.py:2613)");
+  }
+  // ep_overlap_early_attn_memory_release needs the EP overlap (transformer_config.py:2798-2802)
+  if (m.flag("ep_overlap_early_attn_memory_release") && !m.flag("overlap_moe_expert_parallel_comm")) {
+    error(out, "ep_overlap_early_attn_memory_release", "early_attn_release_needs_ep_overlap",
+          "overlap_moe_expert_parallel_comm must be enabled when enabling ep_overlap_early_attn_memory_release (transformer_config.py:2799)");
+  }
+  // fp4 and fp8 together (transformer_config.py:1454)
+  if (m.get("fp4") != nullptr && m.get("fp8") != nullptr) {
+    error(out, "fp4", "fp4_and_fp8", "fp4 and fp8 cannot be used simultaneously. Please choose one. (transformer_config.py:1455)");
+  }
+  // first/last layers in BF16 under delayed scaling (transformer_config.py:1402)
+  if (m.get("fp8") != nullptr && m.flag("first_last_layers_bf16") && m.str("fp8_recipe", "delayed") == "delayed") {
+    error(out, "first_last_layers_bf16", "delayed_no_bf16_edges", "Delayed scaling does not support first / last layer in BF16. (transformer_config.py:1403)");
+  }
+}
+
+}  // namespace peakcast::model::detail

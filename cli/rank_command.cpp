@@ -1,15 +1,101 @@
-// Placeholder until the rank command lands; registers the subcommand so --help lists it.
+// peakcast rank SPEC [--budget-gb G] [--json] [--html FILE] [--set KEY=VALUE]...
+#include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 
 #include "commands.hpp"
+#include "peakcast/sim/ranking.hpp"
+#include "report_html.hpp"
 
 namespace peakcast::cli {
 
+namespace {
+
+struct RankArgs {
+  std::string spec;
+  std::vector<std::string> sets;
+  std::optional<double> budget_gb;
+  bool json = false;
+  std::string html;
+};
+
+void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
+  char line[512];
+  std::snprintf(line, sizeof line, "budget %.3f GB per GPU, %zu candidates evaluated, %zu rejected by Megatron\n\n",
+                r.budget.gb(), r.candidates.size(), r.rejected.size());
+  os << line;
+  std::snprintf(line, sizeof line, "%-4s %-48s %-7s %-10s %-10s %-10s %s\n", "#", "policy", "viable", "peak GB",
+                "replay s", "step s", "why not viable");
+  os << line;
+  int i = 0;
+  for (const auto& c : r.candidates) {
+    std::snprintf(line, sizeof line, "%-4d %-48s %-7s %-10.3f %-10.4f %-10.4f %s\n", ++i, c.label.c_str(),
+                  c.viable ? "yes" : "no", c.max_peak.gb(), c.replay_time_s, c.step_time_s, c.reason.c_str());
+    os << line;
+  }
+  os << "\nnarrowest viable: "
+     << (r.narrowest_viable ? r.candidates[*r.narrowest_viable].label : std::string("none (nothing fits the budget)"))
+     << "\n";
+  // One line per tag that never moved the peak in the candidates that include it.
+  std::map<model::RecomputeTag, std::pair<int, int>> tag_counts;  // (ineffective, total)
+  for (const auto& c : r.candidates) {
+    if (c.choice.granularity != model::RecomputeGranularity::selective) continue;
+    for (const auto t : c.choice.modules) ++tag_counts[t].second;
+    for (const auto t : c.ineffective_tags) ++tag_counts[t].first;
+  }
+  for (const auto& [tag, n] : tag_counts) {
+    if (n.first == 0) continue;
+    os << "note: tag " << model::to_string(tag) << " has no effect on the peak in " << n.first << " of " << n.second
+       << " candidates that include it (e.g. " << sim::why_tag_has_no_effect(tag) << ")\n";
+  }
+  for (const auto& c : r.candidates)
+    if (c.choice.cpu_offloading) {
+      os << "note: CPU offloading candidates are listed as Megatron accepts them; the simulator does not model the "
+            "offload yet, so their peaks equal the no-recompute run\n";
+      break;
+    }
+  if (!r.rejected.empty()) {
+    os << "\nrejected by Megatron's own rules:\n";
+    for (const auto& x : r.rejected) os << "  " << sim::describe(x.choice) << ": " << x.reason << "\n";
+  }
+}
+
+}  // namespace
+
 Runner add_rank_command(CLI::App& app) {
-  app.add_subcommand("rank", "(not available yet)");
-  return [] {
-    std::cerr << "peakcast rank: not available in this build\n";
-    return 1;
+  auto args = std::make_shared<RankArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "rank", "Every recompute policy Megatron accepts for the run, viable ones (within the budget) first");
+  sub->add_option("spec", args->spec, "Run spec JSON")->required();
+  sub->add_option("--budget-gb", args->budget_gb, "Memory budget per GPU in GB (10^9 bytes); default: the GPU capacity");
+  sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
+  sub->add_flag("--json", args->json, "Print the schema_version 1 ranking object");
+  sub->add_option("--html", args->html, "Write a self-contained HTML report to FILE");
+  return [args] {
+    std::vector<std::string> warnings;
+    const auto spec = load_spec(args->spec, args->sets, &warnings);
+    if (!spec) return kExitInvalidInput;
+    if (args->budget_gb && !(*args->budget_gb > 0 && std::isfinite(*args->budget_gb))) {
+      std::cerr << "error: --budget-gb: the budget must be a positive number of GB\n";
+      return kExitInvalidInput;
+    }
+    const Bytes budget = args->budget_gb ? Bytes{static_cast<std::int64_t>(std::llround(*args->budget_gb * 1e9))}
+                                         : spec->cluster.gpu.memory_bytes;
+    const sim::Ranking ranking = sim::rank_candidates(*spec, budget);
+    if (!args->html.empty() && !write_rank_html(args->html, *spec, ranking)) {
+      std::cerr << "error: --html: cannot write " << args->html << "\n";
+      return kExitInvalidInput;
+    }
+    if (args->json) {
+      std::cout << sim::to_json(ranking) << "\n";
+    } else {
+      for (const auto& w : warnings) std::cerr << w << "\n";
+      print_ranking_table(std::cout, ranking);
+    }
+    return kExitOk;
   };
 }
 

@@ -1,15 +1,150 @@
-// Placeholder until the sweep command lands; registers the subcommand so --help lists it.
+// peakcast sweep SPEC --vary KEY=V1,V2,... [--vary ...] [--set ...] [--csv FILE] [--json] [--html FILE]
+//                [--budget-gb G] [--threads N]
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <memory>
+#include <sstream>
 
 #include "commands.hpp"
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/sim/sweep.hpp"
+#include "report_html.hpp"
 
 namespace peakcast::cli {
 
+namespace {
+
+struct SweepArgs {
+  std::string spec;
+  std::vector<std::string> vary;
+  std::vector<std::string> sets;
+  std::string csv, html;
+  bool json = false;
+  std::optional<double> budget_gb;
+  unsigned threads = 0;
+};
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// A one-line bar redrawn in place; only when stderr is a terminal and the sweep is long.
+void draw_progress(std::size_t done, std::size_t total) {
+  const int width = 40;
+  const int filled = total ? static_cast<int>(width * done / total) : width;
+  std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu", filled, "########################################", width - filled, "",
+               done, total);
+  if (done == total) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+void print_sweep_table(std::ostream& os, const sim::SweepResult& r) {
+  char line[256];
+  for (const auto& a : r.axes) {
+    std::snprintf(line, sizeof line, "%-22.22s ", a.key.c_str());
+    os << line;
+  }
+  std::snprintf(line, sizeof line, "%-5s %-10s %-10s %-5s %-9s %-9s %s\n", "fits", "peak GB", "headroom", "pp", "phase",
+                "step s", "replay s");
+  os << line;
+  for (const auto& p : r.points) {
+    for (const auto& v : p.values) {
+      std::snprintf(line, sizeof line, "%-22.22s ", v.c_str());
+      os << line;
+    }
+    if (!p.valid) {
+      os << "invalid: " << p.error << "\n";
+      continue;
+    }
+    std::snprintf(line, sizeof line, "%-5s %-10.3f %-+10.3f %-5lld %-9s %-9.3f %.4f\n", p.fits ? "yes" : "NO",
+                  p.max_peak.gb(), p.headroom().gb(), static_cast<long long>(p.peak_pp_rank),
+                  sim::to_string(p.peak_phase), p.step_time_s, p.replay_time_s);
+    os << line;
+  }
+  std::size_t fits = 0;
+  for (const auto& p : r.points) fits += p.valid && p.fits ? 1 : 0;
+  os << "\n" << r.points.size() << " points, " << r.invalid_count() << " invalid (skipped), " << fits << " fit\n";
+}
+
+}  // namespace
+
 Runner add_sweep_command(CLI::App& app) {
-  app.add_subcommand("sweep", "(not available yet)");
-  return [] {
-    std::cerr << "peakcast sweep: not available in this build\n";
-    return 1;
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* sub = app.add_subcommand("sweep", "What-if capacity planning over any spec keys (cartesian product)");
+  sub->add_option("spec", args->spec, "Run spec JSON (default: the embedded Moonlight 16B seed study)");
+  sub->add_option("--vary", args->vary,
+                  "KEY=V1,V2,... (repeatable). Values are JSON; commas inside [] {} \"\" do not split; "
+                  "use ';' as the separator instead when you prefer")
+      ->required();
+  sub->add_option("--set", args->sets, "Override one key for every point: section.key=JSON (repeatable)");
+  sub->add_option("--csv", args->csv, "Write one CSV row per point to FILE");
+  sub->add_flag("--json", args->json, "Print the points as JSON");
+  sub->add_option("--html", args->html, "Write a self-contained HTML report with heatmaps to FILE");
+  sub->add_option("--budget-gb", args->budget_gb, "Compare peaks to this budget (GB, 10^9 bytes) instead of the GPU capacity");
+  sub->add_option("--threads", args->threads, "Worker threads (default: all cores)");
+  return [args] {
+    std::vector<sim::SweepAxis> axes;
+    for (const auto& v : args->vary) {
+      std::string err;
+      auto axis = sim::parse_vary(v, &err);
+      if (!axis) {
+        std::cerr << "error: " << err << "\n";
+        return kExitInvalidInput;
+      }
+      axes.push_back(std::move(*axis));
+    }
+    std::string text;
+    if (!args->spec.empty()) {
+      auto t = read_file(args->spec);
+      if (!t) {
+        std::cerr << "error: " << args->spec << ": cannot open the run spec file\n";
+        return kExitInvalidInput;
+      }
+      text = std::move(*t);
+    } else {
+      // load_spec reads the embedded default; sweep needs its text to re-parse per point.
+      text = std::string(model::default_run_spec_text());
+    }
+    // The base spec must be valid on its own so a typo in SPEC is not reported once per point.
+    if (!load_spec(args->spec, args->sets)) return kExitInvalidInput;
+    if (args->budget_gb && !(*args->budget_gb > 0 && std::isfinite(*args->budget_gb))) {
+      std::cerr << "error: --budget-gb: the budget must be a positive number of GB\n";
+      return kExitInvalidInput;
+    }
+    sim::SweepOptions opt;
+    if (args->budget_gb) opt.budget = Bytes{static_cast<std::int64_t>(std::llround(*args->budget_gb * 1e9))};
+    opt.threads = args->threads;
+    const std::size_t total = sim::sweep_size(axes);
+    if (isatty(STDERR_FILENO) && total >= 200) opt.progress = draw_progress;
+    const sim::SweepResult result = sim::run_sweep(text, args->sets, axes, opt);
+    for (const auto& p : result.points)
+      if (!p.valid) {
+        std::string where;
+        for (std::size_t a = 0; a < axes.size(); ++a) where += (a ? " " : "") + axes[a].key + "=" + p.values[a];
+        std::cerr << "skipped " << where << ": " << p.error << "\n";
+      }
+    if (!args->csv.empty()) {
+      std::ofstream out(args->csv, std::ios::binary);
+      if (!out || !(out << sim::sweep_csv(result))) {
+        std::cerr << "error: --csv: cannot write " << args->csv << "\n";
+        return kExitInvalidInput;
+      }
+    }
+    if (!args->html.empty() && !write_sweep_html(args->html, result)) {
+      std::cerr << "error: --html: cannot write " << args->html << "\n";
+      return kExitInvalidInput;
+    }
+    if (args->json) std::cout << sim::to_json(result) << "\n";
+    else print_sweep_table(std::cout, result);
+    return kExitOk;
   };
 }
 

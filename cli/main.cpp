@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add(add_sweep_command);
   add(add_calibrate_command);
   add(add_validate_command);
+  add(add_import_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,47 @@
+#pragma once
+// One measured training run, as read from a JSON-lines corpus (docs/measurement-format.md):
+// the run spec it used, which rank was measured, and what was measured there.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace peakcast::calibration {
+
+struct Measurement {
+  std::optional<std::int64_t> peak_allocated_bytes;        // whole run (cumulative max_memory_allocated)
+  std::optional<std::int64_t> first_iteration_peak_bytes;  // up to the end of iteration 1
+  std::optional<double> step_time_s;                       // steady iterations, when timed
+  bool oom = false;
+  std::optional<std::string> oom_phase;                    // "forward", "backward", "grad_sync", "optimizer", ...
+  std::optional<int> oom_iteration;
+  std::optional<std::string> peak_phase;                   // where the whole-run peak landed, when known
+};
+
+struct Record {
+  std::string source;            // file (or "<text>") it came from
+  int line = 0;                  // 1-based line in that file
+  std::string name;              // "case"
+  std::string group;             // optional grouping label
+  std::string spec_json;         // the run spec, as JSON text
+  std::optional<std::int64_t> pp_rank;  // the measured rank's pipeline stage; unset = largest over ranks
+  Measurement measured;
+  std::vector<std::pair<std::string, std::string>> provenance;  // facts kept with the record (text)
+};
+
+struct ReadResult {
+  std::vector<Record> records;
+  std::vector<std::string> errors;   // "file:line: message"; records with errors are left out
+  std::vector<std::string> skipped;  // valid lines that carry no measurement (e.g. expected validation errors)
+};
+
+// Strict: every non-blank line must be a JSON object with record_version 1, a "case" name, a "spec"
+// object and a "measured" object whose known keys have the right types.
+ReadResult read_records(const std::string& text, const std::string& source = "<text>");
+ReadResult read_record_file(const std::string& path);
+
+// One record back to a JSON line (summary keys only), for the ingested tables.
+std::string to_json_line(const Record& r);
+
+}  // namespace peakcast::calibration

@@ -95,6 +95,31 @@ int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t r
   return out;
 }
 
+// The causal mask the unfused path builds on every forward when none is passed: an fp32 [s, s]
+// scratch turned into a bool [s, s] mask, which masked_fill_ saves.
+int causal_mask(GraphBuilder& b, std::int64_t seq) {
+  const int mask = b.tensor("causal_mask", Bytes{seq * seq}, false);
+  b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{seq * seq * kFp32}});
+  return mask;
+}
+
+// forward_torch_softmax (fused_softmax.py:299-342) with softmax_in_fp32: an fp32 copy of the
+// scores (kept by a local until the function returns), the mask filled in place, the fp32 softmax
+// (saved), and the cast back to the activation dtype (saved by the context bmm). Each cast is an
+// autograd node, so the backward holds fp32 and bf16 gradients of size E in turn.
+int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_bytes, int mask) {
+  const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+  const int s32 = b.tensor("softmax.input_fp32", e(kFp32));
+  b.op("softmax.to_fp32", {.in = {scores}, .out = {s32}, .region = kCoreAttn});
+  const int p32 = b.tensor("softmax.fp32", e(kFp32));
+  // masked_fill_ runs in place and saves the mask; its backward writes a new masked gradient.
+  b.op("softmax", {.in = {s32, mask}, .out = {p32}, .save = {p32, mask}, .region = kCoreAttn, .flops = 5.0 * E,
+                   .bws = e(kFp32)});
+  const int probs = b.tensor("softmax.out", e(act_bytes));
+  b.op("softmax.to_act_dtype", {.in = {p32}, .out = {probs}, .keep = {s32}, .region = kCoreAttn});
+  return probs;
+}
+
 struct Dims {
   std::int64_t heads = 0, groups = 0, head_dim = 0;  // per TP rank
 };
@@ -144,16 +169,13 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     b.op("baddbmm", {.in = {q, kx}, .out = {scores}, .save = {q, kx}, .region = kCoreAttn,
                      .flops = causal_flops, .gemm = true});
     int probs = -1;
-    const bool fp32_softmax = m.attention_softmax_in_fp32;
-    if (fp32_softmax) {
-      // forward_torch_softmax: an fp32 copy, in-place mask, fp32 softmax (saved), cast back (saved by bmm).
-      const int p32 = b.tensor("softmax.fp32", e(kFp32));
-      probs = b.tensor("softmax.out", e(c.act_bytes));
-      b.op("softmax", {.in = {scores}, .out = {p32, probs}, .save = {p32}, .region = kCoreAttn,
-                       .flops = 5.0 * E, .ws = e(kFp32)});
+    const int mask = causal_mask(b, c.seq);
+    if (m.attention_softmax_in_fp32) {
+      probs = torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
     } else {
       probs = b.tensor("softmax.out", e(c.act_bytes));
-      b.op("softmax", {.in = {scores}, .out = {probs}, .save = {probs}, .region = kCoreAttn, .flops = 5.0 * E});
+      b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
+                       .flops = 5.0 * E, .bws = e(c.act_bytes)});
     }
     if (m.attention_dropout > 0) {
       const int mask = b.tensor("attention_dropout.mask", e(1), false);
@@ -214,13 +236,14 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
     const int scores = b.tensor("scores", e(c.act_bytes));
     core = b.op("baddbmm", {.in = {query, key}, .out = {scores}, .save = {query, key}, .region = kCoreAttn,
                             .flops = flops * (qk + rope) / (qk + rope + vd), .gemm = true});
-    const int p32 = b.tensor("softmax.fp32", e(kFp32));
-    const int probs = b.tensor("softmax.out", e(c.act_bytes));
+    int probs = -1;
+    const int mask = causal_mask(b, c.seq);
     if (m.attention_softmax_in_fp32) {
-      b.op("softmax", {.in = {scores}, .out = {p32, probs}, .save = {p32}, .region = kCoreAttn, .flops = 5.0 * E,
-                       .ws = e(kFp32)});
+      probs = torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
     } else {
-      b.op("softmax", {.in = {scores}, .out = {probs}, .save = {probs}, .region = kCoreAttn, .flops = 5.0 * E});
+      probs = b.tensor("softmax.out", e(c.act_bytes));
+      b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
+                       .flops = 5.0 * E, .bws = e(c.act_bytes)});
     }
     const int ctx_raw = b.tensor("context", b.act(N, hq * vd));
     b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn,

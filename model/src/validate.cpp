@@ -1,0 +1,26 @@
+// validate(): Megatron's own rules on a parsed spec. Sizes first: the other rules divide by them.
+#include "peakcast/model/validate.hpp"
+
+#include "validate_detail.hpp"
+
+namespace peakcast::model {
+
+Diagnostics validate(const RunSpec& spec) {
+  Diagnostics out;
+  detail::RuleSink sink(out);
+  try {
+    detail::validate_sizes(spec, sink);
+    if (sink.failed()) return out;
+    detail::validate_layout(spec, sink);
+    detail::validate_moe(spec, sink);
+    detail::validate_recompute(spec, sink);
+    detail::validate_precision(spec, sink);
+    detail::validate_cuda_graphs(spec, sink);
+    detail::validate_optimizer(spec, sink);
+  } catch (const std::exception& e) {
+    sink.error("", "internal", std::string("validation failed: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace peakcast::model

@@ -1,0 +1,97 @@
+// CUDA graphs (transformer_config.py:2487-2620 and the EP overlap block at :2764-2773).
+#include "validate_detail.hpp"
+
+namespace peakcast::model::detail {
+
+void validate_cuda_graphs(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
+  const CudaGraphImpl impl = m.cuda_graph_impl;
+  const char* modules = "model.cuda_graph_modules";
+
+  if (impl == CudaGraphImpl::none) {
+    if (!m.cuda_graph_modules.empty())
+      sink.warning(modules, "cuda_graph_modules_ignored", "cuda_graph_modules has no effect when cuda_graph_impl=\"none\" (transformer_config.py:1044)");
+    return;
+  }
+  // :2487-2489
+  if (impl == CudaGraphImpl::full_iteration && !m.cuda_graph_modules.empty()) {
+    sink.error(modules, "full_iteration_graph_modules_empty",
+               "cuda_graph_modules must be empty when cuda_graph_impl=\"full_iteration\". (transformer_config.py:2489)");
+  }
+  // Rule 21 (:2491-2494)
+  if (m.cpu_offloading && impl != CudaGraphImpl::full_iteration) {
+    sink.error("model.cuda_graph_impl", "cuda_graphs_vs_cpu_offloading", "CUDA graphs not supported with CPU offloading. (transformer_config.py:2494)");
+  }
+
+  // Capture scopes of the per-layer implementations (:2497-2545). "local" treats moe_router and
+  // moe_preprocess as one scope (:2498-2508).
+  std::vector<std::string> scopes = m.cuda_graph_modules;
+  auto in = [&](const char* s) { return std::find(scopes.begin(), scopes.end(), s) != scopes.end(); };
+  if (impl == CudaGraphImpl::local && (in("moe_router") || in("moe_preprocess"))) {
+    if (!in("moe_router")) scopes.push_back("moe_router");
+    if (!in("moe_preprocess")) scopes.push_back("moe_preprocess");
+  }
+  if (impl == CudaGraphImpl::local || impl == CudaGraphImpl::transformer_engine) {
+    if (in("moe") && in("moe_router"))
+      sink.error(modules, "graph_moe_and_moe_router", "cuda_graph_modules must not contain both moe and moe_router. (transformer_config.py:2512)");
+    if (in("moe_preprocess") && !in("moe_router"))
+      sink.error(modules, "graph_moe_preprocess_needs_router",
+                 "moe_preprocess cuda graph is only supported with moe_router cuda graph. (transformer_config.py:2516)");
+    if (!m.num_moe_experts || *m.num_moe_experts <= 1) {
+      if (in("moe") || in("moe_router"))
+        sink.error(modules, "graph_moe_needs_moe", "moe cuda graph is only supported for MoE. (transformer_config.py:2521)");
+    } else {
+      const auto* freq = std::get_if<std::int64_t>(&m.moe_layer_freq);
+      const auto* list = std::get_if<std::vector<std::int64_t>>(&m.moe_layer_freq);
+      const bool no_dense = (freq && *freq == 1) || (list && std::find(list->begin(), list->end(), 0) == list->end());
+      if (no_dense && in("mlp"))
+        sink.error(modules, "graph_mlp_needs_dense_layers",
+                   "mlp cuda graph is only supported for dense layers, but not found in the model. (transformer_config.py:2528)");
+      if (!m.moe_expert_capacity_factor || !m.moe_pad_expert_input_to_capacity) {
+        if (in("moe"))
+          sink.error(modules, "graph_moe_needs_drop_and_pad",
+                     "moe cuda graph is only supported with drop-padding MoE. (transformer_config.py:2537)");
+        if (m.moe_token_dispatcher_type == Dispatcher::alltoall && m.moe_expert_capacity_factor && in("moe_preprocess"))
+          sink.error(modules, "graph_moe_preprocess_host_sync",
+                     "moe_preprocess cuda graph is not supported when there are DtoH copies and synchronizations in the "
+                     "preprocess step. (transformer_config.py:2543)");
+      }
+    }
+  }
+
+  // Recompute against graphs (rules 22-27, :2547-2599)
+  if (m.recompute_granularity == RecomputeGranularity::full) {
+    if (impl != CudaGraphImpl::full_iteration)
+      sink.error("model.recompute_granularity", "full_recompute_needs_full_iteration_graph",
+                 "full recompute is only supported with full iteration CUDA graph. (transformer_config.py:2550)");
+  } else if (selective(m)) {
+    const auto tags = effective_tags(m);
+    if (impl == CudaGraphImpl::transformer_engine && has(tags, RecomputeTag::moe) && in("moe_router"))
+      sink.error(tag_path(m, RecomputeTag::moe), "moe_recompute_vs_moe_router_graph",
+                 "moe recompute is not supported with moe_router CUDA graph with: --cuda-graph-impl transformer_engine. "
+                 "(transformer_config.py:2560)");
+    // A graphed recompute region cannot draw random numbers (:2567-2599).
+    const bool full_cudagraph = impl == CudaGraphImpl::full_iteration || m.cuda_graph_modules.empty();
+    if (m.attention_dropout != 0.0 && has(tags, RecomputeTag::core_attn) && (full_cudagraph || in("attn")))
+      sink.error(tag_path(m, RecomputeTag::core_attn), "attention_dropout_vs_graphed_core_attn",
+                 "attention dropout is not supported with graphed attention recomputation. (transformer_config.py:2576)");
+    if (m.hidden_dropout != 0.0) {
+      if (has(tags, RecomputeTag::mlp) && (full_cudagraph || in("mlp")))
+        sink.error(tag_path(m, RecomputeTag::mlp), "hidden_dropout_vs_graphed_mlp_moe",
+                   "hidden dropout is not supported with graphed MLP/MoE recomputation. (transformer_config.py:2591)");
+      if (has(tags, RecomputeTag::moe) && (full_cudagraph || in("moe")))
+        sink.error(tag_path(m, RecomputeTag::moe), "hidden_dropout_vs_graphed_mlp_moe",
+                   "hidden dropout is not supported with graphed MLP/MoE recomputation. (transformer_config.py:2591)");
+    }
+    if (m.moe_input_jitter_eps && has(tags, RecomputeTag::moe) && (full_cudagraph || in("moe")))
+      sink.error(tag_path(m, RecomputeTag::moe), "jitter_vs_graphed_moe_recompute",
+                 "moe_input_jitter_eps is not supported with graphed moe recomputation. (transformer_config.py:2598)");
+  }
+
+  // EP overlap with TE graphs (:2764-2773)
+  if (m.overlap_moe_expert_parallel_comm && impl == CudaGraphImpl::transformer_engine && (in("moe") || in("mlp")))
+    sink.error(modules, "ep_overlap_vs_graphed_mlp_moe",
+               "CUDA graph scope on moe and mlp is not supported with overlap_moe_expert_parallel_comm (transformer_config.py:2770)");
+}
+
+}  // namespace peakcast::model::detail

@@ -1,15 +1,61 @@
-// Placeholder until the predict command lands; registers the subcommand so --help lists it.
+// peakcast predict [SPEC] [--json] [--set KEY=VALUE]... [--timeline FILE] [--fail-if-oom]
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "commands.hpp"
+#include "peakcast/model/validate.hpp"
+#include "peakcast/sim/prediction.hpp"
+#include "report_text.hpp"
 
 namespace peakcast::cli {
 
+namespace {
+struct PredictArgs {
+  std::string spec;
+  std::vector<std::string> sets;
+  bool json = false;
+  bool fail_if_oom = false;
+  std::string timeline;
+  bool explain = false;
+};
+}  // namespace
+
 Runner add_predict_command(CLI::App& app) {
-  app.add_subcommand("predict", "(not available yet)");
-  return [] {
-    std::cerr << "peakcast predict: not available in this build\n";
-    return 1;
+  auto args = std::make_shared<PredictArgs>();
+  CLI::App* sub = app.add_subcommand("predict", "Per-rank peak allocated memory, where it lands, and replay cost");
+  sub->add_option("spec", args->spec, "Run spec JSON (default: the embedded Moonlight 16B seed study)");
+  sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
+  sub->add_flag("--json", args->json, "Print the schema_version 1 result object");
+  sub->add_flag("--fail-if-oom", args->fail_if_oom, "Exit with status 3 when some rank does not fit");
+  sub->add_option("--timeline", args->timeline, "Write each rank's memory timeline (JSON) to FILE");
+  sub->add_flag("--explain", args->explain, "Also print each module's saved and transient bytes per micro-batch");
+  return [args] {
+    std::vector<std::string> warnings;
+    const auto spec = load_spec(args->spec, args->sets, &warnings);
+    if (!spec) return kExitInvalidInput;
+    sim::PredictOptions opt;
+    opt.record_timeline = !args->timeline.empty();
+    sim::Prediction p = sim::predict(*spec, opt);
+    p.warnings = model::validate(*spec);
+    std::erase_if(p.warnings, [](const model::Diagnostic& d) { return d.severity != model::Severity::warning; });
+    if (!args->timeline.empty()) {
+      std::ofstream out(args->timeline);
+      if (!out) {
+        std::cerr << "error: --timeline: cannot write " << args->timeline << "\n";
+        return kExitInvalidInput;
+      }
+      out << sim::to_json(p, true) << "\n";
+    }
+    if (args->json) {
+      std::cout << sim::to_json(p) << "\n";
+    } else {
+      for (const auto& w : warnings) std::cerr << w << "\n";
+      print_prediction_table(std::cout, *spec, p);
+      if (args->explain) print_module_table(std::cout, p);
+    }
+    return (args->fail_if_oom && !p.fits) ? kExitDoesNotFit : kExitOk;
   };
 }
 

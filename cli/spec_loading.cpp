@@ -1,0 +1,50 @@
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/validate.hpp"
+
+namespace peakcast::cli {
+
+namespace {
+// Run specs are small; anything larger is not a run spec and is refused before parsing.
+constexpr std::size_t kMaxSpecBytes = 16 * 1024 * 1024;
+}  // namespace
+
+std::optional<model::RunSpec> load_spec(const std::string& path, const std::vector<std::string>& sets,
+                                        std::vector<std::string>* warnings) {
+  std::string text;
+  if (path.empty()) {
+    text = std::string(model::default_run_spec_text());
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      std::cerr << "error: " << path << ": cannot open the run spec file\n";
+      return std::nullopt;
+    }
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    text = buf.str();
+    if (text.size() > kMaxSpecBytes) {
+      std::cerr << "error: " << path << ": the run spec is larger than 16 MiB; a run spec is one small JSON object\n";
+      return std::nullopt;
+    }
+  }
+  model::ParseResult parsed = model::parse_run_spec(text, sets);
+  model::Diagnostics all = parsed.diagnostics;
+  if (parsed.spec) {
+    const model::Diagnostics v = model::validate(*parsed.spec);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  for (const auto& d : all) {
+    if (d.severity == model::Severity::error) std::cerr << model::format(d) << "\n";
+    else if (warnings) warnings->push_back(model::format(d));
+    else std::cerr << model::format(d) << "\n";
+  }
+  if (!parsed.spec || model::has_errors(all)) return std::nullopt;
+  return parsed.spec;
+}
+
+}  // namespace peakcast::cli

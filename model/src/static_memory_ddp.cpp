@@ -1,4 +1,5 @@
 // DDP param/grad buffers of one model chunk, with the distributed optimizer's padding.
+#include <algorithm>
 #include <numeric>
 
 #include "static_memory_internal.hpp"
@@ -99,14 +100,17 @@ std::vector<DdpBuffer> ddp_buffers(const ParamList& params, const DdpSettings& s
 }
 
 std::int64_t owned_elements(const DdpBuffer& buffer, std::int64_t shard_index) {
+  // Parameter ranges are laid out in increasing, non-overlapping order: binary-search the first
+  // one that reaches into the shard, so many buckets x many experts stay cheap.
   std::int64_t owned = 0;
   for (const auto& [b_start, b_end] : buffer.buckets) {
     const std::int64_t shard = (b_end - b_start) / buffer.shard_count;
     const std::int64_t lo = b_start + shard_index * shard;
     const std::int64_t hi = lo + shard;
-    for (const auto& [p_start, p_end] : buffer.params) {
-      if (p_end <= lo || p_start >= hi) continue;
-      owned += std::min(p_end, hi) - std::max(p_start, lo);
+    auto it = std::partition_point(buffer.params.begin(), buffer.params.end(),
+                                   [lo](const auto& p) { return p.second <= lo; });
+    for (; it != buffer.params.end() && it->first < hi; ++it) {
+      owned += std::min(it->second, hi) - std::max(it->first, lo);
     }
   }
   return owned;

@@ -287,6 +287,26 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   if (m.moe_shared_expert_intermediate_size) {
     const std::int64_t Fs = *m.moe_shared_expert_intermediate_size / c.tp;
     const std::uint32_t region = moe_region | (m.moe_shared_expert_overlap ? 0u : kSharedExperts);
+    int fc1_in = ln;
+    if (m.moe_shared_expert_overlap && c.sequence_parallel) {
+      // Overlapped shared experts gather their input inside the dispatcher (cached_fc1_input,
+      // shared_experts.py pre_forward_comm) and run fc1 on the gathered copy, which fc1 saves.
+      fc1_in = b.tensor("shared_experts.gathered_input", b.act(c.tokens, h));
+      b.op("shared_experts.all_gather", {.in = {ln}, .out = {fc1_in}, .region = region});
+      ShapeContext no_sp = c;
+      no_sp.sequence_parallel = false;
+      GraphBuilder gb(g, no_sp, g.name + ".");
+      const int f1 = gb.linear("shared_experts.linear_fc1", fc1_in, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
+      const int a = activation(gb, "shared_experts.activation", f1, c.tokens, Fs, gated, c.te || m.bias_activation_fusion, region);
+      const int full = gb.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
+      // The output is reduce-scattered back to the sequence-parallel shard in the combine.
+      shared_out = b.tensor("shared_experts.output", b.act(c.local_tokens, h));
+      b.op("shared_experts.reduce_scatter", {.in = {full}, .out = {shared_out}, .region = region});
+    }
+  }
+  if (m.moe_shared_expert_intermediate_size && !(m.moe_shared_expert_overlap && c.sequence_parallel)) {
+    const std::int64_t Fs = *m.moe_shared_expert_intermediate_size / c.tp;
+    const std::uint32_t region = moe_region | (m.moe_shared_expert_overlap ? 0u : kSharedExperts);
     const int f1 = b.linear("shared_experts.linear_fc1", ln, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
     const int a = activation(b, "shared_experts.activation", f1, c.tokens, Fs, gated, c.te || m.bias_activation_fusion, region);
     shared_out = b.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);

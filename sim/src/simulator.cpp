@@ -135,6 +135,7 @@ struct Builder {
     std::size_t i = 0;
     while (i < c.layers.size()) {
       const auto& l = c.layers[i];
+      if (l.is_mtp) { ++i; continue; }  // MTP depths are added with the output layer below
       if (pol.layers[i].whole_module) {
         std::vector<const LayerGraph*> group;
         const int gid = pol.group_of_layer[i];

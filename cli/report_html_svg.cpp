@@ -86,7 +86,7 @@ std::string timeline_svg(const sim::RankPrediction& r, Bytes capacity, Bytes bud
   const auto [ymax, step] = nice_axis(top * 1.05);
   fr.ymax = ymax;
   fr.xmax = static_cast<double>(std::max<std::size_t>(n, 1));
-  os << "<svg xmlns='http://www.w3.org/2000/svg' width='1100' height='320' role='img'>";
+  os << "<svg xmlns='http://www.w3.org/2000/svg' width='1100' height='350' role='img'>";
   // Phase shading: one rect per run of events in the same phase.
   for (std::size_t i = 0; i < n;) {
     std::size_t j = i;
@@ -206,7 +206,7 @@ std::string candidates_svg(const sim::Ranking& r) {
   const auto [ymax, ystep] = nice_axis(ytop * 1.05);
   fr.xmax = xmax;
   fr.ymax = ymax;
-  os << "<svg xmlns='http://www.w3.org/2000/svg' width='1100' height='450' role='img'>";
+  os << "<svg xmlns='http://www.w3.org/2000/svg' width='1100' height='490' role='img'>";
   y_axis(os, fr, ystep, "max peak GB");
   for (double v = 0; v <= xmax + 1e-12; v += xstep)
     os << "<text x='" << f(fr.x(v)) << "' y='" << f(fr.y0 + fr.h + 16) << "' class='tick' text-anchor='middle'>"
@@ -273,7 +273,8 @@ std::string sweep_heatmap_svg(const sim::SweepResult& r, bool headroom) {
       if (c.valid) {
         if (headroom) {
           const double t = std::min(1.0, std::fabs(c.best) / span);
-          const int shade = static_cast<int>(235 - 150 * t);
+          // Any shortfall is clearly red; depth grows with the size of the shortfall.
+          const int shade = static_cast<int>(c.best >= 0 ? 235 - 150 * t : 190 - 110 * t);
           fill = c.best >= 0 ? "rgb(" + std::to_string(shade) + ",230," + std::to_string(shade) + ")"
                              : "rgb(245," + std::to_string(shade) + "," + std::to_string(shade) + ")";
           text = f(c.best, "%+.1f");

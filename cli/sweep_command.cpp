@@ -2,6 +2,7 @@
 //                [--budget-gb G] [--threads N]
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -48,16 +49,23 @@ void draw_progress(std::size_t done, std::size_t total) {
 
 void print_sweep_table(std::ostream& os, const sim::SweepResult& r) {
   char line[256];
+  // Each axis column is as wide as its key or its longest value (at most 40 characters).
+  std::vector<int> widths;
   for (const auto& a : r.axes) {
-    std::snprintf(line, sizeof line, "%-22.22s ", a.key.c_str());
+    std::size_t w = a.key.size();
+    for (const auto& v : a.values) w = std::max(w, v.size());
+    widths.push_back(static_cast<int>(std::min<std::size_t>(w, 40)));
+  }
+  for (std::size_t a = 0; a < r.axes.size(); ++a) {
+    std::snprintf(line, sizeof line, "%-*.*s ", widths[a], widths[a], r.axes[a].key.c_str());
     os << line;
   }
   std::snprintf(line, sizeof line, "%-5s %-10s %-10s %-5s %-9s %-9s %s\n", "fits", "peak GB", "headroom", "pp", "phase",
                 "step s", "replay s");
   os << line;
   for (const auto& p : r.points) {
-    for (const auto& v : p.values) {
-      std::snprintf(line, sizeof line, "%-22.22s ", v.c_str());
+    for (std::size_t a = 0; a < p.values.size(); ++a) {
+      std::snprintf(line, sizeof line, "%-*.*s ", widths[a], widths[a], p.values[a].c_str());
       os << line;
     }
     if (!p.valid) {

@@ -1,0 +1,92 @@
+// `peakcast rank` and `peakcast sweep` as a user runs them: exit status, JSON keys, CSV, HTML.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Run { int status; std::string out; };
+
+Run run(const std::string& args) {
+  const std::string cmd = std::string(PEAKCAST_BINARY) + " " + args + " 2>/dev/null";
+  Run r{-1, {}};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string src(const std::string& rel) { return std::string(PEAKCAST_SOURCE_DIR) + "/" + rel; }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream b;
+  b << in.rdbuf();
+  return b.str();
+}
+
+}  // namespace
+
+TEST_CASE("rank --json carries the interface.md keys") {
+  const Run r = run("rank " + src("configs/runs/moonlight-16b-8xh100.json") + " --budget-gb 36 --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("schema_version") == 1);
+  CHECK(j.at("budget_bytes") == 36'000'000'000LL);
+  CHECK(j.contains("narrowest_viable"));
+  REQUIRE(j.at("candidates").is_array());
+  REQUIRE_FALSE(j.at("candidates").empty());
+  for (const auto& c : j.at("candidates")) {
+    for (const char* k : {"recompute_granularity", "recompute_modules", "recompute_method", "recompute_num_layers",
+                          "viable", "max_peak_allocated_bytes", "replay_flops", "replay_time_s", "step_time_s", "reason"})
+      CHECK(c.contains(k));
+  }
+}
+
+TEST_CASE("rank exits 0 when nothing is viable") {
+  const Run r = run("rank " + src("configs/runs/moonlight-16b-8xh100.json") + " --budget-gb 1 --json");
+  CHECK(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("narrowest_viable").is_null());
+  CHECK(j.at("candidates").at(0).at("viable") == false);
+  CHECK(j.at("candidates").at(0).at("reason").get<std::string>().find("pp_rank") != std::string::npos);
+}
+
+TEST_CASE("rank rejects an invalid spec with status 2") {
+  CHECK(run("rank " + src("configs/runs/moonlight-16b-8xh100.json") + " --set model.no_such_key=1").status == 2);
+}
+
+TEST_CASE("sweep: invalid point skipped, CSV and HTML written") {
+  const std::string csv = "/tmp/peakcast_test_sweep.csv", html = "/tmp/peakcast_test_sweep.html";
+  const Run r = run("sweep " + src("configs/runs/moonlight-16b-8xh100.json") +
+                    " --vary model.seq_length=2048,4096 --vary 'model.recompute_modules=[],[\"bogus\"]' --csv " + csv +
+                    " --html " + html + " --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("points").size() == 4);
+  CHECK(j.at("invalid_count") == 2);
+  const std::string text = slurp(csv);
+  CHECK(text.rfind("model.seq_length,model.recompute_modules,valid,fits,", 0) == 0);
+  const std::string page = slurp(html);
+  CHECK(page.find("<svg") != std::string::npos);
+  CHECK(page.find("<script") == std::string::npos);
+  CHECK(page.find("http://") == page.find("http://www.w3.org"));  // only the SVG namespace
+}
+
+TEST_CASE("rank --html writes a self-contained page") {
+  const std::string html = "/tmp/peakcast_test_rank.html";
+  REQUIRE(run("rank " + src("configs/runs/moonlight-16b-8xh100.json") + " --budget-gb 36 --html " + html).status == 0);
+  const std::string page = slurp(html);
+  CHECK(page.find("narrowest viable") != std::string::npos);
+  CHECK(page.find("<polyline") != std::string::npos);  // a timeline
+  CHECK(page.find("<script") == std::string::npos);
+}

@@ -1,0 +1,78 @@
+// Sweep value splitting, point order, invalid points, CSV columns.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/sim/sweep.hpp"
+
+using namespace peakcast;
+
+TEST_CASE("sweep values: commas inside JSON lists and strings do not split; ';' is an alternative") {
+  using V = std::vector<std::string>;
+  CHECK(sim::split_sweep_values("1,2,4") == V{"1", "2", "4"});
+  CHECK(sim::split_sweep_values(R"([],["core_attn","mlp"])") == V{"[]", R"(["core_attn","mlp"])"});
+  CHECK(sim::split_sweep_values(R"([];["core_attn","mlp"])") == V{"[]", R"(["core_attn","mlp"])"});
+  CHECK(sim::split_sweep_values(R"("a,b",c)") == V{R"("a,b")", "c"});
+  CHECK(sim::split_sweep_values(R"({"name":"x","memory_bytes":1},h200-141gb)") ==
+        V{R"({"name":"x","memory_bytes":1})", "h200-141gb"});
+  std::string err;
+  CHECK_FALSE(sim::parse_vary("no_equals", &err));
+  CHECK_FALSE(err.empty());
+  const auto axis = sim::parse_vary("model.seq_length=4096,8192", &err);
+  REQUIRE(axis);
+  CHECK(axis->key == "model.seq_length");
+  CHECK(axis->values.size() == 2);
+}
+
+TEST_CASE("sweep: cartesian product in input order, an invalid point skipped and reported") {
+  const std::string text(model::default_run_spec_text());
+  const std::vector<sim::SweepAxis> axes = {
+      {"model.seq_length", {"2048", "4096"}},
+      {"model.recompute_modules", {"[]", R"(["not_a_tag"])", R"(["moe_act"])"}}};
+  sim::SweepOptions opt;
+  opt.threads = 2;
+  const auto r = sim::run_sweep(text, {}, axes, opt);
+  REQUIRE(r.points.size() == 6);
+  CHECK(r.invalid_count() == 2);
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    CHECK(r.points[i].values[0] == axes[0].values[i / 3]);
+    CHECK(r.points[i].values[1] == axes[1].values[i % 3]);
+    const bool bad = i % 3 == 1;
+    CHECK(r.points[i].valid == !bad);
+    if (bad) CHECK(r.points[i].error.find("recompute_modules") != std::string::npos);
+    else CHECK(r.points[i].max_peak > Bytes{});
+  }
+  // Longer sequences never need less memory.
+  CHECK(r.points[3].max_peak >= r.points[0].max_peak);
+
+  // Same answers single-threaded.
+  opt.threads = 1;
+  const auto s = sim::run_sweep(text, {}, axes, opt);
+  for (std::size_t i = 0; i < r.points.size(); ++i) CHECK(s.points[i].max_peak == r.points[i].max_peak);
+}
+
+TEST_CASE("sweep CSV: axis keys then the fixed columns, one row per point") {
+  const std::string text(model::default_run_spec_text());
+  const auto r = sim::run_sweep(text, {}, {{"train.micro_batch_size", {"1", "2"}}});
+  const std::string csv = sim::sweep_csv(r);
+  std::istringstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  CHECK(header ==
+        "train.micro_batch_size,valid,fits,max_peak_bytes,max_peak_gb,limit_bytes,headroom_gb,peak_pp_rank,peak_phase,"
+        "peak_op,step_time_s,replay_time_s,error");
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) ++rows;
+  CHECK(rows == 2);
+}
+
+TEST_CASE("sweep budget overrides the GPU capacity") {
+  const std::string text(model::default_run_spec_text());
+  sim::SweepOptions opt;
+  opt.budget = Bytes{1'000'000'000};
+  const auto r = sim::run_sweep(text, {}, {{"model.seq_length", {"4096"}}}, opt);
+  REQUIRE(r.points.size() == 1);
+  CHECK(r.points[0].limit == Bytes{1'000'000'000});
+  CHECK_FALSE(r.points[0].fits);
+}

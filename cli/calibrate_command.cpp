@@ -1,15 +1,97 @@
-// Placeholder until the calibrate command lands; registers the subcommand so --help lists it.
+// peakcast calibrate [--corpus FILE]... [--out FILE] [--microbench FILE --time-out FILE]
+// Fits framework_fixed per transformer_impl on measured records; optionally the time efficiencies.
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
 
 #include "commands.hpp"
+#include "peakcast/calibration/evaluate.hpp"
+#include "peakcast/calibration/fit.hpp"
+#include "peakcast/calibration/time_fit.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
 
 namespace peakcast::cli {
 
+namespace {
+struct CalibrateArgs {
+  std::vector<std::string> corpus{"calibration/data/h200_corpus.jsonl", "calibration/data/h200_multi_gpu.jsonl"};
+  std::string out;
+  std::string microbench;
+  std::string time_out;
+  std::string gpu = "h200-141gb";
+};
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
 Runner add_calibrate_command(CLI::App& app) {
-  app.add_subcommand("calibrate", "(not available yet)");
-  return [] {
-    std::cerr << "peakcast calibrate: not available in this build\n";
-    return 1;
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* sub = app.add_subcommand("calibrate", "Fit the calibration profile on measured records (and the microbenchmark)");
+  sub->add_option("--corpus", args->corpus, "Measured records, JSON lines (repeatable; default: the H200 corpus)");
+  sub->add_option("--out", args->out, "Write the memory profile JSON here (default: print it)");
+  sub->add_option("--microbench", args->microbench, "CUDA replay microbenchmark JSON to fit time efficiencies from");
+  sub->add_option("--time-out", args->time_out, "Write the time profile JSON here (default: print it)");
+  sub->add_option("--gpu", args->gpu, "GPU preset the microbenchmark ran on (default h200-141gb)");
+  return [args] {
+    std::vector<calibration::Record> records;
+    for (const auto& f : args->corpus) {
+      auto r = calibration::read_record_file(f);
+      for (const auto& e : r.errors) std::cerr << "error: " << e << "\n";
+      if (!r.errors.empty()) return kExitInvalidInput;
+      records.insert(records.end(), r.records.begin(), r.records.end());
+    }
+    const auto evals = calibration::evaluate_records(records);
+    std::map<std::string, std::vector<calibration::FitPoint>> by_stack;
+    std::map<std::string, std::vector<const calibration::Evaluation*>> used;
+    for (const auto& e : evals) {
+      if (!e.usable || e.measured_first_iteration_only || e.record->measured.oom) {
+        if (!e.usable) std::cerr << "not fitted: " << e.record->name << ": " << e.why_unusable << "\n";
+        continue;
+      }
+      by_stack[e.stack].push_back({e.uncalibrated_peak(), e.measured_peak});
+      used[e.stack].push_back(&e);
+    }
+    std::vector<calibration::StackFit> fits;
+    for (const auto& [stack, pts] : by_stack) {
+      fits.push_back(calibration::fit_stack(stack, pts));
+      const auto& f = fits.back();
+      std::cerr << stack << ": " << f.n << " records, framework_fixed " << f.framework_fixed / 1e6 << " MB, sigma "
+                << f.sigma / 1e6 << " MB (" << 100 * f.relative_sigma << " %)\n";
+      for (std::size_t i = 0; i < pts.size(); ++i)
+        std::cerr << "  " << used[stack][i]->record->name << ": measured " << pts[i].measured / 1e9 << " GB, residual "
+                  << f.residuals[i] / 1e6 << " MB\n";
+    }
+    const auto shipped = sim::load_fitted_constants();
+    const std::string profile = calibration::profile_json(fits, "transformer_engine", args->corpus,
+                                                          static_cast<double>(shipped.cublas_workspace.value));
+    if (args->out.empty()) std::cout << profile;
+    else std::ofstream(args->out) << profile;
+    if (!args->microbench.empty()) {
+      const auto text = read_text(args->microbench);
+      if (!text) {
+        std::cerr << "error: --microbench: cannot read " << args->microbench << "\n";
+        return kExitInvalidInput;
+      }
+      std::vector<std::string> ignored;
+      const auto spec = load_spec("", {"cluster.gpu=\"" + args->gpu + "\""}, &ignored);
+      if (!spec) return kExitInvalidInput;
+      const auto& g = spec->cluster.gpu;
+      const auto tf = calibration::fit_time_efficiencies(*text, g.bf16_dense_tflops * 1e12, g.hbm_bandwidth_gbps * 1e9);
+      for (const auto& v : tf.violations) std::cerr << "error: " << v << "\n";
+      const std::string tp = calibration::time_profile_json(tf, args->microbench, args->gpu);
+      if (args->time_out.empty()) std::cout << tp;
+      else std::ofstream(args->time_out) << tp;
+      if (!tf.violations.empty()) return 1;
+    }
+    return kExitOk;
   };
 }
 

@@ -1,15 +1,139 @@
-// Placeholder until the validate command lands; registers the subcommand so --help lists it.
+// peakcast validate [--corpus FILE]... [--json] [--max-median-error X --max-worst-error Y] [--cross-validate K]
+// Measured vs predicted whole-run peak per record and per group; exit 1 when a bound is broken.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "peakcast/calibration/evaluate.hpp"
+#include "peakcast/calibration/fit.hpp"
 
 namespace peakcast::cli {
 
+namespace {
+struct ValidateArgs {
+  std::vector<std::string> corpus{"calibration/data/h200_corpus.jsonl", "calibration/data/h200_multi_gpu.jsonl"};
+  bool json = false;
+  double max_median = -1, max_worst = -1;
+  int cross_validate = 0;
+};
+
+struct Row {
+  const calibration::Evaluation* e;
+  double predicted = 0;  // calibrated, bytes
+  double rel_error = 0;  // (predicted - measured) / measured
+  std::optional<bool> phase_ok, fit_ok;
+};
+}  // namespace
+
 Runner add_validate_command(CLI::App& app) {
-  app.add_subcommand("validate", "(not available yet)");
-  return [] {
-    std::cerr << "peakcast validate: not available in this build\n";
-    return 1;
+  auto args = std::make_shared<ValidateArgs>();
+  CLI::App* sub = app.add_subcommand("validate", "Compare predictions with measured records");
+  sub->add_option("--corpus", args->corpus, "Measured records, JSON lines (repeatable; default: the H200 corpus)");
+  sub->add_flag("--json", args->json, "Print the per-record and per-group results as JSON");
+  sub->add_option("--max-median-error", args->max_median, "Fail (status 1) if a group's median |relative error| exceeds this");
+  sub->add_option("--max-worst-error", args->max_worst, "Fail (status 1) if a group's worst |relative error| exceeds this");
+  sub->add_option("--cross-validate", args->cross_validate, "K-fold: fit framework_fixed on K-1 folds, predict the held-out fold");
+  return [args] {
+    std::vector<calibration::Record> records;
+    for (const auto& f : args->corpus) {
+      auto r = calibration::read_record_file(f);
+      for (const auto& e : r.errors) std::cerr << "error: " << e << "\n";
+      if (!r.errors.empty()) return kExitInvalidInput;
+      records.insert(records.end(), r.records.begin(), r.records.end());
+    }
+    const auto evals = calibration::evaluate_records(records);
+    const auto terms = calibration::stack_terms();
+    // Fixed term per record: the shipped profile's for its stack, or the fold's own fit.
+    std::vector<double> fixed(evals.size(), 0.0);
+    for (std::size_t i = 0; i < evals.size(); ++i) fixed[i] = terms.for_stack(evals[i].stack);
+    if (args->cross_validate > 1) {
+      const int k = args->cross_validate;
+      for (int fold = 0; fold < k; ++fold) {
+        std::map<std::string, std::vector<calibration::FitPoint>> train;
+        for (std::size_t i = 0; i < evals.size(); ++i) {
+          const auto& e = evals[i];
+          if (static_cast<int>(i % k) == fold || !e.usable || e.measured_first_iteration_only || e.record->measured.oom) continue;
+          train[e.stack].push_back({e.uncalibrated_peak(), e.measured_peak});
+        }
+        for (std::size_t i = 0; i < evals.size(); ++i)
+          if (static_cast<int>(i % k) == fold && train.count(evals[i].stack))
+            fixed[i] = calibration::fit_stack(evals[i].stack, train[evals[i].stack]).framework_fixed;
+      }
+    }
+    std::vector<Row> rows;
+    std::map<std::string, std::vector<double>> group_errors;
+    std::map<std::string, std::pair<int, int>> group_phase, group_fit;  // agree, compared
+    nlohmann::json out_records = nlohmann::json::array();
+    for (std::size_t i = 0; i < evals.size(); ++i) {
+      const auto& e = evals[i];
+      const auto& r = *e.record;
+      Row row{&e};
+      nlohmann::json jr = {{"case", r.name}, {"group", r.group}, {"source", r.source + ":" + std::to_string(r.line)}};
+      if (e.predicted_peak > 0) {
+        row.predicted = e.uncalibrated_peak() + fixed[i];
+        row.fit_ok = e.predicted_fits == !r.measured.oom;
+        auto& gf = group_fit[r.group];
+        gf.second++;
+        gf.first += *row.fit_ok;
+        jr["predicted_bytes"] = std::llround(row.predicted);
+        jr["predicted_phase"] = e.predicted_phase;
+        jr["predicted_fits"] = e.predicted_fits;
+        jr["fit_oom_agrees"] = *row.fit_ok;
+      }
+      jr["measured_oom"] = r.measured.oom;
+      if (!e.usable) {
+        jr["not_compared"] = e.why_unusable;
+        out_records.push_back(jr);
+        if (!args->json) std::printf("%-60s  not compared: %s\n", r.name.c_str(), e.why_unusable.c_str());
+        continue;
+      }
+      row.rel_error = (row.predicted - e.measured_peak) / e.measured_peak;
+      row.phase_ok = calibration::phase_agrees(r.measured.peak_phase, e.predicted_phase);
+      if (row.phase_ok) {
+        auto& gp = group_phase[r.group];
+        gp.second++;
+        gp.first += *row.phase_ok;
+      }
+      group_errors[r.group].push_back(std::fabs(row.rel_error));
+      group_errors["(all)"].push_back(std::fabs(row.rel_error));
+      jr["measured_bytes"] = std::llround(e.measured_peak);
+      jr["measured_first_iteration_only"] = e.measured_first_iteration_only;
+      jr["relative_error"] = row.rel_error;
+      if (r.measured.peak_phase) jr["measured_phase"] = *r.measured.peak_phase;
+      if (row.phase_ok) jr["phase_agrees"] = *row.phase_ok;
+      out_records.push_back(jr);
+      if (!args->json)
+        std::printf("%-60s  measured %8.3f GB  predicted %8.3f GB  error %+7.2f %%  phase %s/%s%s  fit/OOM %s\n",
+                    r.name.c_str(), e.measured_peak / 1e9, row.predicted / 1e9, 100 * row.rel_error,
+                    r.measured.peak_phase.value_or("-").c_str(), e.predicted_phase.c_str(),
+                    row.phase_ok ? (*row.phase_ok ? " ok" : " DIFFERS") : "", row.fit_ok ? (*row.fit_ok ? "ok" : "DIFFERS") : "-");
+    }
+    bool broken = false;
+    nlohmann::json out_groups = nlohmann::json::object();
+    if (!args->json) std::printf("\n%-34s %5s %9s %9s %9s %11s %9s\n", "group", "n", "median%", "p90%", "worst%", "phase ok", "fit ok");
+    for (const auto& [g, errs] : group_errors) {
+      const auto s = calibration::error_stats(errs);
+      const auto ph = group_phase[g];
+      const auto ft = group_fit[g];
+      const bool bad = (args->max_median >= 0 && s.median > args->max_median) || (args->max_worst >= 0 && s.worst > args->max_worst);
+      broken = broken || bad;
+      out_groups[g] = {{"n", s.n}, {"median", s.median}, {"p90", s.p90}, {"worst", s.worst},
+                       {"phase_agree", ph.first}, {"phase_compared", ph.second},
+                       {"fit_agree", ft.first}, {"fit_compared", ft.second}, {"within_bounds", !bad}};
+      if (!args->json)
+        std::printf("%-34s %5d %9.2f %9.2f %9.2f %5d/%-5d %4d/%-4d%s\n", g.c_str(), s.n, 100 * s.median, 100 * s.p90,
+                    100 * s.worst, ph.first, ph.second, ft.first, ft.second, bad ? "  BOUND BROKEN" : "");
+    }
+    if (args->json)
+      std::cout << nlohmann::json{{"records", out_records}, {"groups", out_groups}, {"within_bounds", !broken},
+                                  {"cross_validate", args->cross_validate}}.dump(2) << "\n";
+    return broken ? 1 : kExitOk;
   };
 }
 

@@ -1,0 +1,34 @@
+#pragma once
+// A record against the simulator: what peakcast predicts for the measured rank of that run.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "peakcast/calibration/record.hpp"
+
+namespace peakcast::calibration {
+
+struct Evaluation {
+  const Record* record = nullptr;
+  bool usable = false;
+  std::string why_unusable;        // spec does not parse/validate, no measured peak, ...
+  std::string stack;               // spec.model.transformer_impl: "transformer_engine" | "local"
+  double measured_peak = 0;        // bytes; the whole-run peak, else the first-iteration peak
+  bool measured_first_iteration_only = false;
+  double predicted_peak = 0;       // bytes, with the shipped profile, at the measured rank
+  double profile_fixed = 0;        // framework_fixed bytes of the shipped profile inside predicted_peak
+  std::string predicted_phase;     // forward | backward | grad_sync | optimizer
+  bool predicted_fits = true;
+  double predicted_step_time_s = 0;
+  // The prediction with the profile's fixed term removed: the fit's regressor.
+  double uncalibrated_peak() const { return predicted_peak - profile_fixed; }
+};
+
+// Measured rank = record.pp_rank (largest over that stage's rank shapes), else the largest rank.
+std::vector<Evaluation> evaluate_records(const std::vector<Record>& records);
+
+// "forward_backward" (the harness cannot split them) agrees with forward and with backward;
+// "setup" (model/DDP/optimizer build) with nothing the simulator reports.
+std::optional<bool> phase_agrees(const std::optional<std::string>& measured, const std::string& predicted);
+
+}  // namespace peakcast::calibration

@@ -1,0 +1,82 @@
+// Runs the simulator on each record's spec and picks the rank the record measured.
+#include "peakcast/calibration/evaluate.hpp"
+
+#include <algorithm>
+
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/validate.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
+#include "peakcast/sim/prediction.hpp"
+
+namespace peakcast::calibration {
+
+namespace {
+
+Evaluation evaluate_one(const Record& r, double profile_fixed) {
+  Evaluation e;
+  e.record = &r;
+  const auto& m = r.measured;
+  if (m.peak_allocated_bytes) e.measured_peak = static_cast<double>(*m.peak_allocated_bytes);
+  else if (m.first_iteration_peak_bytes) {
+    e.measured_peak = static_cast<double>(*m.first_iteration_peak_bytes);
+    e.measured_first_iteration_only = true;
+  }
+  const auto parsed = model::parse_run_spec(r.spec_json);
+  if (!parsed.spec) {
+    e.why_unusable = "spec does not parse";
+    for (const auto& d : parsed.diagnostics)
+      if (d.severity == model::Severity::error) { e.why_unusable += ": " + model::format(d); break; }
+    return e;
+  }
+  const auto diags = model::validate(*parsed.spec);
+  if (model::has_errors(diags)) {
+    e.why_unusable = "spec does not validate";
+    for (const auto& d : diags)
+      if (d.severity == model::Severity::error) { e.why_unusable += ": " + model::format(d); break; }
+    return e;
+  }
+  e.stack = parsed.spec->model.transformer_impl == model::TransformerImpl::local ? "local" : "transformer_engine";
+  const sim::Prediction p = sim::predict(*parsed.spec);
+  e.predicted_fits = p.fits;
+  e.predicted_step_time_s = p.step_time_s;
+  e.profile_fixed = profile_fixed;
+  const sim::RankPrediction* best = nullptr;
+  for (const auto& rp : p.ranks) {
+    if (r.pp_rank && rp.rank.pp_rank != *r.pp_rank) continue;
+    if (!best || rp.peak_allocated.value > best->peak_allocated.value) best = &rp;
+  }
+  if (!best) {
+    e.why_unusable = "no predicted rank with pp_rank " + std::to_string(r.pp_rank.value_or(-1));
+    return e;
+  }
+  e.predicted_peak = static_cast<double>(best->peak_allocated.value);
+  e.predicted_phase = sim::to_string(best->peak_phase);
+  if (m.oom) {
+    e.why_unusable = "out of memory: the measured peak is a lower bound (fit/OOM agreement only)";
+    return e;
+  }
+  if (e.measured_peak <= 0) {
+    e.why_unusable = m.oom ? "out of memory with no measured peak (fit/OOM agreement only)" : "no measured peak";
+    return e;
+  }
+  e.usable = true;
+  return e;
+}
+
+}  // namespace
+
+std::vector<Evaluation> evaluate_records(const std::vector<Record>& records) {
+  const double fixed = static_cast<double>(sim::load_fitted_constants().framework_fixed.value);
+  std::vector<Evaluation> out;
+  out.reserve(records.size());
+  for (const auto& r : records) out.push_back(evaluate_one(r, fixed));
+  return out;
+}
+
+std::optional<bool> phase_agrees(const std::optional<std::string>& measured, const std::string& predicted) {
+  if (!measured || predicted.empty()) return std::nullopt;
+  if (*measured == "forward_backward") return predicted == "forward" || predicted == "backward";
+  return *measured == predicted;
+}
+
+}  // namespace peakcast::calibration

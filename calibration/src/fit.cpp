@@ -1,0 +1,115 @@
+// Least squares for the residual memory terms, and error statistics.
+#include "peakcast/calibration/fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <Eigen/Dense>
+#include <nlohmann/json.hpp>
+
+namespace peakcast::calibration {
+
+StackFit fit_stack(const std::string& stack, const std::vector<FitPoint>& points) {
+  StackFit f;
+  f.stack = stack;
+  f.n = static_cast<int>(points.size());
+  if (points.empty()) return f;
+  // measured - simulated = X beta; one column today (framework_fixed). Kept as a design matrix so
+  // a further named term is one more column.
+  Eigen::MatrixXd x(f.n, 1);
+  Eigen::VectorXd y(f.n);
+  for (int i = 0; i < f.n; ++i) {
+    x(i, 0) = 1.0;
+    y(i) = points[i].measured - points[i].simulated;
+  }
+  const Eigen::VectorXd beta = x.colPivHouseholderQr().solve(y);
+  f.framework_fixed = beta(0);
+  double ss = 0, ss_rel = 0;
+  for (int i = 0; i < f.n; ++i) {
+    const double r = y(i) - (x.row(i) * beta)(0);
+    f.residuals.push_back(r);
+    ss += r * r;
+    ss_rel += (r / points[i].measured) * (r / points[i].measured);
+  }
+  const int dof = std::max(1, f.n - static_cast<int>(beta.size()));
+  f.sigma = std::sqrt(ss / dof);
+  f.relative_sigma = std::sqrt(ss_rel / dof);
+  return f;
+}
+
+ErrorStats error_stats(std::vector<double> e) {
+  ErrorStats s;
+  s.n = static_cast<int>(e.size());
+  if (e.empty()) return s;
+  std::sort(e.begin(), e.end());
+  const auto quantile = [&](double q) {  // linear interpolation between order statistics
+    const double pos = q * (e.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const auto hi = std::min(lo + 1, e.size() - 1);
+    return e[lo] + (pos - lo) * (e[hi] - e[lo]);
+  };
+  s.median = quantile(0.5);
+  s.p90 = quantile(0.9);
+  s.worst = e.back();
+  return s;
+}
+
+std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
+                         const std::vector<std::string>& corpus_files, double cublas_workspace_bytes) {
+  nlohmann::json by = nlohmann::json::object();
+  const StackFit* def = nullptr;
+  for (const auto& f : fits) {
+    by[f.stack] = {{"framework_fixed_bytes", std::llround(f.framework_fixed)},
+                   {"residual_sigma_bytes", std::llround(f.sigma)},
+                   {"peak_relative_sigma", f.relative_sigma},
+                   {"records", f.n}};
+    if (f.stack == default_stack) def = &f;
+  }
+  nlohmann::json j;
+  j["profile"] = "default";
+  j["description"] =
+      "Written by `peakcast calibrate`. cublas_workspace_bytes: PyTorch's cuBLAS workspace on sm90 "
+      "(CUBLAS_WORKSPACE_CONFIG default :4096:8 = 8 x 4 MiB through the caching allocator). "
+      "framework_fixed_bytes: least-squares constant of measured - simulated whole-run peaks, per "
+      "transformer_impl (memory.by_transformer_impl); the top-level value is the '" + default_stack +
+      "' stack's (0 when that stack has no measured records). peak_relative_sigma: residual spread "
+      "(one sigma, relative) for prediction intervals; OOM-safe bound = prediction + 2 sigma.";
+  j["corpus"] = corpus_files;
+  j["memory"] = {{"cublas_workspace_bytes", std::llround(cublas_workspace_bytes)},
+                 {"framework_fixed_bytes", def ? std::llround(def->framework_fixed) : 0},
+                 {"activation_scale", 1.0},
+                 {"peak_relative_sigma", def ? def->relative_sigma : 0.0},
+                 {"residual_sigma_bytes", def ? std::llround(def->sigma) : 0},
+                 {"by_transformer_impl", by}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace peakcast::calibration
+
+#include "peakcast/model/embedded_configs.hpp"
+
+namespace peakcast::calibration {
+
+double StackTerms::for_stack(const std::string& stack) const {
+  for (const auto& [s, v] : by_stack) if (s == stack) return v;
+  return top_level;
+}
+
+StackTerms stack_terms(const std::string& profile_text) {
+  StackTerms t;
+  std::string text = profile_text;
+  if (text.empty()) {
+    const auto e = model::embedded_config("calibration/default.json");
+    if (!e) return t;
+    text = std::string(*e);
+  }
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("memory")) return t;
+  const auto& m = j.at("memory");
+  t.top_level = m.value("framework_fixed_bytes", 0.0);
+  if (m.contains("by_transformer_impl"))
+    for (const auto& [k, v] : m.at("by_transformer_impl").items()) t.by_stack.emplace_back(k, v.value("framework_fixed_bytes", 0.0));
+  return t;
+}
+
+}  // namespace peakcast::calibration

@@ -1,0 +1,113 @@
+// Record reader strictness, Megatron-LM argument import, the memory fit and error statistics.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "peakcast/calibration/fit.hpp"
+#include "peakcast/calibration/megatron_args.hpp"
+#include "peakcast/calibration/record.hpp"
+
+using namespace peakcast::calibration;
+
+namespace {
+const std::string kSpec = R"("spec":{"model":{"num_layers":2}})";
+}
+
+TEST_CASE("record reader accepts a summary record and derives phase and times from a harness record") {
+  const std::string text =
+      R"({"record_version":1,"case":"a",)" + kSpec + R"(,"rank":{"pp_rank":1},"measured":{"max_allocated_bytes":1000,"oom":false}})" "\n\n" +
+      R"({"record_version":1,"case":"b",)" + kSpec + R"(,"rank":null,"measured":{"max_allocated_bytes":900,"model_build_peak_bytes":100,)"
+      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"grad_sync_peak_bytes":600,"optimizer_peak_bytes":800,"fwd_bwd_time_s":1,"grad_sync_time_s":1,"optimizer_time_s":1},)"
+      R"({"iteration":2,"fwd_bwd_peak_bytes":900,"grad_sync_peak_bytes":600,"optimizer_peak_bytes":850,"fwd_bwd_time_s":0.5,"grad_sync_time_s":0.25,"optimizer_time_s":0.25}]}})";
+  const auto r = read_records(text, "t.jsonl");
+  REQUIRE(r.errors.empty());
+  REQUIRE(r.records.size() == 2);
+  CHECK(r.records[0].pp_rank == 1);
+  CHECK(r.records[0].line == 1);
+  CHECK(r.records[1].line == 3);
+  CHECK(*r.records[1].measured.first_iteration_peak_bytes == 800);
+  CHECK(*r.records[1].measured.peak_phase == "forward_backward");
+  CHECK(*r.records[1].measured.step_time_s == Approx(1.0));
+}
+
+TEST_CASE("record reader rejects bad lines with their line numbers") {
+  const std::string text = "not json\n"
+                           R"({"record_version":2,"case":"x",)" + kSpec + R"(,"measured":{}})" "\n" +
+                           R"({"record_version":1,"case":"y",)" + kSpec + R"(,"measured":{"max_allocated_bytes":"12"}})" "\n" +
+                           R"({"record_version":1,"case":"z",)" + kSpec + R"(,"measured":{"oom":false}})" "\n" +
+                           R"({"record_version":1,"spec":{},"measured":{}})" "\n" +
+                           R"({"record_version":1,"case":"v",)" + kSpec + R"(,"measured":null,"validation_error":{"type":"ValueError"}})";
+  const auto r = read_records(text, "bad.jsonl");
+  REQUIRE(r.errors.size() == 5);
+  CHECK(r.errors[0].rfind("bad.jsonl:1: ", 0) == 0);
+  CHECK(r.errors[1].find("record_version 2") != std::string::npos);
+  CHECK(r.errors[2].find("bad.jsonl:3: y: measured.max_allocated_bytes must be an integer") == 0);
+  CHECK(r.errors[3].find("needs max_allocated_bytes") != std::string::npos);
+  CHECK(r.errors[4].find("missing \"case\"") != std::string::npos);
+  CHECK(r.records.empty());
+  CHECK(r.skipped.size() == 1);
+}
+
+TEST_CASE("Megatron-LM arguments map to the run spec with the CLI defaults") {
+  const auto imp = import_megatron_args(split_command_line(
+      "--num-layers 12 --hidden-size 512 --num-attention-heads 8 --group-query-attention --num-query-groups 2 "
+      "--seq-length 1024 --micro-batch-size 4 --global-batch-size 32 --tensor-model-parallel-size 2 "
+      "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 3 --sequence-parallel "
+      "--use-distributed-optimizer --swiglu --bf16 --untie-embeddings-and-output-weights "
+      "--recompute-granularity selective --recompute-modules core_attn mlp --log-interval 1"));
+  REQUIRE(imp.errors.empty());
+  const auto j = nlohmann::json::parse(imp.spec_json);
+  const auto& m = j["model"];
+  CHECK(m["num_query_groups"] == 2);
+  CHECK(m["ffn_hidden_size"] == (4 * 512 * 2 / 3) / 64 * 64);  // 1344
+  CHECK(m["virtual_pipeline_model_parallel_size"] == 12 / 2 / 3);
+  CHECK(m["sequence_parallel"] == true);
+  CHECK(m["share_embeddings_and_output_weights"] == false);
+  CHECK(m["gated_linear_unit"] == true);
+  CHECK(m["vocab_size"] == 50257);
+  CHECK(m["masked_softmax_fusion"] == true);
+  CHECK(m["hidden_dropout"] == 0.1);
+  CHECK(m["position_embedding_type"] == "learned_absolute");
+  CHECK(m["transformer_impl"] == "transformer_engine");
+  CHECK(m["recompute_modules"] == nlohmann::json::array({"core_attn", "mlp"}));
+  CHECK(j["ddp"]["grad_reduce_in_fp32"] == true);  // bf16 accumulates in fp32
+  CHECK(j["optimizer"]["use_distributed_optimizer"] == true);
+  CHECK(j["train"]["global_batch_size"] == 32);
+}
+
+TEST_CASE("Megatron-LM MoE arguments and unsupported flags") {
+  const auto moe = import_megatron_args(split_command_line(
+      "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
+      "--num-experts 8 --moe-router-topk 2 --moe-layer-freq ([0]*1+[1]*3) --moe-grouped-gemm --fp8-format hybrid"));
+  REQUIRE(moe.errors.empty());
+  const auto m = nlohmann::json::parse(moe.spec_json)["model"];
+  CHECK(m["moe_layer_freq"] == nlohmann::json::array({0, 1, 1, 1}));
+  CHECK(m["moe_ffn_hidden_size"] == 1024);  // defaults to ffn_hidden_size = 4h
+  CHECK(m["moe_grouped_gemm"] == true);
+  CHECK(m["fp8"] == "hybrid");
+  CHECK(m["fp8_recipe"] == "delayed");
+  const auto fsdp = import_megatron_args(split_command_line(
+      "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --use-megatron-fsdp"));
+  CHECK_FALSE(fsdp.errors.empty());
+}
+
+TEST_CASE("the fit recovers a known fixed term from synthetic records") {
+  const double fixed = 812.0e6;
+  std::vector<FitPoint> pts;
+  for (int i = 0; i < 40; ++i) {
+    const double sim = 5e9 + 1e8 * i;
+    const double noise = (i % 2 ? 1 : -1) * 4e6;  // +-4 MB, zero mean
+    pts.push_back({sim, sim + fixed + noise});
+  }
+  const auto f = fit_stack("local", pts);
+  CHECK(f.framework_fixed == Approx(fixed).epsilon(1e-9));
+  CHECK(f.sigma == Approx(4e6 * std::sqrt(40.0 / 39.0)).epsilon(1e-6));
+  CHECK(safe_upper_bound(1e9, f.sigma) == Approx(1e9 + 2 * f.sigma));
+}
+
+TEST_CASE("error statistics on a tiny corpus") {
+  const auto s = error_stats({0.05, 0.01, 0.02, 0.10, 0.03});
+  CHECK(s.n == 5);
+  CHECK(s.median == Approx(0.03));
+  CHECK(s.p90 == Approx(0.05 + 0.6 * 0.05));  // position 3.6 between 0.05 and 0.10
+  CHECK(s.worst == Approx(0.10));
+}

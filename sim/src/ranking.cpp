@@ -28,9 +28,11 @@ RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, By
   const RankPrediction* worst = nullptr;
   for (const auto& r : p.ranks) {
     rc.rank_peaks.push_back(r.peak_allocated);
-    if (r.peak_allocated > budget) {
+    // A CUDA-graph pool keeps its captured tensors' memory reserved beside the allocated peak.
+    const Bytes need = r.peak_allocated + r.reserved_outside_allocated;
+    if (need > budget) {
       ++rc.ranks_over_budget;
-      if (!worst || r.peak_allocated > worst->peak_allocated) worst = &r;
+      if (!worst || need > worst->peak_allocated + worst->reserved_outside_allocated) worst = &r;
     }
   }
   rc.viable = worst == nullptr;
@@ -38,7 +40,7 @@ RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, By
     rc.breaking_pp_rank = worst->rank.pp_rank;
     rc.breaking_phase = worst->peak_phase;
     rc.breaking_op = worst->peak_op;
-    rc.over_budget = worst->peak_allocated - budget;
+    rc.over_budget = worst->peak_allocated + worst->reserved_outside_allocated - budget;
     rc.reason = "pp_rank " + std::to_string(worst->rank.pp_rank) + " peaks at " + gb_text(worst->peak_allocated) +
                 " GB in " + to_string(worst->peak_phase) + " (" + worst->peak_op + "), " + gb_text(rc.over_budget) +
                 " GB over the budget";

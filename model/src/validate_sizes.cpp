@@ -40,7 +40,7 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
   at_least(sink, "model.hidden_size", m.hidden_size, 1, kMaxDim);
   at_least(sink, "model.num_attention_heads", m.num_attention_heads, 1, kMaxDim);
   at_least(sink, "model.vocab_size", m.vocab_size, 1, kMaxVocab, "the vocabulary size must be given, by the spec or its preset");
-  at_least(sink, "model.seq_length", m.seq_length, 1, kMaxTokens);
+  at_least(sink, "model.seq_length", m.seq_length, 1, kMaxTokens, "the sequence length must be given; model presets leave it to the run");
   at_least(sink, "model.max_position_embeddings", m.max_position_embeddings, 1, kMaxTokens);
   at_least(sink, "model.make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, 1, kMaxVocab);
   optional_at_least(sink, "model.ffn_hidden_size", m.ffn_hidden_size, 1, kMaxDim);

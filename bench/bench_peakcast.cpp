@@ -16,11 +16,20 @@ namespace {
 
 using namespace peakcast;
 
+// 61 decoder layers over PP8 x VPP4 = 32 virtual stages: 1 layer with the embedding, 30 x 2 layers,
+// the MTP block with the loss (Megatron requires an explicit layout; 61 is prime).
+std::string deepseek_v3_layout() {
+  std::string l = "Et|";
+  for (int i = 0; i < 30; ++i) l += "tt|";
+  return l + "mL";
+}
+
 std::string deepseek_v3_text(int global_batch) {
   return R"({"model":{"preset":"deepseek-v3","tensor_model_parallel_size":2,"pipeline_model_parallel_size":8,
     "virtual_pipeline_model_parallel_size":4,"expert_model_parallel_size":64,"expert_tensor_parallel_size":1,
     "sequence_parallel":true,"seq_length":4096,"bf16":true,"moe_grouped_gemm":true,
-    "moe_router_score_function":"sigmoid","moe_token_dispatcher_type":"alltoall"},
+    "moe_router_score_function":"sigmoid","moe_token_dispatcher_type":"alltoall",
+    "pipeline_model_parallel_layout":")" + deepseek_v3_layout() + R"("},
     "train":{"micro_batch_size":1,"global_batch_size":)" +
          std::to_string(global_batch) + R"(},
     "optimizer":{"use_distributed_optimizer":true},"ddp":{"use_distributed_optimizer":true,"overlap_grad_reduce":true},
@@ -53,6 +62,7 @@ void BM_rank_deepseek_v3(benchmark::State& state) {
     const auto r = sim::rank_candidates(spec, Bytes{80'000'000'000});
     n = r.candidates.size();
   }
+  if (n == 0) state.SkipWithError("no candidates: the benchmark spec no longer validates");
   state.counters["candidates"] = static_cast<double>(n);
 }
 BENCHMARK(BM_rank_deepseek_v3)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);

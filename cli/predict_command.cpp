@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include "report_html.hpp"
 #include "report_text.hpp"
 
 namespace peakcast::cli {
@@ -18,6 +19,7 @@ struct PredictArgs {
   bool json = false;
   bool fail_if_oom = false;
   std::string timeline;
+  std::string html;
   bool explain = false;
 };
 }  // namespace
@@ -30,13 +32,15 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_flag("--json", args->json, "Print the schema_version 1 result object");
   sub->add_flag("--fail-if-oom", args->fail_if_oom, "Exit with status 3 when some rank does not fit");
   sub->add_option("--timeline", args->timeline, "Write each rank's memory timeline (JSON) to FILE");
+  sub->add_option("--html", args->html, "Write a self-contained HTML report (timelines, breakdown) to FILE");
   sub->add_flag("--explain", args->explain, "Also print each module's saved and transient bytes per micro-batch");
   return [args] {
     std::vector<std::string> warnings;
     const auto spec = load_spec(args->spec, args->sets, &warnings);
     if (!spec) return kExitInvalidInput;
     sim::PredictOptions opt;
-    opt.record_timeline = !args->timeline.empty();
+    opt.record_timeline = !args->timeline.empty() || !args->html.empty();
+    if (!args->html.empty() && !write_predict_html(args->html, *spec, sim::predict(*spec, opt))) return kExitInvalidInput;
     sim::Prediction p = sim::predict(*spec, opt);
     p.warnings = model::validate(*spec);
     std::erase_if(p.warnings, [](const model::Diagnostic& d) { return d.severity != model::Severity::warning; });

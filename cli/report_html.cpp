@@ -49,10 +49,10 @@ std::string run_subtitle(const model::RunSpec& spec) {
 // Timelines and breakdown of one prediction (shared by predict and rank pages).
 std::string prediction_sections(const sim::Prediction& p, Bytes budget) {
   std::ostringstream os;
-  os << "<table><tr><th>pp_rank</th><th>peak GB</th><th>steady GB</th><th class='l'>phase</th><th class='l'>peak op</th>"
+  os << "<table><tr><th>pp_rank</th><th>ep_rank</th><th>peak GB</th><th>steady GB</th><th class='l'>phase</th><th class='l'>peak op</th>"
         "<th>replay s</th><th>step s</th><th class='l'>fits</th></tr>";
   for (const auto& r : p.ranks)
-    os << "<tr class='" << (r.fits ? "ok" : "bad") << "'><td>" << r.rank.pp_rank << "</td><td>" << gb(r.peak_allocated)
+    os << "<tr class='" << (r.fits ? "ok" : "bad") << "'><td>" << r.rank.pp_rank << "</td><td>" << r.rank.ep_rank << "</td><td>" << gb(r.peak_allocated)
        << "</td><td>" << gb(r.steady_peak_allocated) << "</td><td class='l'>" << sim::to_string(r.peak_phase)
        << (r.peak_in_first_iteration ? " (first iteration)" : "") << "</td><td class='l'>" << html::escape(r.peak_op)
        << "</td><td>" << num(r.replay_time_s, "%.4f") << "</td><td>" << num(r.step_time_s, "%.3f") << "</td><td class='l'>"
@@ -61,7 +61,7 @@ std::string prediction_sections(const sim::Prediction& p, Bytes budget) {
   os << "<h2>Breakdown at each rank's peak (GB)</h2>" << html::breakdown_svg(p);
   os << "<h2>Memory timeline per rank</h2>";
   for (const auto& r : p.ranks) {
-    os << "<h3 style='font-size:14px'>pp_rank " << r.rank.pp_rank << ": peak " << gb(r.peak_allocated) << " GB in "
+    os << "<h3 style='font-size:14px'>pp_rank " << r.rank.pp_rank << ", ep_rank " << r.rank.ep_rank << ": peak " << gb(r.peak_allocated) << " GB in "
        << sim::to_string(r.peak_phase) << " at " << html::escape(r.peak_op) << "</h3>";
     if (r.timeline.empty()) os << "<p class='sub'>no timeline recorded</p>";
     else os << html::timeline_svg(r, p.capacity, budget);

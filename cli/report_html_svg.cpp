@@ -166,8 +166,8 @@ std::string breakdown_svg(const sim::Prediction& p) {
   for (const auto& r : p.ranks) {
     const Bytes parts[] = {r.breakdown.parameters, r.breakdown.gradients, r.breakdown.optimizer_states,
                            r.breakdown.activations, r.breakdown.transient, r.breakdown.other};
-    os << "<text x='" << x0 - 8 << "' y='" << f(y + 15) << "' class='tick' text-anchor='end'>pp_rank " << r.rank.pp_rank
-       << "</text>";
+    os << "<text x='" << x0 - 8 << "' y='" << f(y + 15) << "' class='tick' text-anchor='end'>pp " << r.rank.pp_rank
+       << " ep " << r.rank.ep_rank << "</text>";
     double x = x0;
     for (int k = 0; k < 6; ++k) {
       const double bw = w * parts[k].gb() / xmax;

@@ -1,7 +1,7 @@
 // Benchmarks of the three user-facing workloads (figures in docs/ranking-and-sweeps.md):
 //   predict: DeepSeek-V3 on 1024 GPUs, TP2 PP8 VPP4 EP64, seq 4096, MBS 1, GBS 16384
 //   rank:    every recompute candidate of that run
-//   sweep:   102,400 Moonlight 16B configurations (seq x MBS x TP x EP x GPUs x GPU type x recompute)
+//   sweep:   51,200 Moonlight 16B configurations (seq x MBS x TP x EP x GPUs x GPU type x recompute)
 #include <benchmark/benchmark.h>
 
 #include <stdexcept>
@@ -96,7 +96,7 @@ void BM_sweep_moonlight(benchmark::State& state) {
   state.counters["points"] = static_cast<double>(points);
   state.counters["invalid"] = static_cast<double>(invalid);
 }
-// Arg 0: the 80-point slice (quick); arg 1: all 102,400 points. Second arg: threads.
+// Arg 0: the 80-point slice (quick); arg 1: all 51,200 points. Second arg: threads.
 BENCHMARK(BM_sweep_moonlight)->Args({0, 1})->Args({0, 2})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_sweep_moonlight)->Args({1, 2})->Unit(benchmark::kSecond)->Iterations(1);
 

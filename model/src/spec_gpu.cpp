@@ -52,7 +52,7 @@ void apply_figures(const json& src, GpuSpec& gpu) {
 
 std::string preset_list(const std::vector<GpuPreset>& presets) {
   std::string list;
-  for (const auto& p : presets) list += (list.empty() ? "" : ", ") + p.file_name;
+  for (const auto& p : presets) list += std::string(list.empty() ? "" : ", ") + p.file_name;
   return list.empty() ? "(none shipped)" : list;
 }
 

@@ -27,7 +27,7 @@ std::string frames_path(const std::vector<Frame>& frames, const std::string& roo
   std::string p = root;
   for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
     const Frame& f = frames[i];
-    if (f.object) p += (p.empty() ? "" : ".") + f.key;
+    if (f.object) p += std::string(p.empty() ? "" : ".") + f.key;
     else p += "[" + std::to_string(f.count) + "]";
   }
   return p;
@@ -80,7 +80,7 @@ std::optional<json> parse_json_text(std::string_view text, const std::string& pa
           top.key = parsed.get<std::string>();
           if (!top.keys.insert(top.key).second && duplicates.size() < 20) {
             std::string p = frames_path(frames, path);
-            duplicates.push_back(p + (p.empty() ? "" : ".") + top.key);
+            duplicates.push_back(p + std::string(p.empty() ? "" : ".") + top.key);
           }
         }
         break;
@@ -101,7 +101,7 @@ std::optional<json> parse_json_text(std::string_view text, const std::string& pa
     if (frames.empty()) return path;
     std::string p = frames_path(frames, path);
     const Frame& top = frames.back();
-    if (top.object) return top.key.empty() ? p : p + (p.empty() ? "" : ".") + top.key;
+    if (top.object) return top.key.empty() ? p : p + std::string(p.empty() ? "" : ".") + top.key;
     return p + "[" + std::to_string(top.count) + "]";
   };
   json doc;

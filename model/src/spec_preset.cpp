@@ -34,7 +34,7 @@ std::set<std::string> apply_model_preset(json& doc, Diagnostics& out) {
   if (!text || name.find('/') != std::string::npos) {
     const std::vector<std::string> names = available_presets();
     std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    for (const auto& n : names) list += std::string(list.empty() ? "" : ", ") + n;
     std::string msg = "no shipped model named \"" + name.substr(0, 80) + "\"; available: " + list;
     if (auto s = closest_name(name, names)) msg += "; did you mean \"" + *s + "\"?";
     out.push_back({Severity::error, "model.preset", "unknown_preset", msg});

@@ -83,7 +83,7 @@ std::string describe_types(const FieldSchema& f) {
     else if (t == "str") add("a string");
     else if (t == "enum") {
       std::string c;
-      for (const auto& v : f.choices) c += (c.empty() ? "" : ", ") + v.dump();
+      for (const auto& v : f.choices) c += std::string(c.empty() ? "" : ", ") + v.dump();
       add("one of " + c);
     } else if (t == "name") add(f.names.empty() ? "a name (string)" : "a name (string)");
     else if (t == "object") add("an object");
@@ -121,7 +121,7 @@ bool check_scalar(const FieldSchema& f, const std::string& t, const json& v, std
     std::string c;
     std::vector<std::string> strs;
     for (const auto& x : f.choices) {
-      c += (c.empty() ? "" : ", ") + x.dump();
+      c += std::string(c.empty() ? "" : ", ") + x.dump();
       if (x.is_string()) strs.push_back(x.get<std::string>());
     }
     why = short_json(v) + " is not one of " + c;
@@ -134,7 +134,7 @@ bool check_scalar(const FieldSchema& f, const std::string& t, const json& v, std
     const std::string n = normalize_object_name(v.get<std::string>());
     for (const auto& x : f.names) if (x == n) return true;
     std::string c;
-    for (const auto& x : f.names) c += (c.empty() ? "" : ", ") + x;
+    for (const auto& x : f.names) c += std::string(c.empty() ? "" : ", ") + x;
     why = short_json(v) + " is not a name peakcast knows for this field (accepted: " + c + ")";
     if (auto s = closest_name(n, f.names)) why += "; did you mean \"" + *s + "\"?";
     return false;

@@ -16,14 +16,17 @@ std::int64_t warmup_steps(const ScheduleParams& p, std::int64_t r) {
 
 namespace {
 
-// Interleaved order: micro-batches go through chunks in groups of `g` (schedules.py
-// get_model_chunk_id / get_microbatch_id_in_model_chunk).
-ScheduleStep virtual_step(std::int64_t k, std::int64_t g, std::int64_t vpp, bool forward) {
-  const std::int64_t in_group = k % (g * vpp);
-  std::int64_t chunk = in_group / g;
-  if (!forward) chunk = vpp - 1 - chunk;
-  const std::int64_t mb = (k / (g * vpp)) * g + (k % g);
-  return {forward, static_cast<int>(chunk), static_cast<int>(mb)};
+// Interleaved order (schedules.py get_schedule_table): micro-batches go through the chunks in groups
+// of `g`; the last group holds what is left. Forward k runs table[k]; backward k runs the same
+// micro-batch on the mirrored chunk.
+std::vector<std::pair<int, int>> schedule_table(std::int64_t m, std::int64_t g, std::int64_t vpp) {
+  std::vector<std::pair<int, int>> table;  // (microbatch, chunk)
+  for (std::int64_t first = 0; first < m; first += g) {
+    const std::int64_t size = std::min(g, m - first);
+    for (std::int64_t chunk = 0; chunk < vpp; ++chunk)
+      for (std::int64_t mb = first; mb < first + size; ++mb) table.emplace_back(static_cast<int>(mb), static_cast<int>(chunk));
+  }
+  return table;
 }
 
 }  // namespace
@@ -51,12 +54,17 @@ std::vector<ScheduleStep> pipeline_schedule(const ScheduleParams& p, std::int64_
   const std::int64_t g = p.group_size > 0 ? p.group_size : p.pp;
   const std::int64_t total = m * p.vpp;
   const std::int64_t w = warmup_steps(p, r);
-  for (std::int64_t k = 0; k < w; ++k) steps.push_back(virtual_step(k, g, p.vpp, true));
+  const auto table = schedule_table(m, g, p.vpp);
+  const auto fwd = [&](std::int64_t k) { return ScheduleStep{true, table[k].second, table[k].first}; };
+  const auto bwd = [&](std::int64_t k) {
+    return ScheduleStep{false, static_cast<int>(p.vpp - 1 - table[k].second), table[k].first};
+  };
+  for (std::int64_t k = 0; k < w; ++k) steps.push_back(fwd(k));
   for (std::int64_t k = 0; k < total - w; ++k) {
-    steps.push_back(virtual_step(w + k, g, p.vpp, true));
-    steps.push_back(virtual_step(k, g, p.vpp, false));
+    steps.push_back(fwd(w + k));
+    steps.push_back(bwd(k));
   }
-  for (std::int64_t k = total - w; k < total; ++k) steps.push_back(virtual_step(k, g, p.vpp, false));
+  for (std::int64_t k = total - w; k < total; ++k) steps.push_back(bwd(k));
   return steps;
 }
 

@@ -34,8 +34,8 @@ std::optional<model::RunSpec> load_spec(const std::string& path, const std::vect
   }
   model::ParseResult parsed = model::parse_run_spec(text, sets);
   model::Diagnostics all = parsed.diagnostics;
-  if (parsed.spec) {
-    const model::Diagnostics v = model::validate(*parsed.spec);
+  if (parsed.spec || parsed.partial) {
+    const model::Diagnostics v = model::validate(parsed.spec ? *parsed.spec : *parsed.partial);
     all.insert(all.end(), v.begin(), v.end());
   }
   for (const auto& d : all) {

@@ -12,6 +12,23 @@ using nlohmann::json;
 
 namespace {
 
+// Removes "section.key" (or "section.key[i]...") for every unknown-key or wrong-type error.
+// Returns false when an error is of another kind, which leaves nothing safe to read.
+bool drop_offending_keys(json& doc, const Diagnostics& diagnostics) {
+  for (const auto& d : diagnostics) {
+    if (d.severity != Severity::error) continue;
+    if (d.rule != "unknown_key" && d.rule != "wrong_type") return false;
+    const auto dot = d.path.find('.');
+    if (dot == std::string::npos) return false;
+    const std::string section = d.path.substr(0, dot);
+    std::string key = d.path.substr(dot + 1);
+    key = key.substr(0, key.find_first_of(".["));
+    if (!doc.contains(section) || !doc[section].is_object()) return false;
+    doc[section].erase(key);
+  }
+  return true;
+}
+
 ParseResult parse_unguarded(std::string_view json_text, const std::vector<std::string>& overrides) {
   ParseResult result;
   Diagnostics& out = result.diagnostics;
@@ -33,7 +50,21 @@ ParseResult parse_unguarded(std::string_view json_text, const std::vector<std::s
   const std::set<std::string> preset_keys = detail::apply_model_preset(*doc, out);
   detail::resolve_aliases(*doc, preset_keys, out);
   detail::check_keys_and_types(*doc, preset_keys, out);
-  if (has_errors(out)) return result;  // typed reads below assume well-typed values
+  if (has_errors(out)) {
+    // Typed reads below assume well-typed values: drop the offending keys and read the rest into
+    // `partial`, so the caller can still report every other problem.
+    if (json cleaned = *doc; drop_offending_keys(cleaned, out)) {
+      Diagnostics scratch;
+      detail::check_keys_and_types(cleaned, preset_keys, scratch);
+      if (!has_errors(scratch)) {
+        detail::check_untyped_rules(cleaned, out);
+        RunSpec partial;
+        detail::fill_run_spec(cleaned, partial, out);
+        result.partial = std::move(partial);
+      }
+    }
+    return result;
+  }
 
   detail::check_untyped_rules(*doc, out);
   RunSpec spec;

@@ -15,6 +15,9 @@ namespace peakcast::model {
 struct ParseResult {
   std::optional<RunSpec> spec;  // set when there are no errors
   Diagnostics diagnostics;      // errors and warnings, in file order
+  // When the only problems were unknown keys or wrongly typed values, the spec without those keys
+  // (defaults in their place), so validation can still list every other problem in one pass.
+  std::optional<RunSpec> partial;
 };
 
 // `overrides` are "section.key=JSON" strings from --set; they apply after the file and preset.

@@ -6,7 +6,7 @@
 
 namespace peakcast::sim {
 
-FittedConstants load_fitted_constants(const std::string& name) {
+FittedConstants load_fitted_constants(const std::string& name, const std::string& stack) {
   FittedConstants c;
   const auto text = model::embedded_config("calibration/" + name + ".json");
   if (!text) return c;
@@ -18,6 +18,12 @@ FittedConstants load_fitted_constants(const std::string& name) {
   c.framework_fixed = Bytes{m.value("framework_fixed_bytes", std::int64_t{0})};
   c.activation_scale = m.value("activation_scale", 1.0);
   c.peak_relative_sigma = m.value("peak_relative_sigma", 0.0);
+  if (const auto by = m.value("by_transformer_impl", nlohmann::json::object()); by.contains(stack) && by[stack].is_object()) {
+    const auto& t = by[stack];
+    c.framework_fixed = Bytes{t.value("framework_fixed_bytes", c.framework_fixed.value)};
+    c.peak_relative_sigma = t.value("peak_relative_sigma", c.peak_relative_sigma);
+    c.profile = c.profile + " (" + stack + ")";
+  }
   // Time efficiencies live in their own profile, fitted from the CUDA replay microbenchmark.
   const auto time_text = model::embedded_config("calibration/time.json");
   const auto t = time_text ? nlohmann::json::parse(*time_text, nullptr, false) : nlohmann::json{};

@@ -185,22 +185,26 @@ struct Walker {
   double clock = 0;
   bool deallocate_outputs = true;
 
-  void touch(Bytes excess, Phase phase, const std::string& op, int layer, int mb, int chunk) {
+  // `name` builds the op's name; called only when the peak moves or a timeline is recorded, so the
+  // walk allocates no strings on its hot path.
+  template <typename Name>
+  void touch(Bytes excess, Phase phase, Name&& name, int layer, int mb, int chunk) {
     const Bytes live = base + activations + excess;
     if (live > peak) {
       peak = live;
       peak_phase = phase;
-      peak_op = op;
+      peak_op = name();
       peak_activations = activations;
       peak_transient = excess;
     }
-    if (record && timeline) timeline->push_back({clock, live, op, layer, mb, chunk, iteration, phase});
+    if (record && timeline) timeline->push_back({clock, live, name(), layer, mb, chunk, iteration, phase});
   }
 
   // Bytes each segment of a (chunk, micro-batch) keeps until its backward, plus what the schedule
   // keeps (an output not deallocated after its send).
   struct Kept { std::vector<Bytes> segments; Bytes extra; };
-  std::map<std::pair<int, int>, Kept> kept_by_microbatch;
+  std::vector<Kept> kept_by_microbatch;  // index chunk * microbatches + microbatch
+  int microbatches = 1;
 
   void forward(int c, int mb) {
     const ChunkModel& cm = chunks[c];
@@ -210,7 +214,7 @@ struct Walker {
     activations += cm.segments.front().input_bytes;
     for (std::size_t i = 0; i < cm.segments.size(); ++i) {
       const Segment& s = cm.segments[i];
-      touch(s.forward_peak_excess, Phase::forward, s.name + ".forward", s.layer, mb, c);
+      touch(s.forward_peak_excess, Phase::forward, [&] { return s.name + ".forward"; }, s.layer, mb, c);
       const bool input_kept = s.input_held || (i == 0 && cm.receives_input);
       const Bytes own = s.input_held ? s.held - s.input_bytes : s.held;
       activations += own + s.output_bytes;
@@ -220,14 +224,13 @@ struct Walker {
     const Bytes out = cm.segments.back().output_bytes;
     if (cm.sends_output && !deallocate_outputs) kept.extra = out;
     else activations -= out;  // deallocate_output_tensor after the send; the loss is reduced at once
-    kept_by_microbatch[{c, mb}] = std::move(kept);
-    touch(Bytes{}, Phase::forward, "chunk" + std::to_string(c) + ".forward_done", -1, mb, c);
+    kept_by_microbatch.at(static_cast<std::size_t>(c) * microbatches + mb) = std::move(kept);
+    touch(Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
   }
 
   void backward(int c, int mb) {
     const ChunkModel& cm = chunks[c];
-    const Kept kept = kept_by_microbatch.at({c, mb});
-    kept_by_microbatch.erase({c, mb});
+    const Kept kept = std::move(kept_by_microbatch.at(static_cast<std::size_t>(c) * microbatches + mb));
     // Gradient of the chunk output: received from the next stage (the loss gradient is tiny).
     Bytes grad = cm.sends_output ? cm.segments.back().output_bytes : Bytes{};
     activations += grad;
@@ -239,14 +242,14 @@ struct Walker {
         Bytes replayed{}, fwd{};
         for (const auto& p : s.parts) { replayed += p.held; fwd = max(fwd, p.forward_excess); }
         replayed -= s.input_bytes;
-        touch(fwd, Phase::backward, s.name + ".replay", s.layer, mb, c);
+        touch(fwd, Phase::backward, [&] { return s.name + ".replay"; }, s.layer, mb, c);
         activations += replayed;
         for (std::size_t k = s.parts.size(); k-- > 0;) {
-          touch(s.parts[k].backward_excess, Phase::backward, s.name + ".backward", s.layer + static_cast<int>(k), mb, c);
+          touch(s.parts[k].backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer + static_cast<int>(k), mb, c);
           activations -= s.parts[k].held;
         }
       } else {
-        touch(s.parts.front().backward_excess, Phase::backward, s.name + ".backward", s.layer, mb, c);
+        touch(s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
         activations -= kept.segments[i];
       }
       // The output gradient is consumed; the input gradient is handed to the previous module.
@@ -256,7 +259,7 @@ struct Walker {
     }
     activations -= kept.extra;
     activations -= grad;  // sent to the previous stage (nothing at the embedding)
-    touch(Bytes{}, Phase::backward, "chunk" + std::to_string(c) + ".backward_done", -1, mb, c);
+    touch(Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
   }
 };
 
@@ -268,7 +271,8 @@ struct Predictor::Impl {
   FittedConstants fitted;
   explicit Impl(model::RunSpec spec) : builder(make_builder(std::move(spec))) {
     plan = model::build_layer_plan(builder.spec, builder.d);
-    fitted = load_fitted_constants();
+    fitted = load_fitted_constants("default", builder.spec.model.transformer_impl == model::TransformerImpl::local
+                                                  ? "local" : "transformer_engine");
   }
   static Builder make_builder(model::RunSpec spec) {
     const model::Derived d = model::derive(spec);
@@ -347,7 +351,8 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
 
     const auto steps = pipeline_schedule(sp, r);
     Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, options.record_timeline, &rp.timeline, 0,
-             spec.model.deallocate_pipeline_outputs, {}};
+             spec.model.deallocate_pipeline_outputs, {}, static_cast<int>(d.num_microbatches)};
+    w.kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(d.num_microbatches));
     const Bytes model_state = sm.parameters + sm.gradients + sm.main_params + sm.fp8_weight_cache;
     Breakdown first_bd, steady_bd;
     Bytes first_peak, steady_peak;
@@ -362,11 +367,11 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       for (const auto& st : steps) {
         if (st.forward) w.forward(st.chunk, st.microbatch); else w.backward(st.chunk, st.microbatch);
       }
-      w.touch(Bytes{}, Phase::grad_sync, "grad_sync.reduce_scatter", -1, -1, -1);
+      w.touch(Bytes{}, Phase::grad_sync, [] { return std::string("grad_sync.reduce_scatter"); }, -1, -1, -1);
       // The first step creates the Adam moments; both steps hold their implementation's transient.
       const Bytes step_transient = it == 1 ? sm.step_transient_first : sm.step_transient_steady;
       if (it == 1) w.base += sm.optimizer_states;
-      w.touch(step_transient, Phase::optimizer, "optimizer.step", -1, -1, -1);
+      w.touch(step_transient, Phase::optimizer, [] { return std::string("optimizer.step"); }, -1, -1, -1);
       Breakdown bd;
       bd.parameters = sm.parameters + sm.fp8_weight_cache;
       bd.gradients = sm.gradients;

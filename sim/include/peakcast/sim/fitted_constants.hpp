@@ -24,6 +24,8 @@ struct FittedConstants {
 
 // Loads configs/calibration/<name>.json from the embedded configs; "default" is the shipped one.
 // Returns nullopt-equivalent (profile "none", zero constants) when it does not exist.
-FittedConstants load_fitted_constants(const std::string& name = "default");
+// `stack` ("transformer_engine" or "local") picks the memory terms fitted for that software stack
+// (memory.by_transformer_impl) when the profile has them.
+FittedConstants load_fitted_constants(const std::string& name = "default", const std::string& stack = "transformer_engine");
 
 }  // namespace peakcast::sim

@@ -39,7 +39,9 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   const sim::Prediction p = sim::predict(*parsed.spec);
   e.predicted_fits = p.fits;
   e.predicted_step_time_s = p.step_time_s;
-  e.profile_fixed = profile_fixed;
+  // predict() already adds the shipped profile's fixed term for this record's stack.
+  e.profile_fixed = static_cast<double>(sim::load_fitted_constants("default", e.stack).framework_fixed.value);
+  (void)profile_fixed;
   const sim::RankPrediction* best = nullptr;
   for (const auto& rp : p.ranks) {
     if (r.pp_rank && rp.rank.pp_rank != *r.pp_rank) continue;

@@ -42,6 +42,7 @@ struct Segment {
   std::vector<Part> parts;
   bool replay_group = false;
   bool graph_captured = false;  // saved set lives at addresses a CUDA-graph pool keeps reserved
+  bool offloaded = false;       // cpu_offloading: its saved activations go to host memory
   ModuleProfile::Work forward_work, replay_work;
   double backward_flops = 0, replay_flops = 0;
 };
@@ -153,6 +154,9 @@ struct Builder {
       cm.segments.push_back(plain_segment(profiles, layer_graph(l, hybrid), pol.layers[i], static_cast<int>(l.index)));
       cm.segments.back().name = "L" + std::to_string(l.index);
       cm.segments.back().graph_captured = layer_captured_by_cuda_graphs(spec, l);
+      // TE's CPU offload context moves the saved activations of the first N layers to the host.
+      cm.segments.back().offloaded = spec.model.cpu_offloading && spec.model.cpu_offloading_activations &&
+                                     static_cast<std::int64_t>(i) < spec.model.cpu_offloading_num_layers;
       ++i;
     }
     if (c.has_output_layer) {
@@ -212,15 +216,25 @@ struct Walker {
     // The first module's input: received from the previous stage (the schedule keeps it until the
     // backward), or the token ids the data loader put on the GPU.
     activations += cm.segments.front().input_bytes;
+    Bytes in_flight{};  // an offloaded layer's saved set, copied out while the next layer runs
     for (std::size_t i = 0; i < cm.segments.size(); ++i) {
       const Segment& s = cm.segments[i];
       touch(s.forward_peak_excess, Phase::forward, [&] { return s.name + ".forward"; }, s.layer, mb, c);
+      activations -= in_flight;  // the copy of the previous layer completes with this layer
+      in_flight = Bytes{};
       const bool input_kept = s.input_held || (i == 0 && cm.receives_input);
       const Bytes own = s.input_held ? s.held - s.input_bytes : s.held;
       activations += own + s.output_bytes;
       if (!input_kept) activations -= s.input_bytes;
-      kept.segments.push_back(own + (input_kept ? s.input_bytes : Bytes{}));
+      const Bytes kept_here = own + (input_kept ? s.input_bytes : Bytes{});
+      if (s.offloaded) {
+        in_flight = kept_here;
+        kept.segments.push_back(Bytes{});
+      } else {
+        kept.segments.push_back(kept_here);
+      }
     }
+    activations -= in_flight;
     const Bytes out = cm.segments.back().output_bytes;
     if (cm.sends_output && !deallocate_outputs) kept.extra = out;
     else activations -= out;  // deallocate_output_tensor after the send; the loss is reduced at once
@@ -234,8 +248,15 @@ struct Walker {
     // Gradient of the chunk output: received from the next stage (the loss gradient is tiny).
     Bytes grad = cm.sends_output ? cm.segments.back().output_bytes : Bytes{};
     activations += grad;
+    // Offloaded saved sets come back one layer ahead of their backward (prefetch).
+    const auto offloaded_bytes = [&](std::size_t i) {
+      const Segment& s = cm.segments[i];
+      return s.offloaded ? (s.input_held ? s.held : s.held + s.input_bytes) : Bytes{};
+    };
     for (std::size_t i = cm.segments.size(); i-- > 0;) {
       const Segment& s = cm.segments[i];
+      if (i + 1 == cm.segments.size()) activations += offloaded_bytes(i);
+      if (i > 0) activations += offloaded_bytes(i - 1);
       if (s.replay_group) {
         // The checkpoint re-runs the group's forward with saving on: every layer's saved set
         // returns (the group input is already kept), then the layers' backwards release them.
@@ -250,7 +271,7 @@ struct Walker {
         }
       } else {
         touch(s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
-        activations -= kept.segments[i];
+        activations -= kept.segments[i] + offloaded_bytes(i);
       }
       // The output gradient is consumed; the input gradient is handed to the previous module.
       activations -= grad;

@@ -45,6 +45,7 @@ struct Segment {
   bool offloaded = false;       // cpu_offloading: its saved activations go to host memory
   ModuleProfile::Work forward_work, replay_work;
   double backward_flops = 0, replay_flops = 0;
+  double forward_s = 0, backward_s = 0, replay_s = 0;  // from the time model, for the timeline clock
 };
 
 using ProfileKey = std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool>;
@@ -220,6 +221,7 @@ struct Walker {
     for (std::size_t i = 0; i < cm.segments.size(); ++i) {
       const Segment& s = cm.segments[i];
       touch(s.forward_peak_excess, Phase::forward, [&] { return s.name + ".forward"; }, s.layer, mb, c);
+      clock += s.forward_s;
       activations -= in_flight;  // the copy of the previous layer completes with this layer
       in_flight = Bytes{};
       const bool input_kept = s.input_held || (i == 0 && cm.receives_input);
@@ -264,6 +266,7 @@ struct Walker {
         for (const auto& p : s.parts) { replayed += p.held; fwd = max(fwd, p.forward_excess); }
         replayed -= s.input_bytes;
         touch(fwd, Phase::backward, [&] { return s.name + ".replay"; }, s.layer, mb, c);
+        clock += s.replay_s + s.backward_s;
         activations += replayed;
         for (std::size_t k = s.parts.size(); k-- > 0;) {
           touch(s.parts[k].backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer + static_cast<int>(k), mb, c);
@@ -272,6 +275,7 @@ struct Walker {
       } else {
         touch(s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
         activations -= kept.segments[i] + offloaded_bytes(i);
+        clock += s.replay_s + s.backward_s;
       }
       // The output gradient is consumed; the input gradient is handed to the previous module.
       activations -= grad;
@@ -362,6 +366,13 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     if (!stage_models.count(r)) {
       std::vector<ChunkModel> chunks;
       for (const auto& c : plan.stages.at(static_cast<std::size_t>(r)).chunks) chunks.push_back(builder.chunk(c, r, hybrid));
+      for (auto& cm : chunks) {
+        for (auto& seg : cm.segments) {
+          seg.forward_s = time.seconds(seg.forward_work);
+          seg.backward_s = time.backward_seconds(seg.forward_work);
+          seg.replay_s = time.seconds(seg.replay_work);
+        }
+      }
       stage_models.emplace(r, std::move(chunks));
     }
     const auto& chunks = stage_models.at(r);

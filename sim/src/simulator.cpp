@@ -28,6 +28,10 @@ const char* to_string(Phase p) {
 
 namespace {
 
+// PCIe Gen5 x16, one direction: 32 GT/s x 16 lanes with 128b/130b encoding, about 63 GB/s
+// (PCI-SIG PCIe 5.0 base specification); H100/H200 SXM hosts attach over it.
+constexpr double kHostLinkBytesPerSecond = 63.0e9;
+
 // A run of modules the schedule treats as one unit: a plain module, or a full-recompute group
 // whose forward keeps only the group input and whose backward replays all its layers at once.
 struct Segment {
@@ -444,6 +448,9 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
         fwd_s += f;
         bwd_s += time.backward_seconds(s.forward_work);
         replay_s += time.seconds(s.replay_work);
+        // CPU offloading pays its copies out and back over the host link instead of a replay
+        // (counted without overlap: an upper bound on what it adds to the step).
+        if (s.offloaded) replay_s += 2.0 * static_cast<double>(s.held.value) / kHostLinkBytesPerSecond;
         replay_flops += s.replay_flops;
       }
     }

@@ -186,7 +186,7 @@ TEST_CASE("malformed documents are diagnostics, never crashes", "[spec][hostile]
   }
 }
 
-TEST_CASE("--set overrides keys with JSON values", "[spec][set]") {
+TEST_CASE("set overrides (--set) keys with JSON values", "[spec][set]") {
   SECTION("integer") {
     const auto r = parse_run_spec(tiny_spec(), {"model.seq_length=8192"});
     REQUIRE(r.spec.has_value());

@@ -120,10 +120,6 @@ int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_b
   return probs;
 }
 
-struct Dims {
-  std::int64_t heads = 0, groups = 0, head_dim = 0;  // per TP rank
-};
-
 // Standard / GQA self-attention with RoPE (attention.py SelfAttention).
 int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x,
                     bool separate_norm) {

@@ -65,7 +65,9 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     const std::string& m = row["model"];
     const std::string& tc = row["test_case"];
     if (m == "t5" || m == "bert" || m == "multimodal-llava" || m == "mimo") { skip("not a GPT/Mamba decoder model"); continue; }
-    if (tc.find("resume") != std::string::npos) { skip("resume case: loads a checkpoint"); continue; }
+    // A resumed run loads its optimizer state before the first step, so its first iteration is already
+    // the steady state: compare the whole-run peak only (checkpoint-loading buffers are not modelled).
+    const bool resume = tc.find("resume") != std::string::npos;
     if (tc.find("grpo") != std::string::npos) { skip("GRPO case: includes RL inference memory (KV cache)"); continue; }
     if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) { skip("FSDP is not modelled"); continue; }
     const auto final_gb = number(row["max_alloc_final_GB"]);
@@ -82,6 +84,13 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     // Megatron-LM refuses top-1 routing without pre-softmax, and these runs did start: the flag was
     // set in MODEL_ARGS but is not a CSV column.
     if (row["moe-router-topk"] == "1") args.push_back("--moe-router-pre-softmax");
+    // Likewise MoE layers refuse linear biases unless ETP == 1 (transformer_config.py:2307); runs with
+    // experts over a larger ETP did start, so their MODEL_ARGS had --disable-bias-linear.
+    if (!row["num-experts"].empty()) {
+      const std::string& etp = row["expert-tensor-parallel-size"].empty() ? row["tensor-model-parallel-size"]
+                                                                           : row["expert-tensor-parallel-size"];
+      if (!etp.empty() && etp != "1") args.push_back("--disable-bias-linear");
+    }
     ImportOptions opt;
     opt.num_gpus = 8;
     opt.gpu = gpu_for(row["env_platform"]);
@@ -107,7 +116,8 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     const std::int64_t pp = parsed.spec->model.pipeline_model_parallel_size;
     r.pp_rank = pp - 1;  // the last global rank logs memory: last PP stage
     r.measured.peak_allocated_bytes = static_cast<std::int64_t>(std::llround(*final_gb * 1e9));
-    if (const auto first = number(row["max_alloc_first_GB"]))
+    if (resume) r.group += "-resume";
+    if (const auto first = number(row["max_alloc_first_GB"]); first && !resume)
       r.measured.first_iteration_peak_bytes = static_cast<std::int64_t>(std::llround(*first * 1e9));
     r.provenance = {{"source", "/work/shared/external-validation/megatron_functional_golden_memory.csv"},
                     {"megatron_lm_commit", "d98e8a64ddf34856e74b24714e3bedb2f5a39553"},

@@ -292,6 +292,20 @@ struct Walker {
   }
 };
 
+// Micro-batches the walk needs to find the same peaks as the full step. After the warm-up the
+// schedule repeats with period one micro-batch group (1F1B: one micro-batch), so whole groups can be
+// dropped from the middle of the steady state as long as the warm-up, two steady groups, the
+// remainder group and the cool-down remain. Timelines walk every micro-batch.
+std::int64_t walked_microbatches(const ScheduleParams& p, std::int64_t m) {
+  if (p.pp <= 1 && p.vpp <= 1) return std::min<std::int64_t>(m, 2);
+  if (p.vpp <= 1) return std::min<std::int64_t>(m, p.pp + 2);
+  const std::int64_t g = p.group_size > 0 ? p.group_size : p.pp;
+  const std::int64_t warmup = (p.pp - 1) * 2 + (p.vpp - 1) * g + 1;  // largest rank's warm-up
+  const std::int64_t needed = ((warmup + g * p.vpp - 1) / (g * p.vpp)) * g + 3 * g;
+  if (m <= needed) return m;
+  return m - ((m - needed) / g) * g;
+}
+
 }  // namespace
 
 struct Predictor::Impl {
@@ -360,7 +374,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
   ScheduleParams sp;
   sp.pp = d.pp;
   sp.vpp = d.vpp;
-  sp.microbatches = d.num_microbatches;
+  sp.microbatches = options.record_timeline ? d.num_microbatches : walked_microbatches(sp, d.num_microbatches);
   sp.group_size = spec.model.microbatch_group_size_per_vp_stage.value_or(0);
   sp.extra_warmup = spec.model.overlap_moe_expert_parallel_comm && d.vpp > 1;
 
@@ -387,8 +401,8 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
 
     const auto steps = pipeline_schedule(sp, r);
     Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, options.record_timeline, &rp.timeline, 0,
-             spec.model.deallocate_pipeline_outputs, {}, static_cast<int>(d.num_microbatches)};
-    w.kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(d.num_microbatches));
+             spec.model.deallocate_pipeline_outputs, {}, static_cast<int>(sp.microbatches)};
+    w.kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(sp.microbatches));
     const Bytes model_state = sm.parameters + sm.gradients + sm.main_params + sm.fp8_weight_cache;
     Breakdown first_bd, steady_bd;
     Bytes first_peak, steady_peak;

@@ -69,7 +69,7 @@ TEST_CASE("TP=2 with GQA, no DistOpt: 2 + 4 + 4 + 8 bytes per parameter", "[mode
 
   SECTION("bf16 grads: 2-byte buffer and a fp32 copy during step()") {
     s.ddp.grad_reduce_in_fp32 = false;
-    const auto& b = run(s)[0].memory;
+    const auto b = run(s)[0].memory;
     CHECK(b.gradients.value == 2 * p);
     CHECK(b.step_transient_steady.value == 4 * p);
     CHECK(b.step_transient_first.value == 4 * p);
@@ -261,7 +261,7 @@ TEST_CASE("Precision-aware optimizer: TE master weights vs MCore fp32 master", "
 
   SECTION("fp8_recipe delayed: TE FusedAdam keeps int16 remainders, no MCore main shard, no grad copy") {
     s.model.fp8_recipe = Fp8Recipe::delayed;
-    const auto& m = run(s)[0].memory;
+    const auto m = run(s)[0].memory;
     CHECK(m.gradients.value == 2 * p);
     CHECK(m.main_params.value == 0);
     CHECK(m.optimizer_states.value == (2 + 2 + 2) * owned);
@@ -269,7 +269,7 @@ TEST_CASE("Precision-aware optimizer: TE master weights vs MCore fp32 master", "
   }
   SECTION("fp8_recipe tensorwise (Bridge default): MCore fp32 main shard and a fp32 grad copy") {
     s.model.fp8_recipe = Fp8Recipe::tensorwise;
-    const auto& m = run(s)[0].memory;
+    const auto m = run(s)[0].memory;
     CHECK(m.main_params.value == 4 * owned);
     CHECK(m.optimizer_states.value == (2 + 2) * owned);
     CHECK(m.step_transient_steady.value == 4 * owned);

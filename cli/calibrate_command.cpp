@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "corpus_loading.hpp"
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
 #include "peakcast/calibration/time_fit.hpp"
@@ -42,12 +43,7 @@ Runner add_calibrate_command(CLI::App& app) {
   sub->add_option("--gpu", args->gpu, "GPU preset the microbenchmark ran on (default h200-141gb)");
   return [args] {
     std::vector<calibration::Record> records;
-    for (const auto& f : args->corpus) {
-      auto r = calibration::read_record_file(f);
-      for (const auto& e : r.errors) std::cerr << "error: " << e << "\n";
-      if (!r.errors.empty()) return kExitInvalidInput;
-      records.insert(records.end(), r.records.begin(), r.records.end());
-    }
+    if (!read_corpus(args->corpus, records)) return kExitInvalidInput;
     const auto evals = calibration::evaluate_records(records);
     std::map<std::string, std::vector<calibration::FitPoint>> by_stack;
     std::map<std::string, std::vector<const calibration::Evaluation*>> used;

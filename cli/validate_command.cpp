@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "corpus_loading.hpp"
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
 
@@ -41,12 +42,7 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--cross-validate", args->cross_validate, "K-fold: fit framework_fixed on K-1 folds, predict the held-out fold");
   return [args] {
     std::vector<calibration::Record> records;
-    for (const auto& f : args->corpus) {
-      auto r = calibration::read_record_file(f);
-      for (const auto& e : r.errors) std::cerr << "error: " << e << "\n";
-      if (!r.errors.empty()) return kExitInvalidInput;
-      records.insert(records.end(), r.records.begin(), r.records.end());
-    }
+    if (!read_corpus(args->corpus, records)) return kExitInvalidInput;
     const auto evals = calibration::evaluate_records(records);
     const auto terms = calibration::stack_terms();
     // Fixed term per record: the shipped profile's for its stack, or the fold's own fit.

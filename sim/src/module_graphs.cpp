@@ -120,6 +120,19 @@ int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_b
   return probs;
 }
 
+// The unfused attention's softmax over the scores (fused_softmax.py forward_torch_softmax), with the
+// causal mask it builds; returns the probabilities the context bmm saves.
+int local_softmax(GraphBuilder& b, int scores, double E, bool in_fp32) {
+  const ShapeContext& c = b.ctx();
+  const int mask = causal_mask(b, c.seq);
+  if (in_fp32) return torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
+  const Bytes probs_bytes{static_cast<std::int64_t>(E) * c.act_bytes};
+  const int probs = b.tensor("softmax.out", probs_bytes);
+  b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
+                   .flops = 5.0 * E, .bws = probs_bytes});
+  return probs;
+}
+
 // Standard / GQA self-attention with RoPE (attention.py SelfAttention).
 int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x,
                     bool separate_norm) {
@@ -164,15 +177,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     const int scores = b.tensor("scores", e(c.act_bytes));
     b.op("baddbmm", {.in = {q, kx}, .out = {scores}, .save = {q, kx}, .region = kCoreAttn,
                      .flops = causal_flops, .gemm = true});
-    int probs = -1;
-    const int mask = causal_mask(b, c.seq);
-    if (m.attention_softmax_in_fp32) {
-      probs = torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
-    } else {
-      probs = b.tensor("softmax.out", e(c.act_bytes));
-      b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
-                       .flops = 5.0 * E, .bws = e(c.act_bytes)});
-    }
+    int probs = local_softmax(b, scores, E, m.attention_softmax_in_fp32);
     if (m.attention_dropout > 0) {
       const int mask = b.tensor("attention_dropout.mask", e(1), false);
       const int dropped = b.tensor("attention_dropout.out", e(c.act_bytes));
@@ -232,15 +237,7 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
     const int scores = b.tensor("scores", e(c.act_bytes));
     core = b.op("baddbmm", {.in = {query, key}, .out = {scores}, .save = {query, key}, .region = kCoreAttn,
                             .flops = flops * (qk + rope) / (qk + rope + vd), .gemm = true});
-    int probs = -1;
-    const int mask = causal_mask(b, c.seq);
-    if (m.attention_softmax_in_fp32) {
-      probs = torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
-    } else {
-      probs = b.tensor("softmax.out", e(c.act_bytes));
-      b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
-                       .flops = 5.0 * E, .bws = e(c.act_bytes)});
-    }
+    int probs = local_softmax(b, scores, E, m.attention_softmax_in_fp32);
     const int ctx_raw = b.tensor("context", b.act(N, hq * vd));
     b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn,
                  .flops = flops * vd / (qk + rope + vd), .gemm = true});

@@ -1,8 +1,10 @@
 // Megatron-LM functional-test golden memory values (external-validation CSV) -> records.
 // Columns after alloc_conf are MODEL_ARGS (empty = flag not set); only those are known, so every
 // other argument takes Megatron-LM's CLI default.
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "peakcast/calibration/ingest.hpp"
@@ -37,11 +39,58 @@ std::optional<double> number(const std::string& s) {
   try { return std::stod(s); } catch (const std::exception&) { return std::nullopt; }
 }
 
-// The test platforms' GPUs (tests/test_utils/recipes); world size is 8 on all of them.
+// The test platforms' GPUs (tests/test_utils/recipes).
 std::string gpu_for(const std::string& platform) {
   if (platform.find("gb200") != std::string::npos) return "b200";
   if (platform.find("h100") != std::string::npos) return "h100-sxm-80gb";
   return "a100-80gb";
+}
+
+struct WorldSize {
+  int gpus = 8;
+  std::string why;
+};
+
+// World size is not a CSV column; it is the recipe's nodes x gpus (tests/test_utils/recipes at the
+// CSV's commit d98e8a64). The rule, from the row alone:
+//  - a test name that states it, "<N>N<G>G" (nemotron3_5_..._1N4G: recipe gb200/nemotron-1node.yaml,
+//    nodes 1, gpus 4), is N x G;
+//  - a test name ending in "_1node" runs one node: GB200 nodes hold 4 GPUs (recipes
+//    gb200/{gpt,moe,nemotron}-1node.yaml: nodes 1, gpus 4, every test case listed there ends in
+//    "_1node"), DGX A100/H100 nodes 8;
+//  - every other case runs on 8 GPUs: 1 node x 8 on DGX A100/H100 (h100/gpt.yaml, moe.yaml, ...),
+//    2 nodes x 4 on GB200 (gb200/gpt.yaml, moe.yaml).
+// The release cases (gpt3_15b_8t_release*, mixtral_*_release) are in no recipe of that commit;
+// they keep 8, which their layouts then accept or refuse.
+WorldSize world_size_for(const std::string& test_case, const std::string& platform) {
+  static const std::regex stated("(^|_)([0-9]+)N([0-9]+)G($|_)");
+  std::smatch m;
+  if (std::regex_search(test_case, m, stated)) {
+    const int n = std::stoi(m[2].str()), g = std::stoi(m[3].str());
+    return {n * g, std::to_string(n * g) + " (test name: " + m[2].str() + " node(s) x " + m[3].str() + " GPUs)"};
+  }
+  const bool gb200 = platform.find("gb200") != std::string::npos;
+  const std::string one_node = "_1node";
+  if (test_case.size() >= one_node.size() &&
+      test_case.compare(test_case.size() - one_node.size(), one_node.size(), one_node) == 0) {
+    if (gb200) return {4, "4 (a _1node case on GB200: recipe gb200/*-1node.yaml, 1 node x 4 GPUs)"};
+    return {8, "8 (a _1node case on a DGX node: 1 x 8 GPUs)"};
+  }
+  return {8, gb200 ? "8 (GB200 recipe: 2 nodes x 4 GPUs)" : "8 (DGX recipe: 1 node x 8 GPUs)"};
+}
+
+// --microbatch-group-size-per-virtual-pipeline-stage is not a CSV column either. The interleaved
+// schedule refuses a group size N outside [PP, M] or one with 0 < M % N < PP (schedules.py:1143-1162,
+// M = micro-batches per step), and a row with a measured value did run. So when Megatron's default
+// N = PP is refused, the run's MODEL_ARGS set N; it is taken when exactly one N is accepted, else the
+// row is left out. Returns the accepted group sizes.
+std::vector<std::int64_t> accepted_group_sizes(std::int64_t pp, std::int64_t micro) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t n = pp; n <= micro; ++n) {
+    const std::int64_t rest = micro % n;
+    if (rest == 0 || rest >= pp) out.push_back(n);
+  }
+  return out;
 }
 
 }  // namespace
@@ -91,17 +140,53 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
                                                                            : row["expert-tensor-parallel-size"];
       if (!etp.empty() && etp != "1") args.push_back("--disable-bias-linear");
     }
+    // --num-query-groups only takes effect with --group-query-attention (argument_utils.py:330-333),
+    // which is not a CSV column; every functional-test model_config.yaml of the CSV's commit that sets
+    // --num-query-groups also sets --group-query-attention (40 of 40).
+    if (!row["num-query-groups"].empty()) args.push_back("--group-query-attention");
+    // moe_act recompute is refused without --moe-grouped-gemm (transformer_config.py:1811), not a
+    // CSV column; the runs with it did start.
+    if (row["recompute-modules"].find("moe_act") != std::string::npos) args.push_back("--moe-grouped-gemm");
+    const WorldSize world = world_size_for(tc, row["env_platform"]);
     ImportOptions opt;
-    opt.num_gpus = 8;
+    opt.num_gpus = world.gpus;
     opt.gpu = gpu_for(row["env_platform"]);
     opt.mamba = m == "hybrid" || !row["hybrid-override-pattern"].empty();
-    const auto imported = import_megatron_args(args, opt);
+    auto imported = import_megatron_args(args, opt);
     if (!imported.errors.empty()) { skip("import: " + imported.errors.front()); continue; }
-    const auto parsed = model::parse_run_spec(imported.spec_json);
+    auto parsed = model::parse_run_spec(imported.spec_json);
     if (!parsed.spec) {
       for (const auto& d : parsed.diagnostics)
         if (d.severity == model::Severity::error) { skip("spec: " + model::format(d)); break; }
       continue;
+    }
+    if (const auto& ms = parsed.spec->model; ms.virtual_pipeline_model_parallel_size &&
+                                             ms.pipeline_model_parallel_size > 1 && !ms.microbatch_group_size_per_vp_stage) {
+      const std::int64_t pp = ms.pipeline_model_parallel_size;
+      const std::int64_t dp = world.gpus / std::max<std::int64_t>(1, ms.tensor_model_parallel_size * pp * ms.context_parallel_size);
+      const std::int64_t mbs = parsed.spec->train.micro_batch_size;
+      const std::int64_t gbs = parsed.spec->train.global_batch_size.value_or(mbs * dp);
+      if (dp >= 1 && mbs >= 1 && gbs % (mbs * dp) == 0) {
+        const std::int64_t micro = gbs / (mbs * dp);
+        const auto sizes = accepted_group_sizes(pp, micro);
+        const bool default_ok = !sizes.empty() && sizes.front() == pp;
+        if (!default_ok) {
+          if (sizes.size() != 1) {
+            std::string list;
+            for (const auto n : sizes) list += (list.empty() ? "" : ", ") + std::to_string(n);
+            skip("interleaved schedule with M=" + std::to_string(micro) + " micro-batches refuses the default group size PP=" +
+                 std::to_string(pp) + "; --microbatch-group-size-per-virtual-pipeline-stage is not a CSV column and " +
+                 (sizes.empty() ? std::string("no size is accepted (the batch is not the CSV's)") : "sizes {" + list + "} are all accepted"));
+            continue;
+          }
+          args.push_back("--microbatch-group-size-per-virtual-pipeline-stage");
+          args.push_back(std::to_string(sizes.front()));
+          imported = import_megatron_args(args, opt);
+          if (!imported.errors.empty()) { skip("import: " + imported.errors.front()); continue; }
+          parsed = model::parse_run_spec(imported.spec_json);
+          if (!parsed.spec) { skip("spec: with the derived group size"); continue; }
+        }
+      }
     }
     const auto diags = model::validate(*parsed.spec);
     if (model::has_errors(diags)) {
@@ -125,7 +210,7 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
                     {"alloc_conf", row["alloc_conf"]},
                     {"alloc_steady_GB", row["alloc_steady_GB"]},
                     {"steps", row["first_step"] + "-" + row["last_step"]},
-                    {"world_size", "8 (README: 1x8 A100/H100, 2x4 GB200)"},
+                    {"world_size", world.why},
                     {"caveat", "only MODEL_ARGS columns of the CSV are known; other flags take Megatron-LM defaults"}};
     out.records.push_back(std::move(r));
   }

@@ -305,6 +305,9 @@ ImportedSpec import_megatron_args(const std::vector<std::string>& tokens, const 
     }
     if (use("num-virtual-stages-per-pipeline-rank"))
       model["virtual_pipeline_model_parallel_size"] = to_int(get("num-virtual-stages-per-pipeline-rank"));
+    // ModelParallelConfig.microbatch_group_size_per_vp_stage (model_parallel_config.py:431; None = PP).
+    if (use("microbatch-group-size-per-virtual-pipeline-stage"))
+      model["microbatch_group_size_per_vp_stage"] = to_int(get("microbatch-group-size-per-virtual-pipeline-stage"));
     for (const char* n : {"context-parallel-size", "expert-model-parallel-size", "expert-tensor-parallel-size"})
       if (use(n)) model[underscored(n)] = to_int(get(n));
     model["sequence_parallel"] = use("sequence-parallel") && tp > 1;  // validate_args drops SP at TP 1
@@ -357,7 +360,10 @@ ImportedSpec import_megatron_args(const std::vector<std::string>& tokens, const 
     // Batch, optimizer, DDP.
     train["micro_batch_size"] = to_int(get("micro-batch-size"));
     used.insert("micro-batch-size");
-    train["global_batch_size"] = use("global-batch-size") ? json(to_int(get("global-batch-size"))) : train["micro_batch_size"];
+    // Without --global-batch-size Megatron-LM takes micro_batch_size x data_parallel_size
+    // (arguments.py:684-685): one micro-batch per step. Left out, the spec's default is the same
+    // rule over cluster.num_gpus.
+    if (use("global-batch-size")) train["global_batch_size"] = to_int(get("global-batch-size"));
     const bool distopt = use("use-distributed-optimizer");
     optimizer["optimizer"] = use("optimizer") ? to_str(get("optimizer")) : "adam";
     if (optimizer["optimizer"] != "adam" && optimizer["optimizer"] != "sgd")

@@ -1,0 +1,116 @@
+// Megatron-LM functional-test golden memory CSV -> records: what each row's world size is, and the
+// flags a row implies although the CSV has no column for them.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "peakcast/calibration/ingest.hpp"
+#include "peakcast/calibration/megatron_args.hpp"
+#include "peakcast/model/run_spec.hpp"
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/validate.hpp"
+
+using namespace peakcast::calibration;
+using nlohmann::json;
+
+namespace {
+
+// The CSV's leading columns, then the MODEL_ARGS columns the rows below use (the importer takes every
+// column from num-layers on as an argument).
+const std::string kHeader =
+    "model,test_case,env_platform,max_alloc_first_GB,max_alloc_final_GB,alloc_steady_GB,first_step,last_step,alloc_conf,"
+    "num-layers,hidden-size,num-attention-heads,num-query-groups,seq-length,micro-batch-size,global-batch-size,"
+    "tensor-model-parallel-size,pipeline-model-parallel-size,num-layers-per-virtual-pipeline-stage,"
+    "expert-model-parallel-size,num-experts,moe-router-topk,recompute-granularity,recompute-modules,bf16,train-iters\n";
+
+// A 12-layer, hidden-512 GPT at MBS 4; the other cells come from the caller.
+std::string row(const std::string& test_case, const std::string& platform, const std::string& groups,
+                const std::string& gbs, const std::string& tp, const std::string& pp, const std::string& vp_layers,
+                const std::string& moe = ",,,,") {
+  return "gpt," + test_case + "," + platform + ",1.0,2.0,0.5,1,50,,12,512,8," + groups + ",1024,4," + gbs + "," + tp + "," + pp +
+         "," + vp_layers + "," + moe + ",True,50\n";
+}
+
+json spec_of(const Record& r) { return json::parse(r.spec_json); }
+
+const Record* find(const CsvIngest& in, const std::string& name) {
+  for (const auto& r : in.records)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("golden CSV: world size from the test name and platform (the recipes' nodes x gpus)") {
+  const auto in = ingest_golden_memory_csv(kHeader + row("plain", "dev_dgx_gb200", "", "32", "1", "1", "") +
+                                           row("plain", "dev_dgx_h100", "", "32", "1", "1", "") +
+                                           row("small_1node", "dev_dgx_gb200", "", "32", "1", "1", "") +
+                                           row("small_1node", "dev_dgx_h100", "", "32", "1", "1", "") +
+                                           row("stated_dgx_gb200_1N4G", "dev_dgx_gb200", "", "32", "1", "1", ""));
+  REQUIRE(in.skipped.empty());
+  REQUIRE(in.records.size() == 5);
+  // GB200: 2 nodes x 4 GPUs, a _1node recipe 1 x 4; DGX A100/H100 nodes hold 8.
+  CHECK(spec_of(*find(in, "gpt/plain@dev_dgx_gb200"))["cluster"]["num_gpus"] == 2 * 4);
+  CHECK(spec_of(*find(in, "gpt/plain@dev_dgx_h100"))["cluster"]["num_gpus"] == 8);
+  CHECK(spec_of(*find(in, "gpt/small_1node@dev_dgx_gb200"))["cluster"]["num_gpus"] == 1 * 4);
+  CHECK(spec_of(*find(in, "gpt/small_1node@dev_dgx_h100"))["cluster"]["num_gpus"] == 1 * 8);
+  CHECK(spec_of(*find(in, "gpt/stated_dgx_gb200_1N4G@dev_dgx_gb200"))["cluster"]["num_gpus"] == 1 * 4);
+}
+
+TEST_CASE("golden CSV: num-query-groups means grouped-query attention, moe_act recompute means grouped GEMM") {
+  const auto in = ingest_golden_memory_csv(kHeader + row("gqa", "dev_dgx_h100", "2", "32", "1", "1", "") +
+                                           row("moe", "dev_dgx_h100", "", "32", "1", "1", "", "8,8,2,selective,[moe_act]"));
+  REQUIRE(in.skipped.empty());
+  REQUIRE(in.records.size() == 2);
+  // Without --group-query-attention Megatron-LM would drop the 2 groups and keep 8 (one per head).
+  CHECK(spec_of(*find(in, "gpt/gqa@dev_dgx_h100"))["model"]["num_query_groups"] == 2);
+  const auto moe = spec_of(*find(in, "gpt/moe@dev_dgx_h100"))["model"];
+  CHECK(moe["moe_grouped_gemm"] == true);
+  CHECK(moe["recompute_modules"] == json::array({"moe_act"}));
+}
+
+TEST_CASE("golden CSV: the interleaved schedule's group size is derived only when exactly one is accepted") {
+  // PP 4 with one layer per virtual stage (VPP 12 / 4 / 1 = 3), MBS 4, GBS 40, TP 1.
+  // 8 GPUs: DP 2, M = 40 / (4 * 2) = 5. Megatron's default N = PP = 4 leaves 5 % 4 = 1 < 4 (refused);
+  // N must lie in [4, 5], and N = 5 leaves 0: the only accepted size.
+  // 4 GPUs (_1node on GB200): DP 1, M = 10: N = 5 (rest 0), 6 (rest 4), 10 (rest 0) are accepted; 4, 7, 8, 9
+  // leave 2, 3, 2, 1. Three candidates: the row is left out.
+  const auto in = ingest_golden_memory_csv(kHeader + row("tunable", "dev_dgx_h100", "", "40", "1", "4", "1") +
+                                           row("tunable_1node", "dev_dgx_gb200", "", "40", "1", "4", "1") +
+                                           row("default_ok", "dev_dgx_h100", "", "32", "1", "4", "1"));
+  REQUIRE(in.records.size() == 2);
+  const auto m = spec_of(*find(in, "gpt/tunable@dev_dgx_h100"))["model"];
+  CHECK(m["virtual_pipeline_model_parallel_size"] == 3);
+  CHECK(m["microbatch_group_size_per_vp_stage"] == 5);
+  CHECK(find(in, "gpt/tunable@dev_dgx_h100")->pp_rank == 3);  // the last pipeline stage logs memory
+  // GBS 32 on 8 GPUs: M = 4 = PP, the default is accepted and nothing is added.
+  CHECK_FALSE(spec_of(*find(in, "gpt/default_ok@dev_dgx_h100"))["model"].contains("microbatch_group_size_per_vp_stage"));
+  REQUIRE(in.skipped.size() == 1);
+  CHECK(in.skipped[0].find("tunable_1node") != std::string::npos);
+  CHECK(in.skipped[0].find("M=10") != std::string::npos);
+  CHECK(in.skipped[0].find("{5, 6, 10}") != std::string::npos);
+}
+
+TEST_CASE("Megatron-LM arguments: no --global-batch-size means MBS x DP, one micro-batch per step") {
+  // TP 2 on 8 GPUs: DP 4, so Megatron-LM sets GBS = 4 x 4 = 16 (arguments.py:684-685), not 4.
+  ImportOptions opt;
+  opt.num_gpus = 8;
+  const auto imp = import_megatron_args(split_command_line(
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 4 "
+      "--tensor-model-parallel-size 2 --bf16"), opt);
+  REQUIRE(imp.errors.empty());
+  const auto j = json::parse(imp.spec_json);
+  CHECK_FALSE(j["train"].contains("global_batch_size"));
+  const auto parsed = peakcast::model::parse_run_spec(imp.spec_json);
+  REQUIRE(parsed.spec);
+  CHECK_FALSE(peakcast::model::has_errors(peakcast::model::validate(*parsed.spec)));
+  const auto d = peakcast::model::derive(*parsed.spec);
+  CHECK(d.dp == 4);
+  CHECK(d.num_microbatches == 1);
+
+  const auto group = import_megatron_args(split_command_line(
+      "--num-layers 8 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
+      "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2 "
+      "--microbatch-group-size-per-virtual-pipeline-stage 3"), opt);
+  REQUIRE(group.errors.empty());
+  CHECK(json::parse(group.spec_json)["model"]["microbatch_group_size_per_vp_stage"] == 3);
+}

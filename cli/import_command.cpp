@@ -75,6 +75,8 @@ Runner add_import_command(CLI::App& app) {
     ss << in.rdbuf();
     const auto ingest = calibration::ingest_golden_memory_csv(ss.str());
     for (const auto& s : ingest.skipped) std::cerr << "skipped " << s << "\n";
+    std::cerr << ingest.rows << " rows, " << ingest.rows_with_value << " with a measured value, " << ingest.records.size()
+              << " imported\n";
     return write_records(ingest.records, args->out);
   };
 }

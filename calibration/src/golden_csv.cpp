@@ -111,6 +111,11 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     for (std::size_t i = 0; i < header.size(); ++i) row[header[i]] = cells[i];
     const std::string id = row["model"] + "/" + row["test_case"] + " (" + row["env_platform"] + ")";
     const auto skip = [&](const std::string& why) { out.skipped.push_back(id + ": " + why); };
+    ++out.rows;
+    // A row without a measured peak cannot be compared, whatever else it holds.
+    const auto final_gb = number(row["max_alloc_final_GB"]);
+    if (!final_gb) { skip("max_alloc_final_GB is missing or NaN"); continue; }
+    ++out.rows_with_value;
     const std::string& m = row["model"];
     const std::string& tc = row["test_case"];
     if (m == "t5" || m == "bert" || m == "multimodal-llava" || m == "mimo") { skip("not a GPT/Mamba decoder model"); continue; }
@@ -119,8 +124,6 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     const bool resume = tc.find("resume") != std::string::npos;
     if (tc.find("grpo") != std::string::npos) { skip("GRPO case: includes RL inference memory (KV cache)"); continue; }
     if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) { skip("FSDP is not modelled"); continue; }
-    const auto final_gb = number(row["max_alloc_final_GB"]);
-    if (!final_gb) { skip("max_alloc_final_GB is missing or NaN"); continue; }
 
     std::vector<std::string> args;
     for (std::size_t i = first_arg; i < header.size(); ++i) {
@@ -147,6 +150,7 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     // moe_act recompute is refused without --moe-grouped-gemm (transformer_config.py:1811), not a
     // CSV column; the runs with it did start.
     if (row["recompute-modules"].find("moe_act") != std::string::npos) args.push_back("--moe-grouped-gemm");
+    if (row["num-layers"].empty()) { skip("the CSV has no num-layers for this row (the layer stack is unknown)"); continue; }
     const WorldSize world = world_size_for(tc, row["env_platform"]);
     ImportOptions opt;
     opt.num_gpus = world.gpus;
@@ -174,9 +178,15 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
           if (sizes.size() != 1) {
             std::string list;
             for (const auto n : sizes) list += (list.empty() ? "" : ", ") + std::to_string(n);
-            skip("interleaved schedule with M=" + std::to_string(micro) + " micro-batches refuses the default group size PP=" +
-                 std::to_string(pp) + "; --microbatch-group-size-per-virtual-pipeline-stage is not a CSV column and " +
-                 (sizes.empty() ? std::string("no size is accepted (the batch is not the CSV's)") : "sizes {" + list + "} are all accepted"));
+            const std::string head = "interleaved schedule with M=" + std::to_string(micro) +
+                                     " micro-batches refuses the default group size PP=" + std::to_string(pp) + "; ";
+            if (sizes.empty())
+              skip(head + "no group size is accepted, so the run's batch was not " +
+                   (row["global-batch-size"].empty() ? std::string("Megatron's default MBS x DP (the CSV has no global-batch-size)")
+                                                     : "the CSV's"));
+            else
+              skip(head + "--microbatch-group-size-per-virtual-pipeline-stage is not a CSV column and sizes {" + list +
+                   "} are all accepted");
             continue;
           }
           args.push_back("--microbatch-group-size-per-virtual-pipeline-stage");
@@ -190,8 +200,12 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     }
     const auto diags = model::validate(*parsed.spec);
     if (model::has_errors(diags)) {
-      for (const auto& d : diags)
-        if (d.severity == model::Severity::error) { skip("validation: " + model::format(d)); break; }
+      for (const auto& d : diags) {
+        if (d.severity != model::Severity::error) continue;
+        const std::string prefix = d.path == "cluster.num_gpus" ? "world size " + world.why + " does not fit this layout and nothing in the row gives another; " : "";
+        skip(prefix + "validation: " + model::format(d));
+        break;
+      }
       continue;
     }
     Record r;

@@ -15,6 +15,8 @@ std::vector<Record> seed_h100_records();
 struct CsvIngest {
   std::vector<Record> records;
   std::vector<std::string> skipped;  // "model/test_case (platform): reason"
+  int rows = 0;                      // data rows read
+  int rows_with_value = 0;           // rows whose max_alloc_final_GB is a number
 };
 
 // megatron_functional_golden_memory.csv: one record per mappable row; compared rank = last PP stage.

@@ -1,4 +1,4 @@
-// peakcast calibrate [--corpus FILE]... [--out FILE] [--microbench FILE --time-out FILE]
+// peakcast calibrate [--corpus FILE]... [--out FILE] [--microbench FILE] [--timing FILE] [--time-out FILE]
 // Fits framework_fixed per transformer_impl on measured records; optionally the time efficiencies.
 #include <fstream>
 #include <iostream>
@@ -10,7 +10,9 @@
 #include "corpus_loading.hpp"
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
+#include "peakcast/calibration/step_fit.hpp"
 #include "peakcast/calibration/time_fit.hpp"
+#include "peakcast/model/embedded_configs.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
 
 namespace peakcast::cli {
@@ -20,6 +22,7 @@ struct CalibrateArgs {
   std::vector<std::string> corpus{"calibration/data/h200_corpus.jsonl", "calibration/data/h200_multi_gpu.jsonl"};
   std::string out;
   std::string microbench;
+  std::string timing;
   std::string time_out;
   std::string gpu = "h200-141gb";
 };
@@ -39,6 +42,8 @@ Runner add_calibrate_command(CLI::App& app) {
   sub->add_option("--corpus", args->corpus, "Measured records, JSON lines (repeatable; default: the H200 corpus)");
   sub->add_option("--out", args->out, "Write the memory profile JSON here (default: print it)");
   sub->add_option("--microbench", args->microbench, "CUDA replay microbenchmark JSON to fit time efficiencies from");
+  sub->add_option("--timing", args->timing,
+                  "Timed records (calibration/data/h200_timing.jsonl) to fit the host, comm and optimizer step terms from");
   sub->add_option("--time-out", args->time_out, "Write the time profile JSON here (default: print it)");
   sub->add_option("--gpu", args->gpu, "GPU preset the microbenchmark ran on (default h200-141gb)");
   return [args] {
@@ -70,23 +75,42 @@ Runner add_calibrate_command(CLI::App& app) {
                                                           static_cast<double>(shipped.cublas_workspace.value));
     if (args->out.empty()) std::cout << profile;
     else std::ofstream(args->out) << profile;
+    if (args->microbench.empty() && args->timing.empty()) return kExitOk;
+    std::vector<std::string> ignored;
+    const auto gspec = load_spec("", {"cluster.gpu=\"" + args->gpu + "\""}, &ignored);
+    if (!gspec) return kExitInvalidInput;
+    const auto& g = gspec->cluster.gpu;
+    std::string tp;
+    bool violated = false;
     if (!args->microbench.empty()) {
       const auto text = read_text(args->microbench);
       if (!text) {
         std::cerr << "error: --microbench: cannot read " << args->microbench << "\n";
         return kExitInvalidInput;
       }
-      std::vector<std::string> ignored;
-      const auto spec = load_spec("", {"cluster.gpu=\"" + args->gpu + "\""}, &ignored);
-      if (!spec) return kExitInvalidInput;
-      const auto& g = spec->cluster.gpu;
       const auto tf = calibration::fit_time_efficiencies(*text, g.bf16_dense_tflops * 1e12, g.hbm_bandwidth_gbps * 1e9);
       for (const auto& v : tf.violations) std::cerr << "error: " << v << "\n";
-      const std::string tp = calibration::time_profile_json(tf, args->microbench, args->gpu);
-      if (args->time_out.empty()) std::cout << tp;
-      else std::ofstream(args->time_out) << tp;
-      if (!tf.violations.empty()) return 1;
+      violated = !tf.violations.empty();
+      tp = calibration::time_profile_json(tf, args->microbench, args->gpu);
+    } else {
+      tp = model::embedded_config("calibration/time.json").value_or("{}");
     }
+    if (!args->timing.empty()) {
+      std::vector<calibration::Record> timed;
+      if (!read_corpus({args->timing}, timed)) return kExitInvalidInput;
+      const auto tev = calibration::evaluate_records(timed);
+      const auto sf = calibration::fit_step_terms(tev, g.hbm_bandwidth_gbps * 1e9, g.nvlink_bandwidth_gbps * 1e9 / 2.0);
+      std::cerr << "step terms: host " << sf.host_forward_s_per_call * 1e6 << " us/forward call, "
+                << sf.host_backward_s_per_call * 1e6 << " us/backward call, " << sf.host_s_per_microbatch * 1e3
+                << " ms/micro-batch (" << sf.host_records << " records); comm efficiency " << sf.comm_efficiency << " ("
+                << sf.comm_records << "); optimizer HBM efficiency " << sf.optimizer_memory_efficiency << " ("
+                << sf.optimizer_records << ")\n";
+      for (const auto& n : sf.notes) std::cerr << "  " << n << "\n";
+      tp = calibration::with_step_terms(tp, sf, args->timing);
+    }
+    if (args->time_out.empty()) std::cout << tp;
+    else std::ofstream(args->time_out) << tp;
+    if (violated) return 1;
     return kExitOk;
   };
 }

@@ -53,6 +53,7 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   }
   e.predicted_peak = static_cast<double>(best->peak_allocated.value);
   e.predicted_phase = sim::to_string(best->peak_phase);
+  e.predicted_time = best->time;
   if (m.oom) {
     e.why_unusable = "out of memory: the measured peak is a lower bound (fit/OOM agreement only)";
     return e;

@@ -56,6 +56,7 @@ void derive_from_phases(const json& m, Measurement& out) {
   consider(m, "optimizer_build_peak_bytes", "setup", true);
   double time_sum = 0;
   int timed = 0;
+  std::vector<std::pair<int, double>> fb_times, opt_times;
   if (m.contains("iterations")) {
     if (!m.at("iterations").is_array()) throw LineError("measured.iterations must be an array");
     for (const auto& it : m.at("iterations")) {
@@ -68,11 +69,27 @@ void derive_from_phases(const json& m, Measurement& out) {
       const auto b = opt_number(it, "grad_sync_time_s", "measured.iterations[]");
       const auto c = opt_number(it, "optimizer_time_s", "measured.iterations[]");
       if (n >= 2 && a && b && c) { time_sum += *a + *b + *c; ++timed; }
+      if (n >= 2 && a) fb_times.emplace_back(n, *a);
+      if (n >= 2 && c) opt_times.emplace_back(n, *c);
     }
   }
   if (!out.first_iteration_peak_bytes && first >= 0) out.first_iteration_peak_bytes = first;
   if (!out.peak_phase && best >= 0 && !out.oom && out.peak_allocated_bytes == best) out.peak_phase = best_phase;
   if (!out.step_time_s && timed > 0) out.step_time_s = time_sum / timed;
+  const auto steady = [](std::vector<std::pair<int, double>> v) {
+    std::vector<double> later;
+    for (const auto& [n, t] : v) if (n >= 3) later.push_back(t);
+    if (later.size() < 2) { later.clear(); for (const auto& p : v) later.push_back(p.second); }
+    std::sort(later.begin(), later.end());
+    return later;
+  };
+  if (const auto fb = steady(fb_times); !fb.empty()) {
+    out.fwd_bwd_time_s = fb.size() % 2 ? fb[fb.size() / 2] : 0.5 * (fb[fb.size() / 2 - 1] + fb[fb.size() / 2]);
+    out.fwd_bwd_time_min_s = fb.front();
+    out.fwd_bwd_time_max_s = fb.back();
+  }
+  if (const auto op = steady(opt_times); !op.empty())
+    out.optimizer_time_s = op.size() % 2 ? op[op.size() / 2] : 0.5 * (op[op.size() / 2 - 1] + op[op.size() / 2]);
 }
 
 Measurement parse_measured(const json& m) {

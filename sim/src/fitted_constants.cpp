@@ -31,6 +31,12 @@ FittedConstants load_fitted_constants(const std::string& name, const std::string
     c.gemm_efficiency = t.value("gemm_efficiency", 0.0);
     c.attention_efficiency = t.value("attention_efficiency", 0.0);
     c.memory_efficiency = t.value("memory_efficiency", 0.0);
+    const auto& st = t.value("step", nlohmann::json::object());
+    c.host_forward_s_per_call = st.value("host_forward_s_per_call", 0.0);
+    c.host_backward_s_per_call = st.value("host_backward_s_per_call", 0.0);
+    c.host_s_per_microbatch = st.value("host_s_per_microbatch", 0.0);
+    c.comm_efficiency = st.value("comm_efficiency", 0.0);
+    c.optimizer_memory_efficiency = st.value("optimizer_memory_efficiency", 0.0);
   }
   return c;
 }

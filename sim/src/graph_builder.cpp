@@ -17,6 +17,10 @@ int GraphBuilder::op(const std::string& name, const OpArgs& a) {
   o.is_gemm = a.gemm;
   o.is_attention_core = a.attention;
   o.grad_passthrough = a.passthrough;
+  o.host_calls = a.calls;
+  o.host_sync = a.sync;
+  o.comm_bytes = a.comm;
+  o.backward_comm_bytes = a.bcomm >= 0 ? a.bcomm : a.comm;
   if (a.bytes_moved >= 0) {
     o.forward_bytes_moved = a.bytes_moved;
   } else {
@@ -46,6 +50,22 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
     bws += act(rows, n);  // output gradient all-gathered for dgrad and wgrad
     out_rows = local_rows;
   }
+  // Collectives (ring: each rank moves (tp-1)/tp of the full tensor; an all-reduce twice that).
+  // Column: SP all-gathers its input forward, and in backward re-gathers it for the wgrad and
+  // reduce-scatters the dgrad; without SP the dgrad is all-reduced. Row: SP reduce-scatters its
+  // output forward and all-gathers the output gradient backward; without SP it all-reduces forward.
+  double comm = 0, bcomm = 0;
+  if (c_.tp > 1 && par != Parallel::none) {
+    const double ring = static_cast<double>(c_.tp - 1) / static_cast<double>(c_.tp);
+    const double in_full = static_cast<double>(act(rows, k).value), out_full = static_cast<double>(act(rows, n).value);
+    if (par == Parallel::column) {
+      comm = sp ? ring * in_full : 0;
+      bcomm = sp ? 2 * ring * in_full : 2 * ring * in_full;
+    } else {
+      comm = sp ? ring * out_full : 2 * ring * out_full;
+      bcomm = sp ? ring * out_full : 0;
+    }
+  }
   if (!c_.grad_accumulation_fusion) bws += act(k, n);  // param.grad until the DDP hook adds it into main_grad
   const int out = tensor(name + ".out", act(out_rows, n));
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(n);
@@ -69,6 +89,8 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   o.forward_workspace = ws;
   o.backward_workspace = bws;
   o.is_gemm = true;
+  o.comm_bytes = comm;
+  o.backward_comm_bytes = bcomm;
   o.forward_bytes_moved = static_cast<double>(act(rows, k).value + act(k, n).value + act(rows, n).value);
   g_.add_op(std::move(o));
   return out;

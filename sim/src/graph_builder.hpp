@@ -29,6 +29,10 @@ class GraphBuilder {
     Bytes ws{}, bws{};
     double bytes_moved = -1;     // default: inputs read + outputs written
     bool gemm = false, attention = false, passthrough = false;
+    double calls = 1;            // host calls per forward (see OpNode::host_calls)
+    bool sync = false;           // blocks the host on the GPU
+    double comm = 0;             // collective bytes per rank, forward
+    double bcomm = -1;           // backward; default: the same as forward
   };
   int op(const std::string& name, const OpArgs& a);
 

@@ -138,6 +138,10 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
       if (op.is_gemm) w.gemm_flops += op.forward_flops;
       else if (op.is_attention_core) w.attention_flops += op.forward_flops;
       else { w.other_flops += op.forward_flops; w.other_bytes += op.forward_bytes_moved; }
+      w.host_calls += op.host_calls;
+      if (op.host_sync) w.host_syncs += 1;
+      w.comm_bytes += op.comm_bytes;
+      w.backward_comm_bytes += op.backward_comm_bytes;
     };
     add_work(p.forward_work);
     if (ckpt.whole_module || in_region(op, recompute_regions)) {

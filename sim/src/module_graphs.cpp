@@ -97,6 +97,9 @@ int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t r
 
 // The causal mask the unfused path builds on every forward when none is passed: an fp32 [s, s]
 // scratch turned into a bool [s, s] mask, which masked_fill_ saves.
+// Bytes of the bool [s, s] causal mask the softmax reads.
+std::int64_t c_seq_sq(const GraphBuilder& b) { return b.ctx().seq * b.ctx().seq; }
+
 int causal_mask(GraphBuilder& b, std::int64_t seq) {
   const int mask = b.tensor("causal_mask", Bytes{seq * seq}, false);
   b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{seq * seq * kFp32}});
@@ -113,8 +116,9 @@ int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_b
   b.op("softmax.to_fp32", {.in = {scores}, .out = {s32}, .region = kCoreAttn});
   const int p32 = b.tensor("softmax.fp32", e(kFp32));
   // masked_fill_ runs in place and saves the mask; its backward writes a new masked gradient.
+  // Two kernels: masked_fill_ (read and write the fp32 scores) and softmax (read, write).
   b.op("softmax", {.in = {s32, mask}, .out = {p32}, .save = {p32, mask}, .region = kCoreAttn, .flops = 5.0 * E,
-                   .bws = e(kFp32)});
+                   .bws = e(kFp32), .bytes_moved = 4.0 * E * kFp32 + double(c_seq_sq(b))});
   const int probs = b.tensor("softmax.out", e(act_bytes));
   b.op("softmax.to_act_dtype", {.in = {p32}, .out = {probs}, .keep = {s32}, .region = kCoreAttn});
   return probs;
@@ -128,8 +132,10 @@ int local_softmax(GraphBuilder& b, int scores, double E, bool in_fp32) {
   if (in_fp32) return torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
   const Bytes probs_bytes{static_cast<std::int64_t>(E) * c.act_bytes};
   const int probs = b.tensor("softmax.out", probs_bytes);
+  // Two kernels: masked_fill_ in place on the scores (read, write) and softmax (read, write).
   b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
-                   .flops = 5.0 * E, .bws = probs_bytes});
+                   .flops = 5.0 * E, .bws = probs_bytes,
+                   .bytes_moved = 4.0 * E * double(c.act_bytes) + double(c_seq_sq(b))});
   return probs;
 }
 
@@ -175,8 +181,9 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
       b.op("gqa_expand", {.in = {k, qkv}, .out = {kx, vx}, .region = kCoreAttn});
     }
     const int scores = b.tensor("scores", e(c.act_bytes));
+    // The unfused core's batched GEMMs: the microbenchmark's "attention" class (time.json).
     b.op("baddbmm", {.in = {q, kx}, .out = {scores}, .save = {q, kx}, .region = kCoreAttn,
-                     .flops = causal_flops, .gemm = true});
+                     .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
     int probs = local_softmax(b, scores, E, m.attention_softmax_in_fp32);
     if (m.attention_dropout > 0) {
       const int mask = b.tensor("attention_dropout.mask", e(1), false);
@@ -187,7 +194,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     }
     const int ctx_raw = b.tensor("context", b.act(N, hq * hd));
     b.op("bmm", {.in = {probs, vx}, .out = {ctx_raw}, .save = {probs, vx}, .region = kCoreAttn,
-                 .flops = causal_flops, .gemm = true});
+                 .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
     // The raw scores stay referenced by locals until the attention forward returns.
     b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
   }
@@ -235,12 +242,15 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
     const double E = double(c.batch) * hq * c.seq * c.seq;
     const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
     const int scores = b.tensor("scores", e(c.act_bytes));
+    // The unfused batched GEMMs compute every (q, k) pair, masked or not: no causal halving.
+    const double qk_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope);
+    const double pv_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * vd;
     core = b.op("baddbmm", {.in = {query, key}, .out = {scores}, .save = {query, key}, .region = kCoreAttn,
-                            .flops = flops * (qk + rope) / (qk + rope + vd), .gemm = true});
+                            .flops = qk_flops, .backward_flops = 2 * qk_flops, .attention = true});
     int probs = local_softmax(b, scores, E, m.attention_softmax_in_fp32);
     const int ctx_raw = b.tensor("context", b.act(N, hq * vd));
     b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn,
-                 .flops = flops * vd / (qk + rope + vd), .gemm = true});
+                 .flops = pv_flops, .backward_flops = 2 * pv_flops, .attention = true});
     b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
   }
   // mla_up_proj discards Q, K, V after core attention; they come back after linear_proj's dgrad.
@@ -285,7 +295,8 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
       // Overlapped shared experts gather their input inside the dispatcher (cached_fc1_input,
       // shared_experts.py pre_forward_comm) and run fc1 on the gathered copy, which fc1 saves.
       fc1_in = b.tensor("shared_experts.gathered_input", b.act(c.tokens, h));
-      b.op("shared_experts.all_gather", {.in = {ln}, .out = {fc1_in}, .region = region});
+      const double gathered = static_cast<double>(b.act(c.tokens, h).value) * (c.tp - 1) / c.tp;
+      b.op("shared_experts.all_gather", {.in = {ln}, .out = {fc1_in}, .region = region, .comm = gathered});
       ShapeContext no_sp = c;
       no_sp.sequence_parallel = false;
       GraphBuilder gb(g, no_sp, g.name + ".");
@@ -294,7 +305,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
       const int full = gb.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
       // The output is reduce-scattered back to the sequence-parallel shard in the combine.
       shared_out = b.tensor("shared_experts.output", b.act(c.local_tokens, h));
-      b.op("shared_experts.reduce_scatter", {.in = {full}, .out = {shared_out}, .region = region});
+      b.op("shared_experts.reduce_scatter", {.in = {full}, .out = {shared_out}, .region = region, .comm = gathered});
     }
   }
   if (m.moe_shared_expert_intermediate_size && !(m.moe_shared_expert_overlap && c.sequence_parallel)) {
@@ -326,14 +337,26 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   }
   const int received = b.tensor("dispatch.received", b.act(R, h));
   const int recv_probs = b.tensor("dispatch.received_probs", Bytes{R * kFp32});
+  // Wire bytes per rank: alltoall sends the (ep-1)/ep of its routed rows that leave the rank;
+  // allgather gathers the hidden states of the EP x TP group (and reduce-scatters them back).
+  double dispatch_comm = 0;
+  if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
+    const std::int64_t group = c.ep * c.tp;
+    if (group > 1) dispatch_comm = static_cast<double>(gather_ws.value) * (group - 1) / group;
+  } else if (c.ep > 1) {
+    dispatch_comm = static_cast<double>(b.act(R, h).value) * (c.ep - 1) / c.ep;
+  }
+  // The token counts per expert go to the host before the experts run (alltoall splits,
+  // SequentialMLP's and the grouped GEMM's per-expert row counts): one blocking sync per layer.
   b.op("dispatch.all_to_all", {.in = {permuted, permuted_probs}, .out = {received, recv_probs}, .region = moe_region,
-                               .ws = gather_ws, .bws = gather_ws});
+                               .ws = gather_ws, .bws = gather_ws, .sync = true, .comm = dispatch_comm});
   int expert_in = received;
   if (c.ep > 1 && local_experts > 1) {
     expert_in = b.tensor("dispatch.sorted", b.act(R, h));
     b.op("dispatch.sort_chunks", {.in = {received}, .out = {expert_in}, .region = moe_region});
   }
   const bool grouped = m.moe_grouped_gemm && c.te;
+  const std::size_t first_expert_op = g.ops.size();
   const int f1 = b.linear("experts.linear_fc1", expert_in, h, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R);
   int a = -1;
   if (grouped) {
@@ -343,6 +366,8 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, recv_probs);
   }
   const int f2 = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
+  // SequentialMLP runs each local expert's MLP in a Python loop (experts.py SequentialMLP.forward).
+  if (!grouped) for (std::size_t i = first_expert_op; i < g.ops.size(); ++i) g.ops[i].host_calls = static_cast<double>(local_experts);
   if (grouped) g.discards.push_back({kMoeAct, {a}, static_cast<int>(g.ops.size()) - 1});
   int expert_out = f2;
   if (!grouped) {
@@ -356,7 +381,8 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region});
   }
   const int returned = b.tensor("combine.returned", b.act(T * k, h));
-  b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws});
+  b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws,
+                              .comm = dispatch_comm});
   const int out = b.tensor("combine.unpermuted", b.act(T, h));
   b.op("combine.unpermute", {.in = {returned}, .out = {out}, .region = moe_region, .flops = 1.0 * T * k * h});
   if (shared_out < 0) return out;

@@ -32,6 +32,27 @@ namespace {
 // (PCI-SIG PCIe 5.0 base specification); H100/H200 SXM hosts attach over it.
 constexpr double kHostLinkBytesPerSecond = 63.0e9;
 
+// Bytes the optimizer step reads and writes on a rank: the fp32 master shard (or the parameters
+// themselves when there is none) read and written, its gradient read and the model-dtype
+// parameter written (about 1.5 x the master bytes for fp32 grads and bf16 params), and the
+// moments read and written.
+double optimizer_touched_bytes(const model::StaticMemory& sm) {
+  const double master = static_cast<double>((sm.main_params.value > 0 ? sm.main_params : sm.parameters).value);
+  return 3.5 * master + 2.0 * static_cast<double>(sm.optimizer_states.value);
+}
+
+// Gradient sync a step waits for: with overlap_grad_reduce the reduce-scatter/all-reduce runs
+// under the backward and none is exposed; without it the whole gradient buffer goes over the
+// data-parallel ring (reduce-scatter with the distributed optimizer, else all-reduce) after the
+// backward. Priced at the intra-node link; data-parallel rings that span nodes are not modelled.
+double exposed_grad_sync_seconds(const model::RunSpec& spec, const model::Derived& d, const model::StaticMemory& sm,
+                                 const TimeModel& time) {
+  if (spec.ddp.overlap_grad_reduce || d.dp <= 1) return 0.0;
+  const double ring = static_cast<double>(d.dp - 1) / static_cast<double>(d.dp);
+  const double wire = static_cast<double>(sm.gradients.value) * ring * (spec.ddp.use_distributed_optimizer ? 1.0 : 2.0);
+  return time.comm_seconds(wire);
+}
+
 // A run of modules the schedule treats as one unit: a plain module, or a full-recompute group
 // whose forward keeps only the group input and whose backward replays all its layers at once.
 struct Segment {
@@ -95,10 +116,7 @@ Segment group_segment(ProfileCache& cache, const std::vector<const LayerGraph*>&
     const ModuleProfile& q = cached_profile(cache, *g, whole);  // no-grad forward: transient only
     s.parts.push_back({p.held, p.backward_peak_excess, p.input_bytes, q.forward_peak_excess, true});
     s.forward_peak_excess = max(s.forward_peak_excess, q.forward_peak_excess);
-    s.forward_work.gemm_flops += p.forward_work.gemm_flops;
-    s.forward_work.attention_flops += p.forward_work.attention_flops;
-    s.forward_work.other_flops += p.forward_work.other_flops;
-    s.forward_work.other_bytes += p.forward_work.other_bytes;
+    s.forward_work += p.forward_work;
     s.backward_flops += p.backward_flops;
     s.replay_flops += p.forward_flops;
   }
@@ -306,6 +324,14 @@ std::int64_t walked_microbatches(const ScheduleParams& p, std::int64_t m) {
   return m - ((m - needed) / g) * g;
 }
 
+// The shipped profile is compiled in and never changes: read each stack's constants once per
+// process instead of parsing its JSON for every prediction (sweeps make thousands).
+const FittedConstants& shipped_fitted_constants(bool local) {
+  static const FittedConstants te = load_fitted_constants("default", "transformer_engine");
+  static const FittedConstants loc = load_fitted_constants("default", "local");
+  return local ? loc : te;
+}
+
 }  // namespace
 
 struct Predictor::Impl {
@@ -314,8 +340,7 @@ struct Predictor::Impl {
   FittedConstants fitted;
   explicit Impl(model::RunSpec spec) : builder(make_builder(std::move(spec))) {
     plan = model::build_layer_plan(builder.spec, builder.d);
-    fitted = load_fitted_constants("default", builder.spec.model.transformer_impl == model::TransformerImpl::local
-                                                  ? "local" : "transformer_engine");
+    fitted = shipped_fitted_constants(builder.spec.model.transformer_impl == model::TransformerImpl::local);
   }
   static Builder make_builder(model::RunSpec spec) {
     const model::Derived d = model::derive(spec);
@@ -456,12 +481,18 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     }
     // Work and time per iteration on this rank.
     double fwd_s = 0, bwd_s = 0, replay_s = 0, replay_flops = 0;
+    double host_fwd_calls = 0, host_bwd_calls = 0, gpu_s = 0, wire = 0;
     for (const auto& cm : chunks) {
       for (const auto& s : cm.segments) {
         const double f = time.seconds(s.forward_work);
         fwd_s += f;
         bwd_s += time.backward_seconds(s.forward_work);
         replay_s += time.seconds(s.replay_work);
+        host_fwd_calls += s.forward_work.host_calls + s.replay_work.host_calls;
+        host_bwd_calls += s.forward_work.host_calls;
+        wire += s.forward_work.comm_bytes + s.forward_work.backward_comm_bytes + s.replay_work.comm_bytes;
+        gpu_s += time.compute_seconds(s.forward_work) + time.backward_compute_seconds(s.forward_work) +
+                 time.compute_seconds(s.replay_work);
         // CPU offloading pays its copies out and back over the host link instead of a replay
         // (counted without overlap: an upper bound on what it adds to the step).
         if (s.offloaded) replay_s += 2.0 * static_cast<double>(s.held.value) / kHostLinkBytesPerSecond;
@@ -473,7 +504,16 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     const double slots = m + static_cast<double>(d.pp - 1) / static_cast<double>(d.vpp);
     rp.replay_flops = replay_flops * m;
     rp.replay_time_s = replay_s * m;
-    rp.step_time_s = (fwd_s + bwd_s + replay_s) * slots;
+    rp.time.forward_backward_s = (fwd_s + bwd_s + replay_s) * slots + time.host_microbatch_seconds() * m;
+    rp.time.microbatches = m;
+    rp.time.host_forward_calls = host_fwd_calls * m;
+    rp.time.host_backward_calls = host_bwd_calls * m;
+    rp.time.compute_s = gpu_s * m;
+    rp.time.comm_wire_bytes = wire * m;
+    rp.time.optimizer_touched_bytes = optimizer_touched_bytes(sm);
+    rp.time.optimizer_s = time.optimizer_seconds(rp.time.optimizer_touched_bytes);
+    rp.time.grad_sync_s = exposed_grad_sync_seconds(spec, d, sm, time);
+    rp.step_time_s = rp.time.forward_backward_s + rp.time.grad_sync_s + rp.time.optimizer_s;
     out.ranks.push_back(std::move(rp));
   }
   for (const auto& r : out.ranks) {

@@ -14,9 +14,16 @@ TimeModel::TimeModel(const model::GpuSpec& gpu, const FittedConstants& f) {
   gemm_flops_per_s_ = peak * f.gemm_efficiency;
   attention_flops_per_s_ = peak * f.attention_efficiency;
   bytes_per_s_ = gpu.hbm_bandwidth_gbps * 1e9 * f.memory_efficiency;
+  // The preset's NVLink figure is both directions together; a ring collective moves its wire
+  // bytes over one direction of each link.
+  link_bytes_per_s_ = gpu.nvlink_bandwidth_gbps * 1e9 / 2.0 * f.comm_efficiency;
+  optimizer_bytes_per_s_ = gpu.hbm_bandwidth_gbps * 1e9 * f.optimizer_memory_efficiency;
+  host_forward_s_ = f.host_forward_s_per_call;
+  host_backward_s_ = f.host_backward_s_per_call;
+  host_microbatch_s_ = f.host_s_per_microbatch;
 }
 
-double TimeModel::seconds(const ModuleProfile::Work& w) const {
+double TimeModel::compute_seconds(const ModuleProfile::Work& w) const {
   double t = 0;
   if (gemm_flops_per_s_ > 0) t += w.gemm_flops / gemm_flops_per_s_;
   if (attention_flops_per_s_ > 0) t += w.attention_flops / attention_flops_per_s_;
@@ -24,12 +31,31 @@ double TimeModel::seconds(const ModuleProfile::Work& w) const {
   return t;
 }
 
-double TimeModel::backward_seconds(const ModuleProfile::Work& w) const {
+double TimeModel::backward_compute_seconds(const ModuleProfile::Work& w) const {
   double t = 0;
   if (gemm_flops_per_s_ > 0) t += 2.0 * w.gemm_flops / gemm_flops_per_s_;
   if (attention_flops_per_s_ > 0) t += kAttentionBackwardFactor * w.attention_flops / attention_flops_per_s_;
   if (bytes_per_s_ > 0) t += kOtherBackwardFactor * w.other_bytes / bytes_per_s_;
   return t;
+}
+
+double TimeModel::comm_seconds(double wire_bytes) const {
+  return link_bytes_per_s_ > 0 ? wire_bytes / link_bytes_per_s_ : 0.0;
+}
+
+double TimeModel::seconds(const ModuleProfile::Work& w) const {
+  const double gpu = compute_seconds(w) + comm_seconds(w.comm_bytes);
+  const double host = w.host_calls * host_forward_s_;
+  return w.host_syncs > 0 ? gpu + host : std::max(gpu, host);
+}
+
+double TimeModel::backward_seconds(const ModuleProfile::Work& w) const {
+  const double gpu = backward_compute_seconds(w) + comm_seconds(w.backward_comm_bytes);
+  return std::max(gpu, w.host_calls * host_backward_s_);
+}
+
+double TimeModel::optimizer_seconds(double touched_bytes) const {
+  return optimizer_bytes_per_s_ > 0 ? touched_bytes / optimizer_bytes_per_s_ : 0.0;
 }
 
 }  // namespace peakcast::sim

@@ -27,6 +27,10 @@ TEST_CASE("record reader accepts a summary record and derives phase and times fr
   CHECK(*r.records[1].measured.first_iteration_peak_bytes == 800);
   CHECK(*r.records[1].measured.peak_phase == "forward_backward");
   CHECK(*r.records[1].measured.step_time_s == Approx(1.0));
+  // One steady iteration (2): its forward-backward and optimizer times are the medians.
+  CHECK(*r.records[1].measured.fwd_bwd_time_s == Approx(0.5));
+  CHECK(*r.records[1].measured.optimizer_time_s == Approx(0.25));
+  CHECK_FALSE(r.records[0].measured.fwd_bwd_time_s.has_value());
 }
 
 TEST_CASE("record reader rejects bad lines with their line numbers") {

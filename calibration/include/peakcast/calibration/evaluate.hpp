@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "peakcast/calibration/record.hpp"
+#include "peakcast/sim/prediction.hpp"
 
 namespace peakcast::calibration {
 
@@ -20,6 +21,7 @@ struct Evaluation {
   std::string predicted_phase;     // forward | backward | grad_sync | optimizer
   bool predicted_fits = true;
   double predicted_step_time_s = 0;
+  sim::RankPrediction::StepTime predicted_time;  // the measured rank's step-time parts
   // The prediction with the profile's fixed term removed: the fit's regressor.
   double uncalibrated_peak() const { return predicted_peak - profile_fixed; }
 };

@@ -13,6 +13,9 @@ struct Measurement {
   std::optional<std::int64_t> peak_allocated_bytes;        // whole run (cumulative max_memory_allocated)
   std::optional<std::int64_t> first_iteration_peak_bytes;  // up to the end of iteration 1
   std::optional<double> step_time_s;                       // steady iterations, when timed
+  // Medians over the steady iterations (3 on when there are at least two, else 2 on), when timed.
+  std::optional<double> fwd_bwd_time_s, optimizer_time_s;
+  std::optional<double> fwd_bwd_time_min_s, fwd_bwd_time_max_s;  // their spread
   bool oom = false;
   std::optional<std::string> oom_phase;                    // "forward", "backward", "grad_sync", "optimizer", ...
   std::optional<int> oom_iteration;

@@ -18,6 +18,12 @@ struct FittedConstants {
   double gemm_efficiency = 0;
   double attention_efficiency = 0;
   double memory_efficiency = 0;    // fraction of HBM bandwidth reached by elementwise/norm ops
+  // Time, fitted on measured Megatron Core step times (calibration/data/h200_timing.jsonl):
+  double host_forward_s_per_call = 0;   // host cost of one forward op call (Python, autograd, launch)
+  double host_backward_s_per_call = 0;  // host cost of its backward node
+  double host_s_per_microbatch = 0;     // schedule, data and loss host work around each micro-batch
+  double comm_efficiency = 0;           // fraction of one NVLink direction a TP/EP collective reaches
+  double optimizer_memory_efficiency = 0;  // fraction of HBM bandwidth the optimizer step reaches
   // Spread of the fit, for prediction intervals (relative, one sigma).
   double peak_relative_sigma = 0;
 };

@@ -45,6 +45,13 @@ struct OpNode {
   double forward_flops = 0;
   double backward_flops = 0;
   double forward_bytes_moved = 0;  // memory traffic of the forward kernel(s), for the time model
+  // Host side, for the time model: how many times the framework calls this op per forward (a
+  // SequentialMLP expert op runs once per local expert), and whether it blocks the host until the
+  // GPU catches up (a device-to-host copy of token counts).
+  double host_calls = 1;
+  bool host_sync = false;
+  // Collective traffic per rank (bytes on the wire, ring algorithms), forward and backward.
+  double comm_bytes = 0, backward_comm_bytes = 0;
   std::uint32_t regions = kNoRegion;
   bool is_gemm = false;        // for the time model's efficiency classes
   bool is_attention_core = false;
@@ -93,6 +100,15 @@ struct ModuleProfile {
   // The same work split by the time model's op classes (forward, and what a replay repeats).
   struct Work {
     double gemm_flops = 0, attention_flops = 0, other_flops = 0, other_bytes = 0;
+    double host_calls = 0, host_syncs = 0;               // forward host calls and blocking syncs
+    double comm_bytes = 0, backward_comm_bytes = 0;      // collective bytes per rank
+    Work& operator+=(const Work& o) {
+      gemm_flops += o.gemm_flops; attention_flops += o.attention_flops;
+      other_flops += o.other_flops; other_bytes += o.other_bytes;
+      host_calls += o.host_calls; host_syncs += o.host_syncs;
+      comm_bytes += o.comm_bytes; backward_comm_bytes += o.backward_comm_bytes;
+      return *this;
+    }
   };
   Work forward_work, replay_work;
 };

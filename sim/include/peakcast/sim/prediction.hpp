@@ -56,6 +56,17 @@ struct RankPrediction {
   double replay_flops = 0;      // per iteration
   double step_time_s = 0;
   double replay_time_s = 0;
+  struct StepTime {
+    double forward_backward_s = 0;  // all micro-batches with replays and pipeline bubble
+    double grad_sync_s = 0;         // exposed (not overlapped) gradient reduction
+    double optimizer_s = 0;
+    // What the time is made of, per iteration (for fits and reports): host op calls forward
+    // (replays included) and backward, GPU compute time without host or comm terms, collective
+    // wire bytes, bytes the optimizer step touches.
+    double host_forward_calls = 0, host_backward_calls = 0, compute_s = 0, comm_wire_bytes = 0;
+    double optimizer_touched_bytes = 0;
+    double microbatches = 0;
+  } time;
   std::vector<TimelineEvent> timeline;  // filled only when asked for
   std::vector<ModuleSummary> modules;   // one entry per module of each chunk, per micro-batch
 };

@@ -1,0 +1,70 @@
+// The time model's host, sync and collective terms, against values written out from the constants
+// and the layer's shapes.
+#include <catch2/catch.hpp>
+
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/sim/layer_graph.hpp"
+#include "peakcast/sim/module_graphs.hpp"
+#include "peakcast/sim/time_model.hpp"
+
+using namespace peakcast;
+
+namespace {
+sim::FittedConstants constants() {
+  sim::FittedConstants f;
+  f.gemm_efficiency = 0.5;
+  f.attention_efficiency = 0.5;
+  f.memory_efficiency = 0.5;
+  f.host_forward_s_per_call = 1e-4;
+  f.host_backward_s_per_call = 2e-4;
+  f.comm_efficiency = 0.5;
+  f.optimizer_memory_efficiency = 0.25;
+  return f;
+}
+model::GpuSpec gpu() {
+  model::GpuSpec g;
+  g.bf16_dense_tflops = 1000;  // 1e15 FLOP/s
+  g.hbm_bandwidth_gbps = 4000;
+  g.nvlink_bandwidth_gbps = 800;  // 400 GB/s one direction
+  return g;
+}
+}  // namespace
+
+TEST_CASE("a module takes the longer of its GPU and host time, and both when it blocks the host", "[sim][time]") {
+  const sim::TimeModel t(gpu(), constants());
+  sim::ModuleProfile::Work w;
+  w.gemm_flops = 1e12;  // 1e12 / (0.5 x 1e15) = 2 ms on the GPU
+  w.host_calls = 10;    // 10 x 0.1 ms = 1 ms on the host
+  CHECK(t.seconds(w) == Approx(2e-3));
+  w.host_calls = 50;    // 5 ms on the host: host-bound
+  CHECK(t.seconds(w) == Approx(5e-3));
+  w.host_syncs = 1;     // the host waits for the GPU: no overlap
+  CHECK(t.seconds(w) == Approx(7e-3));
+  // Backward: 2x the GEMM work (4 ms) against 50 x 0.2 ms = 10 ms of host work.
+  CHECK(t.backward_seconds(w) == Approx(10e-3));
+  // Collectives at half of one 400 GB/s direction.
+  w = {};
+  w.comm_bytes = 200e6;
+  CHECK(t.seconds(w) == Approx(200e6 / 200e9));
+  CHECK(t.optimizer_seconds(1e9) == Approx(1e9 / 1000e9));
+}
+
+TEST_CASE("TP2 with sequence parallelism moves each linear's gathered or scattered activation over the ring", "[sim][time]") {
+  auto r = model::parse_run_spec(R"({
+    "model": {"preset": "llama3-8b", "num_layers": 2, "seq_length": 1024, "bf16": true,
+              "tensor_model_parallel_size": 2, "sequence_parallel": true},
+    "train": {"micro_batch_size": 1, "global_batch_size": 4},
+    "cluster": {"num_gpus": 2, "gpu": "h100-sxm-80gb"}})");
+  REQUIRE(r.spec);
+  const auto d = model::derive(*r.spec);
+  const auto ctx = sim::make_shape_context(*r.spec, d);
+  const auto g = sim::build_layer_graph(*r.spec, d, ctx, {0, model::MixerKind::attention, model::FfnKind::dense, false}, false);
+  const auto p = sim::profile_module(g, sim::CheckpointSet{});
+  // Full-sequence activation [1024, 4096] bf16; a 2-rank ring moves half of it per collective.
+  const double act = 1024.0 * 4096 * 2, ring = 0.5;
+  // Forward: all-gather before linear_qkv and linear_fc1, reduce-scatter after linear_proj and
+  // linear_fc2. Backward: the column linears re-gather their input and reduce-scatter the dgrad,
+  // the row linears all-gather the output gradient.
+  CHECK(p.forward_work.comm_bytes == Approx(4 * ring * act));
+  CHECK(p.forward_work.backward_comm_bytes == Approx((2 * 2 + 2 * 1) * ring * act));
+}

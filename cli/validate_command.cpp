@@ -1,5 +1,8 @@
 // peakcast validate [--corpus FILE]... [--json] [--max-median-error X --max-worst-error Y] [--cross-validate K]
+//                  [--time]
 // Measured vs predicted whole-run peak per record and per group; exit 1 when a bound is broken.
+// --time: forward-backward time per timed record, and whether each resolved pair of policies of
+// the same run has its predicted overhead in the measured order (exit 1 when one does not).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +16,7 @@
 #include "corpus_loading.hpp"
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
+#include "peakcast/calibration/time_validation.hpp"
 
 namespace peakcast::cli {
 
@@ -22,7 +26,49 @@ struct ValidateArgs {
   bool json = false;
   double max_median = -1, max_worst = -1;
   int cross_validate = 0;
+  bool time = false;
 };
+
+// --time: the step-time report.
+int report_time(const std::vector<calibration::Evaluation>& evals, bool json) {
+  nlohmann::json jr = nlohmann::json::array(), jp = nlohmann::json::array();
+  std::vector<double> errs;
+  if (!json) std::printf("%-48s %12s %12s %12s %8s\n", "record", "measured ms", "spread ms", "predicted ms", "error");
+  for (const auto& e : evals) {
+    const auto& m = e.record->measured;
+    if (!m.fwd_bwd_time_s || e.predicted_time.microbatches <= 0) continue;
+    const double pred = e.predicted_time.forward_backward_s, meas = *m.fwd_bwd_time_s;
+    const double err = (pred - meas) / meas;
+    errs.push_back(std::fabs(err));
+    jr.push_back({{"case", e.record->name}, {"measured_s", meas}, {"min_s", *m.fwd_bwd_time_min_s},
+                  {"max_s", *m.fwd_bwd_time_max_s}, {"predicted_s", pred}, {"relative_error", err}});
+    if (!json)
+      std::printf("%-48s %12.1f %12.1f %12.1f %+7.1f%%\n", e.record->name.c_str(), 1e3 * meas,
+                  1e3 * (*m.fwd_bwd_time_max_s - *m.fwd_bwd_time_min_s), 1e3 * pred, 100 * err);
+  }
+  int resolved = 0, agree = 0;
+  if (!json) std::printf("\n%-36s %-36s %11s %11s %10s  %s\n", "policy pair (same run)", "", "measured ms", "predicted ms", "spread ms", "order");
+  for (const auto& p : calibration::policy_pairs(evals)) {
+    const bool res = p.resolved();
+    resolved += res;
+    agree += res && p.order_agrees();
+    jp.push_back({{"a", p.a->record->name}, {"b", p.b->record->name}, {"measured_delta_s", p.measured_delta_s},
+                  {"predicted_delta_s", p.predicted_delta_s}, {"spread_s", p.spread_s}, {"resolved", res},
+                  {"order_agrees", p.order_agrees()}});
+    if (!json)
+      std::printf("%-36s %-36s %+11.1f %+11.1f %10.1f  %s\n", p.a->record->name.c_str(), p.b->record->name.c_str(),
+                  1e3 * p.measured_delta_s, 1e3 * p.predicted_delta_s, 1e3 * p.spread_s,
+                  !res ? "within noise" : (p.order_agrees() ? "agrees" : "DIFFERS"));
+  }
+  const auto s = calibration::error_stats(errs);
+  if (json)
+    std::cout << nlohmann::json{{"records", jr}, {"pairs", jp}, {"median", s.median}, {"p90", s.p90}, {"worst", s.worst},
+                                {"resolved_pairs", resolved}, {"order_agrees", agree}}.dump(2) << "\n";
+  else
+    std::printf("\nforward-backward time: %d records, median |error| %.1f %%, p90 %.1f %%, worst %.1f %%; "
+                "policy order agrees on %d of %d resolved pairs\n", s.n, 100 * s.median, 100 * s.p90, 100 * s.worst, agree, resolved);
+  return agree == resolved ? kExitOk : 1;
+}
 
 struct Row {
   const calibration::Evaluation* e;
@@ -40,10 +86,13 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--max-median-error", args->max_median, "Fail (status 1) if a group's median |relative error| exceeds this");
   sub->add_option("--max-worst-error", args->max_worst, "Fail (status 1) if a group's worst |relative error| exceeds this");
   sub->add_option("--cross-validate", args->cross_validate, "K-fold: fit framework_fixed on K-1 folds, predict the held-out fold");
+  sub->add_flag("--time", args->time,
+                "Step time instead of memory: forward-backward time per timed record and the policy order per run");
   return [args] {
     std::vector<calibration::Record> records;
     if (!read_corpus(args->corpus, records)) return kExitInvalidInput;
     const auto evals = calibration::evaluate_records(records);
+    if (args->time) return report_time(evals, args->json);
     const auto terms = calibration::stack_terms();
     // Fixed term per record: the shipped profile's for its stack, or the fold's own fit.
     std::vector<double> fixed(evals.size(), 0.0);

@@ -11,6 +11,7 @@
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/record.hpp"
 #include "peakcast/calibration/step_fit.hpp"
+#include "peakcast/calibration/time_validation.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
 
 using namespace peakcast;
@@ -27,46 +28,20 @@ const std::vector<Record>& timing_records() {
   return records;
 }
 
-// Runs that differ only in their recompute policy share a key (the spec without recompute keys,
-// and the measured rank).
-std::string run_key(const Record& r) {
-  auto j = nlohmann::json::parse(r.spec_json);
-  for (const char* k : {"recompute_granularity", "recompute_modules", "recompute_method", "recompute_num_layers"})
-    j["model"].erase(k);
-  return j.dump() + "/" + std::to_string(r.pp_rank.value_or(-1));
-}
-
 }  // namespace
 
 TEST_CASE("policy forward-backward overheads on the measured H200 runs come out in the measured order", "[calibration][time]") {
   const auto evals = evaluate_records(timing_records());
-  std::map<std::string, std::vector<const Evaluation*>> runs;
-  for (const auto& e : evals) {
-    if (!e.record->measured.fwd_bwd_time_s || e.predicted_time.microbatches <= 0) continue;
-    if (e.predicted_time.compute_s <= 0) continue;
-    runs[run_key(*e.record)].push_back(&e);
-  }
   int resolved = 0, agree = 0;
-  for (const auto& [key, es] : runs) {
-    for (std::size_t i = 0; i < es.size(); ++i) {
-      for (std::size_t j = i + 1; j < es.size(); ++j) {
-        const auto& a = es[i]->record->measured;
-        const auto& b = es[j]->record->measured;
-        // A pair is resolved when the medians differ by more than either run's own spread
-        // (slowest minus fastest steady iteration).
-        const double spread = std::max(*a.fwd_bwd_time_max_s - *a.fwd_bwd_time_min_s, *b.fwd_bwd_time_max_s - *b.fwd_bwd_time_min_s);
-        const double measured = *b.fwd_bwd_time_s - *a.fwd_bwd_time_s;
-        if (std::abs(measured) <= spread) continue;
-        ++resolved;
-        const double predicted = es[j]->predicted_time.forward_backward_s - es[i]->predicted_time.forward_backward_s;
-        INFO(es[i]->record->name << " vs " << es[j]->record->name << ": measured " << measured * 1e3 << " ms, predicted "
-                                 << predicted * 1e3 << " ms");
-        CHECK((measured > 0) == (predicted > 0));
-        if ((measured > 0) == (predicted > 0)) ++agree;
-      }
-    }
+  for (const auto& p : policy_pairs(evals)) {
+    if (!p.resolved()) continue;
+    ++resolved;
+    INFO(p.a->record->name << " vs " << p.b->record->name << ": measured " << p.measured_delta_s * 1e3 << " ms, predicted "
+                           << p.predicted_delta_s * 1e3 << " ms");
+    CHECK(p.order_agrees());
+    agree += p.order_agrees();
   }
-  // The corpus resolves the dense and MLA policies; the MoE runs are host-bound and too noisy.
+  // The corpus resolves the dense and MLA policies; the MoE runs are host-bound and noisy.
   CHECK(resolved >= 10);
   CHECK(agree == resolved);
 }

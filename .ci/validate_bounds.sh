@@ -8,3 +8,7 @@ bin=${1:-build/cli/peakcast}
 tail -12 /tmp/peakcast_validate.txt
 "$bin" validate --cross-validate 5 --max-median-error 0.02 --max-worst-error 0.05 > /tmp/peakcast_validate_cv.txt
 tail -12 /tmp/peakcast_validate_cv.txt
+# Step time: every resolved pair of policies on the same run has its predicted overhead in the
+# measured order (exit 1 otherwise).
+"$bin" validate --time --corpus calibration/data/h200_timing.jsonl > /tmp/peakcast_validate_time.txt
+tail -1 /tmp/peakcast_validate_time.txt

@@ -23,9 +23,13 @@ std::uint32_t regions_bypassed_by_cuda_graphs(const model::RunSpec& spec, const 
   const bool whole = spec.model.cuda_graph_modules.empty();
   std::uint32_t bypass = 0;
   const bool attn = layer.mixer == model::MixerKind::attention || layer.mixer == model::MixerKind::mla;
+  // The bypass is tensor_parallel.checkpoint's (random.py:677). core_attn always uses it; mlp, moe
+  // and shared_experts use TE's checkpoint instead when FP8/FP4 is on (transformer_layer.py:868-887,
+  // moe_layer.py:510-522, :694-712), which has no such bypass.
+  const bool te_checkpoint = spec.model.fp8.has_value();  // the spec has no fp4 mode
   if (attn && (whole || scope_has(spec, "attn"))) bypass |= kCoreAttn;
-  if (layer.ffn == model::FfnKind::dense && (whole || scope_has(spec, "mlp"))) bypass |= kMlp;
-  if (layer.ffn == model::FfnKind::moe && (whole || scope_has(spec, "moe"))) bypass |= kMoe | kSharedExperts;
+  if (!te_checkpoint && layer.ffn == model::FfnKind::dense && (whole || scope_has(spec, "mlp"))) bypass |= kMlp;
+  if (!te_checkpoint && layer.ffn == model::FfnKind::moe && (whole || scope_has(spec, "moe"))) bypass |= kMoe | kSharedExperts;
   return bypass;
 }
 

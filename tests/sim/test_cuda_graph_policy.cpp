@@ -1,0 +1,42 @@
+// Checkpoints inside CUDA-graph scopes: tensor_parallel.checkpoint is bypassed while a graph is
+// captured (random.py:677); with FP8 the mlp/moe regions use TE's checkpoint, which is not.
+#include <catch2/catch.hpp>
+
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/validate.hpp"
+#include "peakcast/sim/policy.hpp"
+#include "peakcast/sim/prediction.hpp"
+
+using namespace peakcast;
+
+namespace {
+model::RunSpec spec(const std::string& fp8, const std::string& modules) {
+  const std::string text = R"({
+    "model": {"preset": "llama3-8b", "num_layers": 4, "seq_length": 8192, "bf16": true,
+              "transformer_impl": "transformer_engine", )" + fp8 + R"(
+              "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["mlp"],
+              "recompute_granularity": "selective", "recompute_modules": )" + modules + R"(},
+    "train": {"micro_batch_size": 4, "global_batch_size": 4},
+    "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})";
+  auto r = model::parse_run_spec(text);
+  REQUIRE(r.spec);
+  REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));
+  return *r.spec;
+}
+const model::LayerSpec kDense{0, model::MixerKind::attention, model::FfnKind::dense, false};
+}  // namespace
+
+TEST_CASE("an mlp scope capture bypasses bf16 mlp recompute but not FP8's TE checkpoint", "[sim][cuda_graph]") {
+  const auto bf16 = spec("", R"(["mlp"])");
+  const auto fp8 = spec(R"("fp8": "hybrid", "fp8_recipe": "tensorwise",)", R"(["mlp"])");
+  CHECK((sim::regions_bypassed_by_cuda_graphs(bf16, kDense) & sim::kMlp) != 0);
+  CHECK((sim::regions_bypassed_by_cuda_graphs(fp8, kDense) & sim::kMlp) == 0);
+  // The attention scope is not captured here, so core_attn is never bypassed.
+  CHECK((sim::regions_bypassed_by_cuda_graphs(bf16, kDense) & sim::kCoreAttn) == 0);
+
+  // bf16: mlp recompute inside the captured scope changes nothing; FP8: it saves memory.
+  const auto none_bf16 = spec("", "[]");
+  const auto none_fp8 = spec(R"("fp8": "hybrid", "fp8_recipe": "tensorwise",)", "[]");
+  CHECK(sim::predict(bf16).max_peak_allocated == sim::predict(none_bf16).max_peak_allocated);
+  CHECK(sim::predict(fp8).max_peak_allocated < sim::predict(none_fp8).max_peak_allocated);
+}

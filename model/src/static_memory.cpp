@@ -25,6 +25,8 @@ constexpr std::int64_t kMxfp8BlockSize = 32;
 
 struct StageBuffers {
   std::vector<std::vector<DdpBuffer>> chunks;  // per model chunk, in chunk order
+  // With DistOpt: owned_elements of each buffer for every shard index, chunks[c][b][shard].
+  std::vector<std::vector<std::vector<std::int64_t>>> owned;
 };
 
 detail::DdpSettings ddp_settings(const RunSpec& spec, const Derived& d) {
@@ -54,7 +56,11 @@ StageBuffers stage_buffers(const PipelineStage& stage, const RunSpec& spec, cons
     if (stage.pp_rank > 0 || chunk.vpp_index > 0 || spec.optimizer.overlap_param_gather_with_optimizer_step) {
       s.bucket_size.reset();
     }
-    out.chunks.push_back(detail::ddp_buffers(detail::chunk_params(chunk, spec, d), s));
+    out.chunks.push_back(detail::ddp_buffers(detail::chunk_params(chunk, spec, d).tensors, s));
+    auto& owned = out.owned.emplace_back();
+    if (d.distributed_optimizer) {
+      for (const auto& b : out.chunks.back()) owned.push_back(detail::owned_elements_by_shard(b));
+    }
   }
   return out;
 }
@@ -114,11 +120,16 @@ StaticMemory shard_independent(const PipelineStage& stage, const StageBuffers& s
 // Optimizer state of the rank that owns shard (dense_shard, expert_shard) of every bucket.
 void add_optimizer_state(StaticMemory& mem, const StageBuffers& sb, const RunSpec& spec, const Derived& d,
                          std::int64_t dense_shard, std::int64_t expert_shard) {
-  for (const auto& chunk : sb.chunks) {
-    for (const auto& b : chunk) {
-      const std::int64_t owned = d.distributed_optimizer
-                                     ? detail::owned_elements(b, b.expert ? expert_shard : dense_shard)
-                                     : b.numel_unpadded;
+  for (std::size_t c = 0; c < sb.chunks.size(); ++c) {
+    for (std::size_t k = 0; k < sb.chunks[c].size(); ++k) {
+      const DdpBuffer& b = sb.chunks[c][k];
+      std::int64_t owned = b.numel_unpadded;
+      if (d.distributed_optimizer) {
+        const std::int64_t shard = b.expert ? expert_shard : dense_shard;
+        const auto& by_shard = sb.owned[c][k];
+        owned = shard >= 0 && static_cast<std::size_t>(shard) < by_shard.size() ? by_shard[static_cast<std::size_t>(shard)]
+                                                                               : detail::owned_elements(b, shard);
+      }
       const detail::OptimizerBytes ob = detail::optimizer_bytes(spec, d, b.param_dtype, b.grad_dtype);
       mem.main_params += Bytes{owned * ob.main_param};
       mem.optimizer_states += Bytes{owned * ob.states};

@@ -1,15 +1,29 @@
 // The parameters one rank registers for one model chunk, sharded by TP / EP / ETP.
+#include <map>
+#include <utility>
+
 #include "static_memory_internal.hpp"
 
 namespace peakcast::model::detail {
 
-ParamList chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Derived& d) {
+ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Derived& d) {
   const ModelSpec& m = spec.model;
   const Sharding s{d.tp, d.ep, d.etp};
   const bool tied = m.share_embeddings_and_output_weights;
   const bool has_mtp = chunk.mtp_layers > 0;
-  ParamList out;
-  auto append = [&out](ParamList more) { for (auto& t : more) out.push_back(std::move(t)); };
+  ChunkParams out;
+  auto append = [&out](ParamList more) {
+    const ParamList& kept = out.storage.emplace_back(std::move(more));
+    for (const auto& t : kept) out.tensors.push_back(&t);
+  };
+  // A layer's tensors depend only on its mixer and FFN kind (names carry no layer index), so
+  // layers of one kind share one list instead of building thousands of identical tensors.
+  std::map<std::pair<MixerKind, FfnKind>, const ParamList*> by_kind;
+  auto append_layer = [&](const LayerSpec& layer) {
+    const ParamList*& list = by_kind[{layer.mixer, layer.ffn}];
+    if (list == nullptr) list = &out.storage.emplace_back(layer_params(layer, m, d, s));
+    for (const auto& t : *list) out.tensors.push_back(&t);
+  };
 
   // The embedding lives on the pre-process chunk; an MTP chunk without it keeps a duplicate
   // (gpt_model.py:167-175). With PP > 1 and tied weights or MTP, the first-stage copy is marked
@@ -21,7 +35,7 @@ ParamList chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Deriv
     append(embedding_params(m, d, s, false));
   }
   for (const auto& layer : chunk.layers) {
-    if (!layer.is_mtp) append(layer_params(layer, m, d, s));
+    if (!layer.is_mtp) append_layer(layer);
   }
   if (chunk.has_final_norm) append(final_norm_params(m, "decoder.final_layernorm"));
   // MTP depths: wrapper, inner layers, final norm each (multi_token_prediction.py:897-1053).
@@ -32,7 +46,7 @@ ParamList chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Deriv
   for (std::int64_t depth = 0; depth < chunk.mtp_layers; ++depth) {
     append(mtp_wrapper_params(m, s));
     for (std::size_t i = 0; i < per_depth && next_mtp < mtp_layers.size(); ++i) {
-      append(layer_params(*mtp_layers[next_mtp++], m, d, s));
+      append_layer(*mtp_layers[next_mtp++]);
     }
     append(final_norm_params(m, "mtp.final_layernorm"));
   }

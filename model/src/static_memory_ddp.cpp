@@ -29,6 +29,7 @@ void distopt_layout(DdpBuffer& buf, const std::vector<const ParamTensor*>& param
   const std::int64_t div = bucket_divisor(buf.shard_count, s.pad_for_high_nccl_busbw);
   std::int64_t param_start = 0, bucket_start = 0, param_end = 0;
   bool bucket_has_params = false;
+  buf.params.reserve(params.size());
   auto finalize = [&](std::int64_t end) {
     const std::int64_t padded_end = round_up(end, div);
     buf.buckets.emplace_back(bucket_start, padded_end);
@@ -60,6 +61,7 @@ void distopt_layout(DdpBuffer& buf, const std::vector<const ParamTensor*>& param
 // bucket_size, no padding (param_and_grad_buffer.py:1127-1128 asserts numel == unpadded).
 void plain_layout(DdpBuffer& buf, const std::vector<const ParamTensor*>& params) {
   std::int64_t offset = 0;
+  buf.params.reserve(params.size());
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     buf.params.emplace_back(offset, offset + (*it)->numel);
     offset += (*it)->numel;
@@ -70,12 +72,13 @@ void plain_layout(DdpBuffer& buf, const std::vector<const ParamTensor*>& params)
 
 }  // namespace
 
-std::vector<DdpBuffer> ddp_buffers(const ParamList& params, const DdpSettings& s) {
+std::vector<DdpBuffer> ddp_buffers(const std::vector<const ParamTensor*>& params, const DdpSettings& s) {
   // Grouping key (param dtype, grad dtype, expert), param_and_grad_buffer.py:888-950. FP8 params
   // are stored as uint8; their grads use the high-precision ("fake") dtype.
   std::vector<DdpBuffer> buffers;
   std::vector<std::vector<const ParamTensor*>> members;
-  for (const auto& p : params) {
+  for (const ParamTensor* pp : params) {
+    const ParamTensor& p = *pp;
     const DType pdt = (s.fp8_params && p.gemm_weight) ? DType::uint8 : s.param_dtype;
     std::size_t k = 0;
     while (k < buffers.size() && !(buffers[k].param_dtype == pdt && buffers[k].expert == p.expert)) ++k;
@@ -88,7 +91,7 @@ std::vector<DdpBuffer> ddp_buffers(const ParamList& params, const DdpSettings& s
       buffers.push_back(b);
       members.emplace_back();
     }
-    members[k].push_back(&p);
+    members[k].push_back(pp);
     buffers[k].numel_unpadded += p.numel;
     if (p.gemm_weight) buffers[k].gemm_numel += p.numel;
   }
@@ -112,6 +115,43 @@ std::int64_t owned_elements(const DdpBuffer& buffer, std::int64_t shard_index) {
     for (; it != buffer.params.end() && it->first < hi; ++it) {
       owned += std::min(it->second, hi) - std::max(it->first, lo);
     }
+  }
+  return owned;
+}
+
+std::vector<std::int64_t> owned_elements_by_shard(const DdpBuffer& buffer) {
+  // Shard i of a bucket is [start + i * shard, start + (i + 1) * shard), as in owned_elements. A
+  // parameter's part inside a bucket adds its overlap to the first and last shard it touches and a
+  // whole shard to each one in between; the in-between runs go into a difference array, so a
+  // buffer costs O(parameters + buckets + shards) rather than buckets x shards.
+  const std::int64_t shards = std::max<std::int64_t>(buffer.shard_count, 1);
+  const auto n = static_cast<std::size_t>(shards);
+  std::vector<std::int64_t> owned(n, 0), whole(n + 1, 0);
+  for (const auto& [b_start, b_end] : buffer.buckets) {
+    const std::int64_t shard = (b_end - b_start) / shards;
+    if (shard <= 0) continue;
+    const std::int64_t covered_end = b_start + shard * shards;  // a remainder past the last shard is nobody's
+    auto it = std::partition_point(buffer.params.begin(), buffer.params.end(),
+                                   [b_start](const auto& p) { return p.second <= b_start; });
+    for (; it != buffer.params.end() && it->first < covered_end; ++it) {
+      const std::int64_t lo = std::max(it->first, b_start), hi = std::min(it->second, covered_end);
+      if (hi <= lo) continue;
+      const auto first = static_cast<std::size_t>((lo - b_start) / shard);
+      const auto last = static_cast<std::size_t>((hi - 1 - b_start) / shard);
+      if (first == last) {
+        owned[first] += hi - lo;
+        continue;
+      }
+      owned[first] += b_start + static_cast<std::int64_t>(first + 1) * shard - lo;
+      owned[last] += hi - (b_start + static_cast<std::int64_t>(last) * shard);
+      whole[first + 1] += shard;
+      whole[last] -= shard;
+    }
+  }
+  std::int64_t running = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    running += whole[i];
+    owned[i] += running;
   }
   return owned;
 }

@@ -2,6 +2,7 @@
 // Pieces of static_memory_per_rank: the parameters of one model chunk, the DDP buffers built from
 // them, and the optimizer's bytes per element.
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -13,8 +14,13 @@
 namespace peakcast::model::detail {
 
 // Parameters one rank holds for one model chunk, in GPTModel registration order (embedding,
-// decoder layers, final norm, MTP, output layer; gpt_model.py:167-286).
-ParamList chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Derived& d);
+// decoder layers, final norm, MTP, output layer; gpt_model.py:167-286). `tensors` point into
+// `storage`, where layers of the same kind share one list.
+struct ChunkParams {
+  std::deque<ParamList> storage;  // a deque: adding a list never moves the ones already pointed to
+  std::vector<const ParamTensor*> tensors;
+};
+ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Derived& d);
 
 // One contiguous _ParamAndGradBuffer (param_and_grad_buffer.py:1160-1196).
 struct DdpBuffer {
@@ -41,11 +47,13 @@ struct DdpSettings {
 };
 
 // Buffers of one chunk's DDP wrapper, in creation order (first appearance of each key).
-std::vector<DdpBuffer> ddp_buffers(const ParamList& params, const DdpSettings& settings);
+std::vector<DdpBuffer> ddp_buffers(const std::vector<const ParamTensor*>& params, const DdpSettings& settings);
 
 // Parameter elements (not padding) that shard `shard_index` of every bucket covers: what the
 // distributed optimizer keeps state for on that rank (distrib_optimizer.py:200-256).
 std::int64_t owned_elements(const DdpBuffer& buffer, std::int64_t shard_index);
+// owned_elements for every shard index 0 .. shard_count - 1 in one pass over the parameters.
+std::vector<std::int64_t> owned_elements_by_shard(const DdpBuffer& buffer);
 
 // Optimizer bytes per element it owns, and the step transients (§ optimizer rules in
 // static_memory_optimizer.cpp).

@@ -67,7 +67,8 @@ const GpuPreset* find_preset(const std::vector<GpuPreset>& presets, const std::s
 }  // namespace
 
 void fill_gpu(const json& gpu_value, GpuSpec& gpu, Diagnostics& out) {
-  const std::vector<GpuPreset> presets = gpu_presets();
+  // The shipped GPU files are compiled in: parse them once per process.
+  static const std::vector<GpuPreset> presets = gpu_presets();
   if (gpu_value.is_string()) {
     const std::string name = gpu_value.get<std::string>();
     if (const GpuPreset* p = find_preset(presets, name)) {

@@ -79,8 +79,15 @@ void apply_overrides(json& doc, const std::vector<std::string>& overrides, Diagn
       continue;
     }
 
+    // A bare word where the field takes one (cluster.gpu=h200-141gb) is a string. Checking with
+    // json::accept first saves the parse error (an exception) that would say the same thing.
+    std::optional<json> value;
     Diagnostics json_errors;
-    std::optional<json> value = parse_json_text(value_text, key, "--set " + key, json_errors);
+    if (accepts_bare_string(*field) && value_text.size() < 4096 && !json::accept(value_text)) {
+      value = json(value_text);
+    } else {
+      value = parse_json_text(value_text, key, "--set " + key, json_errors);
+    }
     if (!value) {
       if (accepts_bare_string(*field) && value_text.size() < 4096) {
         value = json(value_text);

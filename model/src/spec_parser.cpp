@@ -29,23 +29,27 @@ bool drop_offending_keys(json& doc, const Diagnostics& diagnostics) {
   return true;
 }
 
-ParseResult parse_unguarded(std::string_view json_text, const std::vector<std::string>& overrides) {
-  ParseResult result;
-  Diagnostics& out = result.diagnostics;
+// The first step: the text as a JSON object, or the errors that stop the parse there.
+std::optional<json> parse_text_unguarded(std::string_view json_text, Diagnostics& out) {
   if (!detail::schema_load_error().empty()) {
     out.push_back({Severity::error, "", "internal", "run-spec schema missing from the build: " + detail::schema_load_error()});
-    return result;
+    return std::nullopt;
   }
-
   std::optional<json> doc = detail::parse_json_text(json_text, "", "", out);
-  if (!doc) return result;
+  if (!doc) return std::nullopt;
   if (!doc->is_object()) {
     out.push_back({Severity::error, "", "spec_not_object",
                    "a run spec is a JSON object with sections model, train, optimizer, ddp, cluster; got " +
                        detail::json_kind(*doc)});
-    return result;
+    return std::nullopt;
   }
+  return doc;
+}
 
+// The remaining steps on the parsed text; `result.diagnostics` holds what the first step reported.
+ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, const std::vector<std::string>& overrides) {
+  Diagnostics& out = result.diagnostics;
+  if (!doc) return result;
   detail::apply_overrides(*doc, overrides, out);
   const std::set<std::string> preset_keys = detail::apply_model_preset(*doc, out);
   detail::resolve_aliases(*doc, preset_keys, out);
@@ -73,12 +77,11 @@ ParseResult parse_unguarded(std::string_view json_text, const std::vector<std::s
   return result;
 }
 
-}  // namespace
-
-ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::string>& overrides) {
-  // The steps do not throw by design; this guard keeps a missed case (or bad_alloc) inside the library.
+// The steps do not throw by design; this guard keeps a missed case (or bad_alloc) inside the library.
+template <typename F>
+ParseResult guarded(F&& steps) {
   try {
-    return parse_unguarded(json_text, overrides);
+    return steps();
   } catch (const std::exception& e) {
     ParseResult r;
     r.diagnostics.push_back({Severity::error, "", "internal", std::string("run spec could not be read: ") + e.what()});
@@ -88,6 +91,40 @@ ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::st
     r.diagnostics.push_back({Severity::error, "", "internal", "run spec could not be read"});
     return r;
   }
+}
+
+}  // namespace
+
+ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::string>& overrides) {
+  return guarded([&] {
+    ParseResult result;
+    std::optional<json> doc = parse_text_unguarded(json_text, result.diagnostics);
+    return parse_doc_unguarded(std::move(result), std::move(doc), overrides);
+  });
+}
+
+struct SpecText::Parsed {
+  std::optional<json> doc;   // nullopt when the text itself was rejected
+  Diagnostics diagnostics;   // what reading the text reported
+};
+
+SpecText::SpecText(std::string_view json_text) {
+  auto parsed = std::make_shared<Parsed>();
+  const ParseResult r = guarded([&] {
+    ParseResult out;
+    parsed->doc = parse_text_unguarded(json_text, out.diagnostics);
+    return out;
+  });
+  parsed->diagnostics = r.diagnostics;
+  parsed_ = std::move(parsed);
+}
+
+ParseResult SpecText::parse(const std::vector<std::string>& overrides) const {
+  return guarded([&] {
+    ParseResult result;
+    result.diagnostics = parsed_->diagnostics;
+    return parse_doc_unguarded(std::move(result), parsed_->doc, overrides);
+  });
 }
 
 std::string_view default_run_spec_text() {

@@ -1,4 +1,7 @@
 // model.preset: a shipped model (configs/models/<name>.json) under the file's own model keys.
+#include <map>
+#include <mutex>
+
 #include "peakcast/model/embedded_configs.hpp"
 #include "spec_parser_detail.hpp"
 #include "spec_suggest.hpp"
@@ -16,6 +19,21 @@ std::vector<std::string> available_presets() {
     if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0) names.push_back(n.substr(0, n.size() - 5));
   }
   return names;
+}
+
+// The shipped preset files are compiled in and never change, so each is parsed once per process
+// (sweeps and rankings read the same preset for every point). Entries are never modified after
+// insertion, so the reference stays valid and may be read without the lock.
+const std::optional<json>& parsed_preset(const std::string& name, std::string_view text) {
+  static std::mutex mutex;
+  static std::map<std::string, std::optional<json>> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(name);
+  if (it == cache.end()) {
+    Diagnostics preset_errors;
+    it = cache.emplace(name, parse_json_text(text, "model.preset", "configs/models/" + name + ".json", preset_errors)).first;
+  }
+  return it->second;
 }
 
 }  // namespace
@@ -40,14 +58,13 @@ std::set<std::string> apply_model_preset(json& doc, Diagnostics& out) {
     out.push_back({Severity::error, "model.preset", "unknown_preset", msg});
     return from_preset;
   }
-  Diagnostics preset_errors;
-  std::optional<json> preset = parse_json_text(*text, "model.preset", "configs/models/" + name + ".json", preset_errors);
-  if (!preset || !preset->is_object() || !preset->contains("model") || !(*preset)["model"].is_object()) {
+  const std::optional<json>& preset = parsed_preset(name, *text);
+  if (!preset || !preset->is_object() || !preset->contains("model") || !preset->at("model").is_object()) {
     out.push_back({Severity::error, "model.preset", "bad_preset",
                    "shipped preset configs/models/" + name + ".json has no \"model\" object (a packaging bug)"});
     return from_preset;
   }
-  for (const auto& [key, value] : (*preset)["model"].items()) {
+  for (const auto& [key, value] : preset->at("model").items()) {
     if (key == "preset") continue;
     if (!model.contains(key)) {
       model[key] = value;

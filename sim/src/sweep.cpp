@@ -19,7 +19,7 @@ std::string first_error(const model::Diagnostics& diags) {
   return {};
 }
 
-SweepPoint evaluate_point(std::string_view spec_text, const std::vector<std::string>& base_overrides,
+SweepPoint evaluate_point(const model::SpecText& spec_text, const std::vector<std::string>& base_overrides,
                           const std::vector<SweepAxis>& axes, std::size_t index, const SweepOptions& options) {
   SweepPoint pt;
   pt.values.resize(axes.size());
@@ -32,7 +32,7 @@ SweepPoint evaluate_point(std::string_view spec_text, const std::vector<std::str
   }
   for (std::size_t a = 0; a < axes.size(); ++a) overrides.push_back(axes[a].key + "=" + pt.values[a]);
   try {
-    const model::ParseResult parsed = model::parse_run_spec(spec_text, overrides);
+    const model::ParseResult parsed = spec_text.parse(overrides);
     pt.error = first_error(parsed.diagnostics);
     if (!parsed.spec || !pt.error.empty()) {
       if (pt.error.empty()) pt.error = "the spec did not parse";
@@ -71,10 +71,13 @@ SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>
   result.axes = axes;
   const std::size_t total = sweep_size(axes);
   result.points.resize(total);
+  // The text is read once; each point applies its overrides to the read document, which gives what
+  // parse_run_spec(spec_text, overrides) gives.
+  const model::SpecText text(spec_text);
   std::atomic<std::size_t> next{0}, done{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < total; i = next++) {
-      result.points[i] = evaluate_point(spec_text, base_overrides, axes, i, options);
+      result.points[i] = evaluate_point(text, base_overrides, axes, i, options);
       ++done;
     }
   };

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/validate.hpp"
 #include "peakcast/sim/sweep.hpp"
 
 using namespace peakcast;
@@ -75,4 +76,55 @@ TEST_CASE("sweep budget overrides the GPU capacity") {
   REQUIRE(r.points.size() == 1);
   CHECK(r.points[0].limit == Bytes{1'000'000'000});
   CHECK_FALSE(r.points[0].fits);
+}
+
+namespace {
+
+std::string describe(const model::ParseResult& r) {
+  std::string s = r.spec ? "spec;" : "no spec;";
+  s += r.partial ? "partial;" : "";
+  for (const auto& d : r.diagnostics)
+    s += std::to_string(static_cast<int>(d.severity)) + "|" + d.path + "|" + d.rule + "|" + d.message + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("SpecText: the text read once parses like parse_run_spec for every override set") {
+  const std::string text(model::default_run_spec_text());
+  const model::SpecText once(text);
+  const std::vector<std::vector<std::string>> sets = {
+      {},
+      {"model.seq_length=8192", "cluster.gpu=h200-141gb"},       // a bare word where a string is taken
+      {"cluster.gpu=\"b200\"", "model.recompute_modules=[\"moe_act\"]"},
+      {"model.recompute_modules=[\"not_a_tag\"]"},                // a value error
+      {"model.seq_lenght=4096"},                                  // an unknown key
+      {"model.seq_length=\"long\""},                              // a wrong type
+      {"model.seq_length=[1,"},                                   // not JSON, no bare strings here
+      {"cluster.gpu=no-such-gpu"},
+      {"model.preset=llama3-8b", "model.expert_model_parallel_size=1"},  // another preset
+      {"model.tensor_model_parallel_size=3"},                     // parses; validation rejects it
+  };
+  for (const auto& overrides : sets) {
+    const auto a = model::parse_run_spec(text, overrides);
+    const auto b = once.parse(overrides);
+    CHECK(describe(a) == describe(b));
+    if (a.spec && b.spec) {
+      CHECK(a.spec->model.seq_length == b.spec->model.seq_length);
+      CHECK(a.spec->cluster.gpu.memory_bytes == b.spec->cluster.gpu.memory_bytes);
+      const auto errors = model::validate(*a.spec);
+      CHECK(errors.size() == model::validate(*b.spec).size());
+      if (!model::has_errors(errors))
+        CHECK(sim::predict(*a.spec).max_peak_allocated == sim::predict(*b.spec).max_peak_allocated);
+    }
+  }
+  // Parsing never changes what was read: the first override set again gives the same answer.
+  CHECK(describe(once.parse({})) == describe(model::parse_run_spec(text)));
+
+  // A text that is not a spec gives the same errors either way, for every call.
+  for (const std::string bad : {"", "[1, 2]", "{\"model\": {\"seq_length\": 1, \"seq_length\": 2}}", "{\"model\": "}) {
+    const model::SpecText t(bad);
+    CHECK(describe(t.parse({"model.seq_length=4096"})) == describe(model::parse_run_spec(bad, {"model.seq_length=4096"})));
+    CHECK_FALSE(t.parse().spec);
+  }
 }

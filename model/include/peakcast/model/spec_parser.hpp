@@ -2,6 +2,7 @@
 // Run spec text -> RunSpec. Strict: unknown keys, wrong types and out-of-range values are
 // diagnostics with their key path; nothing is silently defaulted except keys left out, which take
 // the pinned Megatron Core / Bridge defaults. `model.preset` loads a shipped model first.
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,19 @@ struct ParseResult {
 
 // `overrides` are "section.key=JSON" strings from --set; they apply after the file and preset.
 ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::string>& overrides = {});
+
+// A spec text read once and parsed many times with different overrides (what a sweep does):
+// SpecText(text).parse(overrides) gives exactly what parse_run_spec(text, overrides) gives, without
+// reading the text again for each call. Copies share the read text; parse() may run concurrently.
+class SpecText {
+ public:
+  explicit SpecText(std::string_view json_text);
+  ParseResult parse(const std::vector<std::string>& overrides = {}) const;
+
+ private:
+  struct Parsed;
+  std::shared_ptr<const Parsed> parsed_;
+};
 
 // The embedded default: the seed's Moonlight 16B study on 8 x H100 80GB.
 std::string_view default_run_spec_text();

@@ -65,6 +65,13 @@ for base, pols in policy_cases.items():
     for pol, s in pols:
         cases.append({"name": f"timing_tiny_{base}_{pol}", "group": "timing_tiny", "base": base,
                       "set": dict(tiny[base], **s), "iterations": ITER})
+# The full-size MoE runs are host-bound and vary by tens of ms between iterations: measured
+# again one case at a time on one GPU, sixteen iterations each (group "timing_moe_serial";
+# device_timing_moe.sh), replacing their eight-iteration runs in the committed corpus.
+for base in ("moonlight4", "moe_gqa", "moe_gqa_shared"):
+    for pol, s in policy_cases[base]:
+        cases.append({"name": f"timing_serial_{base}_{pol}", "group": "timing_moe_serial", "base": base,
+                      "set": dict(s), "iterations": 16})
 multi = [("tp2sp_gqa8b_none", "gqa8b", dict(mc.tp2sp)),
          ("tp2sp_gqa8b_core_attn", "gqa8b", dict(mc.tp2sp, **mc.sel("core_attn"))),
          ("ep2_moonlight4_none", "moonlight4", dict(mc.ep2)),

@@ -53,8 +53,8 @@ void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
   }
   for (const auto& c : r.candidates)
     if (c.choice.cpu_offloading) {
-      os << "note: CPU offloading candidates are listed as Megatron accepts them; the simulator does not model the "
-            "offload yet, so their peaks equal the no-recompute run\n";
+      os << "note: CPU offloading candidates keep the saved activations of their N layers in host memory; their "
+            "'replay' time is the copy out and back over PCIe Gen5 (63 GB/s), counted without overlap\n";
       break;
     }
   if (!r.rejected.empty()) {

@@ -1,7 +1,8 @@
 // Benchmarks of the three user-facing workloads (figures in docs/ranking-and-sweeps.md):
 //   predict: DeepSeek-V3 on 1024 GPUs, TP2 PP8 VPP4 EP64, seq 4096, MBS 1, GBS 16384
 //   rank:    every recompute candidate of that run
-//   sweep:   51,200 Moonlight 16B configurations (seq x MBS x TP x EP x GPUs x GPU type x recompute)
+//   sweep:   51,200 Moonlight 16B configurations (seq x MBS x TP x EP x GPUs x GPU type x recompute),
+//            and 102,400 with GBS 1024 and 4096 (the 100,000-configuration target)
 #include <benchmark/benchmark.h>
 
 #include <stdexcept>
@@ -67,7 +68,9 @@ void BM_rank_deepseek_v3(benchmark::State& state) {
 }
 BENCHMARK(BM_rank_deepseek_v3)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
-std::vector<sim::SweepAxis> sweep_axes(bool full) {
+// size 0: the first three axes (80 points); 1: all seven (51,200); 2: those under GBS 1024 and 4096
+// (102,400; the first half is size 1's sweep).
+std::vector<sim::SweepAxis> sweep_axes(std::int64_t size) {
   std::vector<sim::SweepAxis> axes = {
       {"model.seq_length", {"1024", "2048", "4096", "8192", "16384"}},
       {"train.micro_batch_size", {"1", "2", "4", "8"}},
@@ -78,13 +81,14 @@ std::vector<sim::SweepAxis> sweep_axes(bool full) {
       {"model.recompute_modules",
        {"[]", "[\"core_attn\"]", "[\"moe_act\"]", "[\"layernorm\"]", "[\"moe\"]", "[\"mla_up_proj\"]",
         "[\"moe_act\",\"layernorm\"]", "[\"mla_up_proj\",\"moe_act\",\"layernorm\"]"}}};
-  if (!full) axes.resize(3);
+  if (size == 0) axes.resize(3);
+  if (size == 2) axes.insert(axes.begin(), sim::SweepAxis{"train.global_batch_size", {"1024", "4096"}});
   return axes;
 }
 
 void BM_sweep_moonlight(benchmark::State& state) {
   const std::string text(model::default_run_spec_text());
-  const auto axes = sweep_axes(state.range(0) != 0);
+  const auto axes = sweep_axes(state.range(0));
   sim::SweepOptions opt;
   opt.threads = static_cast<unsigned>(state.range(1));
   std::size_t points = 0, invalid = 0;
@@ -96,9 +100,9 @@ void BM_sweep_moonlight(benchmark::State& state) {
   state.counters["points"] = static_cast<double>(points);
   state.counters["invalid"] = static_cast<double>(invalid);
 }
-// Arg 0: the 80-point slice (quick); arg 1: all 51,200 points. Second arg: threads.
+// Arg 0: the 80-point slice (quick); 1: all 51,200 points; 2: 102,400 points. Second arg: threads.
 BENCHMARK(BM_sweep_moonlight)->Args({0, 1})->Args({0, 2})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_sweep_moonlight)->Args({1, 2})->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_sweep_moonlight)->Args({1, 2})->Args({2, 2})->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace
 

@@ -102,7 +102,8 @@ Runner add_calibrate_command(CLI::App& app) {
       const auto sf = calibration::fit_step_terms(tev, g.hbm_bandwidth_gbps * 1e9, g.nvlink_bandwidth_gbps * 1e9 / 2.0);
       std::cerr << "step terms: host " << sf.host_forward_s_per_call * 1e6 << " us/forward call, "
                 << sf.host_backward_s_per_call * 1e6 << " us/backward call, " << sf.host_s_per_microbatch * 1e3
-                << " ms/micro-batch (" << sf.host_records << " records); comm efficiency " << sf.comm_efficiency << " ("
+                << " ms/micro-batch, " << sf.host_s_per_checkpoint * 1e3 << " ms/checkpoint call (" << sf.host_records << " records); GPU time scale " << sf.gpu_time_scale << " (" << sf.gpu_records
+                << "); comm efficiency " << sf.comm_efficiency << " ("
                 << sf.comm_records << "); optimizer HBM efficiency " << sf.optimizer_memory_efficiency << " ("
                 << sf.optimizer_records << ")\n";
       for (const auto& n : sf.notes) std::cerr << "  " << n << "\n";

@@ -72,6 +72,19 @@ for base in ("moonlight4", "moe_gqa", "moe_gqa_shared"):
     for pol, s in policy_cases[base]:
         cases.append({"name": f"timing_serial_{base}_{pol}", "group": "timing_moe_serial", "base": base,
                       "set": dict(s), "iterations": 16})
+# Checkpoint-region host cost: shrunk 16-layer models where each policy adds 32 regions per
+# iteration (2 micro-batches), twenty iterations, one case at a time (device_timing_regions.sh).
+region_cases = {
+    "gqa8b": [("none", {}), ("core_attn", mc.sel("core_attn")), ("mlp", mc.sel("mlp")),
+              ("core_attn_mlp", mc.sel("core_attn", "mlp")), ("full_uniform_1", mc.full("uniform", 1)),
+              ("full_uniform_4", mc.full("uniform", 4)), ("full_block_8", mc.full("block", 8))],
+    "mla_noq": [("none", {}), ("core_attn", mc.sel("core_attn")), ("mla_up_proj", mc.sel("mla_up_proj")),
+                ("mla_up_proj_core_attn", mc.sel("mla_up_proj", "core_attn"))],
+}
+for base, pols in region_cases.items():
+    for pol, s in pols:
+        cases.append({"name": f"timing_regions_{base}_{pol}", "group": "timing_regions", "base": base,
+                      "set": dict(tiny[base], **{"model.num_layers": 16}, **s), "iterations": 20})
 multi = [("tp2sp_gqa8b_none", "gqa8b", dict(mc.tp2sp)),
          ("tp2sp_gqa8b_core_attn", "gqa8b", dict(mc.tp2sp, **mc.sel("core_attn"))),
          ("ep2_moonlight4_none", "moonlight4", dict(mc.ep2)),

@@ -35,7 +35,9 @@ FittedConstants load_fitted_constants(const std::string& name, const std::string
     c.host_forward_s_per_call = st.value("host_forward_s_per_call", 0.0);
     c.host_backward_s_per_call = st.value("host_backward_s_per_call", 0.0);
     c.host_s_per_microbatch = st.value("host_s_per_microbatch", 0.0);
+    c.host_s_per_checkpoint = st.value("host_s_per_checkpoint", 0.0);
     c.comm_efficiency = st.value("comm_efficiency", 0.0);
+    c.gpu_time_scale = st.value("gpu_time_scale", 1.0);
     c.optimizer_memory_efficiency = st.value("optimizer_memory_efficiency", 0.0);
   }
   return c;

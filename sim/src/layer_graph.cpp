@@ -1,6 +1,7 @@
 #include "peakcast/sim/layer_graph.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -127,6 +128,7 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
   const std::int64_t forward_start = live;
   std::int64_t peak = live;
   const std::uint32_t recompute_regions = ckpt.keep_inputs | ckpt.discard_output;
+  std::uint32_t regions_seen = 0;
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
     const OpNode& op = g.ops[i];
     for (int t : op.outputs) if (!alive[t]) { alive[t] = true; live += g.tensors[t].bytes.value; }
@@ -144,6 +146,7 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
       w.backward_comm_bytes += op.backward_comm_bytes;
     };
     add_work(p.forward_work);
+    regions_seen |= op.regions & recompute_regions;
     if (ckpt.whole_module || in_region(op, recompute_regions)) {
       p.replay_flops += op.forward_flops;
       p.replay_bytes_moved += op.forward_bytes_moved;
@@ -155,6 +158,9 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
     }
     if (trace) sim.events.push_back({op.name, false, Bytes{live - forward_start}});
   }
+  // One checkpoint call per active region of the module (each region is one wrapper in Megatron's
+  // code; the two layernorms are two regions), one for a fully recomputed module.
+  p.replay_work.checkpoint_regions = ckpt.whole_module ? 1.0 : static_cast<double>(std::popcount(regions_seen));
   p.forward_peak_excess = Bytes{peak - forward_start};
   for (std::size_t t = 0; t < nt; ++t) {
     if (lt.held[t]) p.held += g.tensors[t].bytes;

@@ -43,7 +43,7 @@ std::string to_json(const Prediction& p, bool with_timeline) {
     x["time"] = {{"forward_backward_s", r.time.forward_backward_s}, {"grad_sync_s", r.time.grad_sync_s},
                  {"optimizer_s", r.time.optimizer_s}, {"compute_s", r.time.compute_s},
                  {"host_forward_calls", r.time.host_forward_calls}, {"host_backward_calls", r.time.host_backward_calls},
-                 {"comm_wire_bytes", r.time.comm_wire_bytes}, {"optimizer_touched_bytes", r.time.optimizer_touched_bytes}};
+                 {"comm_wire_bytes", r.time.comm_wire_bytes}, {"checkpoint_regions", r.time.checkpoint_regions}, {"optimizer_touched_bytes", r.time.optimizer_touched_bytes}};
     if (with_timeline) {
       nlohmann::json events = nlohmann::json::array();
       for (const auto& e : r.timeline) {

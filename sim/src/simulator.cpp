@@ -121,6 +121,7 @@ Segment group_segment(ProfileCache& cache, const std::vector<const LayerGraph*>&
     s.replay_flops += p.forward_flops;
   }
   s.replay_work = s.forward_work;
+  s.replay_work.checkpoint_regions = 1;  // one checkpoint call replays the whole group
   s.input_bytes = s.parts.front().input_bytes;
   s.output_bytes = cached_profile(cache, *graphs.back(), none).output_bytes;
   s.input_held = true;
@@ -481,7 +482,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     }
     // Work and time per iteration on this rank.
     double fwd_s = 0, bwd_s = 0, replay_s = 0, replay_flops = 0;
-    double host_fwd_calls = 0, host_bwd_calls = 0, gpu_s = 0, wire = 0;
+    double host_fwd_calls = 0, host_bwd_calls = 0, gpu_s = 0, wire = 0, regions = 0;
     for (const auto& cm : chunks) {
       for (const auto& s : cm.segments) {
         const double f = time.seconds(s.forward_work);
@@ -489,6 +490,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
         bwd_s += time.backward_seconds(s.forward_work);
         replay_s += time.seconds(s.replay_work);
         host_fwd_calls += s.forward_work.host_calls + s.replay_work.host_calls;
+        regions += s.replay_work.checkpoint_regions;
         host_bwd_calls += s.forward_work.host_calls;
         wire += s.forward_work.comm_bytes + s.forward_work.backward_comm_bytes + s.replay_work.comm_bytes;
         gpu_s += time.compute_seconds(s.forward_work) + time.backward_compute_seconds(s.forward_work) +
@@ -508,6 +510,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     rp.time.microbatches = m;
     rp.time.host_forward_calls = host_fwd_calls * m;
     rp.time.host_backward_calls = host_bwd_calls * m;
+    rp.time.checkpoint_regions = regions * m;
     rp.time.compute_s = gpu_s * m;
     rp.time.comm_wire_bytes = wire * m;
     rp.time.optimizer_touched_bytes = optimizer_touched_bytes(sm);

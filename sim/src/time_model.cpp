@@ -19,8 +19,10 @@ TimeModel::TimeModel(const model::GpuSpec& gpu, const FittedConstants& f) {
   link_bytes_per_s_ = gpu.nvlink_bandwidth_gbps * 1e9 / 2.0 * f.comm_efficiency;
   optimizer_bytes_per_s_ = gpu.hbm_bandwidth_gbps * 1e9 * f.optimizer_memory_efficiency;
   host_forward_s_ = f.host_forward_s_per_call;
+  gpu_scale_ = f.gpu_time_scale > 0 ? f.gpu_time_scale : 1.0;
   host_backward_s_ = f.host_backward_s_per_call;
   host_microbatch_s_ = f.host_s_per_microbatch;
+  host_checkpoint_s_ = f.host_s_per_checkpoint;
 }
 
 double TimeModel::compute_seconds(const ModuleProfile::Work& w) const {
@@ -44,13 +46,13 @@ double TimeModel::comm_seconds(double wire_bytes) const {
 }
 
 double TimeModel::seconds(const ModuleProfile::Work& w) const {
-  const double gpu = compute_seconds(w) + comm_seconds(w.comm_bytes);
-  const double host = w.host_calls * host_forward_s_;
+  const double gpu = gpu_scale_ * compute_seconds(w) + comm_seconds(w.comm_bytes);
+  const double host = w.host_calls * host_forward_s_ + w.checkpoint_regions * host_checkpoint_s_;
   return w.host_syncs > 0 ? gpu + host : std::max(gpu, host);
 }
 
 double TimeModel::backward_seconds(const ModuleProfile::Work& w) const {
-  const double gpu = backward_compute_seconds(w) + comm_seconds(w.backward_comm_bytes);
+  const double gpu = gpu_scale_ * backward_compute_seconds(w) + comm_seconds(w.backward_comm_bytes);
   return std::max(gpu, w.host_calls * host_backward_s_);
 }
 

@@ -70,5 +70,14 @@ TEST_CASE("step terms fitted on the timing corpus stay within physical bounds", 
   CHECK(shipped.host_forward_s_per_call == Approx(f.host_forward_s_per_call).epsilon(1e-6));
   CHECK(shipped.host_backward_s_per_call == Approx(f.host_backward_s_per_call).epsilon(1e-6));
   CHECK(shipped.comm_efficiency == Approx(f.comm_efficiency).epsilon(1e-6));
+  CHECK(shipped.host_s_per_checkpoint == Approx(f.host_s_per_checkpoint).epsilon(1e-6));
+  CHECK(shipped.gpu_time_scale == Approx(f.gpu_time_scale).epsilon(1e-6));
+  // A checkpoint call costs more than one op call and less than 10 ms; Megatron's kernels are not
+  // faster than the microbenchmark's, and not several times slower.
+  CHECK(f.host_s_per_checkpoint > f.host_forward_s_per_call);
+  CHECK(f.host_s_per_checkpoint < 10e-3);
+  CHECK(f.gpu_records >= 10);
+  CHECK(f.gpu_time_scale >= 1.0);
+  CHECK(f.gpu_time_scale < 1.5);
   CHECK(shipped.optimizer_memory_efficiency == Approx(f.optimizer_memory_efficiency).epsilon(1e-6));
 }

@@ -60,3 +60,16 @@ TEST_CASE("full recompute replays the whole layer forward; no policy replays not
   const double gemms = 2 * N * h * (q + 2 * kv) + 2 * N * q * h + 2 * N * h * 2 * F + 2 * N * F * h;
   CHECK(p.forward_work.gemm_flops == Approx(gemms));
 }
+
+TEST_CASE("each active checkpoint region is one checkpoint call; full recompute is one per module", "[sim][replay]") {
+  const DenseLayer l = dense_layer();
+  sim::CheckpointSet ck;
+  ck.keep_inputs = sim::kCoreAttn | sim::kMlp;
+  CHECK(sim::profile_module(l.graph, ck).replay_work.checkpoint_regions == 2);
+  ck.keep_inputs = sim::kCoreAttn;
+  CHECK(sim::profile_module(l.graph, ck).replay_work.checkpoint_regions == 1);
+  sim::CheckpointSet whole;
+  whole.whole_module = true;
+  CHECK(sim::profile_module(l.graph, whole).replay_work.checkpoint_regions == 1);
+  CHECK(sim::profile_module(l.graph, sim::CheckpointSet{}).replay_work.checkpoint_regions == 0);
+}

@@ -12,7 +12,10 @@ namespace peakcast::calibration {
 
 struct StepFit {
   double host_forward_s_per_call = 0, host_backward_s_per_call = 0, host_s_per_microbatch = 0;
+  double host_s_per_checkpoint = 0;
   int host_records = 0;
+  double gpu_time_scale = 1;  // Megatron's kernels against the microbenchmark's, GPU-bound runs
+  int gpu_records = 0;
   double comm_efficiency = 0;
   int comm_records = 0;
   double optimizer_memory_efficiency = 0;
@@ -21,7 +24,7 @@ struct StepFit {
 };
 
 // Host terms: relative least squares of measured forward-backward time = calls_fwd x a +
-// calls_bwd x b + micro-batches x c over the host-bound records (predicted GPU compute under 5 %
+// calls_bwd x b + micro-batches x c + checkpoint calls x d over the host-bound records (predicted GPU compute under 5 %
 // of the measured time, no collectives). Comm: records with collectives whose predicted GPU
 // compute exceeds their host time, solving measured - compute - host = wire / (link x eff).
 // Optimizer: least squares of measured step time = touched bytes / (eff x HBM).

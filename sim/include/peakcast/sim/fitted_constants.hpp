@@ -22,6 +22,9 @@ struct FittedConstants {
   double host_forward_s_per_call = 0;   // host cost of one forward op call (Python, autograd, launch)
   double host_backward_s_per_call = 0;  // host cost of its backward node
   double host_s_per_microbatch = 0;     // schedule, data and loss host work around each micro-batch
+  double host_s_per_checkpoint = 0;     // fixed host cost of one checkpoint call (wrapper, RNG states,
+                                        // the nested autograd backward), paid with its replay
+  double gpu_time_scale = 1;            // measured / microbenchmark-efficiency GPU time in Megatron runs
   double comm_efficiency = 0;           // fraction of one NVLink direction a TP/EP collective reaches
   double optimizer_memory_efficiency = 0;  // fraction of HBM bandwidth the optimizer step reaches
   // Spread of the fit, for prediction intervals (relative, one sigma).

@@ -66,6 +66,7 @@ struct RankPrediction {
     double host_forward_calls = 0, host_backward_calls = 0, compute_s = 0, comm_wire_bytes = 0;
     double optimizer_touched_bytes = 0;
     double microbatches = 0;
+    double checkpoint_regions = 0;  // checkpoint calls replayed per iteration
   } time;
   std::vector<TimelineEvent> timeline;  // filled only when asked for
   std::vector<ModuleSummary> modules;   // one entry per module of each chunk, per micro-batch

@@ -14,7 +14,7 @@ class TimeModel {
  public:
   TimeModel(const model::GpuSpec& gpu, const FittedConstants& fitted);
 
-  // GPU-only parts (no host term), for fits and the explain table.
+  // GPU-only parts at the microbenchmark's efficiencies (no host term, no in-situ scale), for fits.
   double compute_seconds(const ModuleProfile::Work& w) const;
   // Backward: dgrad + wgrad GEMMs (2x), attention backward (2.5x: recomputes the probabilities),
   // elementwise backward about the forward's traffic twice.
@@ -34,8 +34,8 @@ class TimeModel {
 
  private:
   double gemm_flops_per_s_ = 0, attention_flops_per_s_ = 0, bytes_per_s_ = 0;
-  double link_bytes_per_s_ = 0, optimizer_bytes_per_s_ = 0;
-  double host_forward_s_ = 0, host_backward_s_ = 0, host_microbatch_s_ = 0;
+  double link_bytes_per_s_ = 0, optimizer_bytes_per_s_ = 0, gpu_scale_ = 1;
+  double host_forward_s_ = 0, host_backward_s_ = 0, host_microbatch_s_ = 0, host_checkpoint_s_ = 0;
 };
 
 }  // namespace peakcast::sim

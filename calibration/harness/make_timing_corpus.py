@@ -67,13 +67,13 @@ for base, pols in policy_cases.items():
                       "set": dict(tiny[base], **s), "iterations": ITER})
 # The full-size MoE runs are host-bound and vary by tens of ms between iterations: measured
 # again one case at a time on one GPU, sixteen iterations each (group "timing_moe_serial";
-# device_timing_moe.sh), replacing their eight-iteration runs in the committed corpus.
+# device_timing_serial.sh timing_moe_serial), replacing their eight-iteration runs in the committed corpus.
 for base in ("moonlight4", "moe_gqa", "moe_gqa_shared"):
     for pol, s in policy_cases[base]:
         cases.append({"name": f"timing_serial_{base}_{pol}", "group": "timing_moe_serial", "base": base,
                       "set": dict(s), "iterations": 16})
 # Checkpoint-region host cost: shrunk 16-layer models where each policy adds 32 regions per
-# iteration (2 micro-batches), twenty iterations, one case at a time (device_timing_regions.sh).
+# iteration (2 micro-batches), twenty iterations, one case at a time (device_timing_serial.sh timing_regions).
 region_cases = {
     "gqa8b": [("none", {}), ("core_attn", mc.sel("core_attn")), ("mlp", mc.sel("mlp")),
               ("core_attn_mlp", mc.sel("core_attn", "mlp")), ("full_uniform_1", mc.full("uniform", 1)),

@@ -67,7 +67,8 @@ for base, pols in policy_cases.items():
                       "set": dict(tiny[base], **s), "iterations": ITER})
 # The full-size MoE runs are host-bound and vary by tens of ms between iterations: measured
 # again one case at a time on one GPU, sixteen iterations each (group "timing_moe_serial";
-# device_timing_serial.sh timing_moe_serial), replacing their eight-iteration runs in the committed corpus.
+# device_timing_serial.sh timing_moe_serial). They still spread by 80-210 ms, so their records are kept
+# apart in calibration/data/h200_timing_moe_serial.jsonl.
 for base in ("moonlight4", "moe_gqa", "moe_gqa_shared"):
     for pol, s in policy_cases[base]:
         cases.append({"name": f"timing_serial_{base}_{pol}", "group": "timing_moe_serial", "base": base,

@@ -1,4 +1,4 @@
-// peakcast rank SPEC [--budget-gb G] [--json] [--html FILE] [--set KEY=VALUE]...
+// peakcast rank SPEC [--budget-gb G] [--headroom-sigma K] [--json] [--html FILE] [--set KEY=VALUE]...
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -18,15 +18,22 @@ struct RankArgs {
   std::string spec;
   std::vector<std::string> sets;
   std::optional<double> budget_gb;
+  double headroom_sigma = 0;
   bool json = false;
   std::string html;
 };
 
 void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
   char line[512];
-  std::snprintf(line, sizeof line, "budget %.3f GB per GPU, %zu candidates evaluated, %zu rejected by Megatron\n\n",
+  std::snprintf(line, sizeof line, "budget %.3f GB per GPU, %zu candidates evaluated, %zu rejected by Megatron\n",
                 r.budget.gb(), r.candidates.size(), r.rejected.size());
   os << line;
+  if (r.headroom_sigma > 0) {
+    std::snprintf(line, sizeof line, "headroom: each peak raised by %.1f x the calibration's relative sigma before the check\n",
+                  r.headroom_sigma);
+    os << line;
+  }
+  os << "\n";
   std::snprintf(line, sizeof line, "%-4s %-48s %-7s %-10s %-10s %-10s %s\n", "#", "policy", "viable", "peak GB",
                 "replay s", "step s", "why not viable");
   os << line;
@@ -71,6 +78,8 @@ Runner add_rank_command(CLI::App& app) {
       "rank", "Every recompute policy Megatron accepts for the run, viable ones (within the budget) first");
   sub->add_option("spec", args->spec, "Run spec JSON")->required();
   sub->add_option("--budget-gb", args->budget_gb, "Memory budget per GPU in GB (10^9 bytes); default: the GPU capacity");
+  sub->add_option("--headroom-sigma", args->headroom_sigma,
+                  "Viable only if peak x (1 + K x the calibration's relative sigma) fits (K = 2: the OOM-safe bound); default 0");
   sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
   sub->add_flag("--json", args->json, "Print the schema_version 1 ranking object");
   sub->add_option("--html", args->html, "Write a self-contained HTML report to FILE");
@@ -84,7 +93,11 @@ Runner add_rank_command(CLI::App& app) {
     }
     const Bytes budget = args->budget_gb ? Bytes{static_cast<std::int64_t>(std::llround(*args->budget_gb * 1e9))}
                                          : spec->cluster.gpu.memory_bytes;
-    const sim::Ranking ranking = sim::rank_candidates(*spec, budget);
+    if (!(args->headroom_sigma >= 0 && std::isfinite(args->headroom_sigma))) {
+      std::cerr << "error: --headroom-sigma: must be a number >= 0\n";
+      return kExitInvalidInput;
+    }
+    const sim::Ranking ranking = sim::rank_candidates(*spec, budget, args->headroom_sigma);
     if (!args->html.empty() && !write_rank_html(args->html, *spec, ranking)) {
       std::cerr << "error: --html: cannot write " << args->html << "\n";
       return kExitInvalidInput;

@@ -1,6 +1,7 @@
 // rank_candidates(): evaluates every accepted candidate with one Predictor (shared graphs and
 // profiles), decides viability against the budget and orders the list.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -16,7 +17,7 @@ std::string gb_text(Bytes b) {
   return buf;
 }
 
-RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, Bytes budget) {
+RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, Bytes budget, double headroom_sigma) {
   const Prediction p = predictor.run(choice);
   RankedCandidate rc;
   rc.choice = choice;
@@ -26,13 +27,18 @@ RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, By
   rc.replay_time_s = p.replay_time_s;
   rc.step_time_s = p.step_time_s;
   const RankPrediction* worst = nullptr;
+  const double margin = headroom_sigma * p.peak_relative_sigma;
+  // A CUDA-graph pool keeps its captured tensors' memory reserved beside the allocated peak.
+  const auto need_of = [margin](const RankPrediction& r) {
+    return Bytes{static_cast<std::int64_t>(std::llround(static_cast<double>(r.peak_allocated.value) * (1.0 + margin)))} +
+           r.reserved_outside_allocated;
+  };
   for (const auto& r : p.ranks) {
     rc.rank_peaks.push_back(r.peak_allocated);
-    // A CUDA-graph pool keeps its captured tensors' memory reserved beside the allocated peak.
-    const Bytes need = r.peak_allocated + r.reserved_outside_allocated;
+    const Bytes need = need_of(r);
     if (need > budget) {
       ++rc.ranks_over_budget;
-      if (!worst || need > worst->peak_allocated + worst->reserved_outside_allocated) worst = &r;
+      if (!worst || need > need_of(*worst)) worst = &r;
     }
   }
   rc.viable = worst == nullptr;
@@ -40,10 +46,10 @@ RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, By
     rc.breaking_pp_rank = worst->rank.pp_rank;
     rc.breaking_phase = worst->peak_phase;
     rc.breaking_op = worst->peak_op;
-    rc.over_budget = worst->peak_allocated + worst->reserved_outside_allocated - budget;
+    rc.over_budget = need_of(*worst) - budget;
     rc.reason = "pp_rank " + std::to_string(worst->rank.pp_rank) + " peaks at " + gb_text(worst->peak_allocated) +
                 " GB in " + to_string(worst->peak_phase) + " (" + worst->peak_op + "), " + gb_text(rc.over_budget) +
-                " GB over the budget";
+                " GB over the budget" + (margin > 0 ? " with the headroom" : "");
     if (rc.ranks_over_budget > 1)
       rc.reason += "; " + std::to_string(rc.ranks_over_budget - 1) + " other rank(s) over it too";
   }
@@ -88,14 +94,15 @@ std::string why_tag_has_no_effect(model::RecomputeTag t) {
   return "the peak does not depend on it here";
 }
 
-Ranking rank_candidates(const model::RunSpec& spec, Bytes budget) {
+Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma) {
   Ranking out;
   out.budget = budget;
+  out.headroom_sigma = headroom_sigma;
   CandidateSet set = enumerate_candidates(spec);
   out.rejected = std::move(set.rejected);
   Predictor predictor(spec);
   out.candidates.reserve(set.accepted.size());
-  for (const auto& c : set.accepted) out.candidates.push_back(evaluate(predictor, c, budget));
+  for (const auto& c : set.accepted) out.candidates.push_back(evaluate(predictor, c, budget, headroom_sigma));
   note_ineffective_tags(out.candidates);
   std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
     if (a.viable != b.viable) return a.viable;

@@ -52,6 +52,7 @@ std::string to_json(const Ranking& r) {
   nlohmann::json j;
   j["schema_version"] = 1;
   j["budget_bytes"] = r.budget.value;
+  j["headroom_sigma"] = r.headroom_sigma;
   j["narrowest_viable"] = r.narrowest_viable ? candidate_json(r.candidates[*r.narrowest_viable]) : nlohmann::json(nullptr);
   nlohmann::json cands = nlohmann::json::array();
   for (const auto& c : r.candidates) cands.push_back(candidate_json(c));

@@ -393,6 +393,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
   Prediction out;
   out.capacity = spec.cluster.gpu.memory_bytes;
   out.calibration_profile = fitted.profile;
+  out.peak_relative_sigma = fitted.peak_relative_sigma;
   const bool hybrid = spec.model.hybrid_override_pattern.has_value();
   const Bytes global_buffer = global_memory_buffer_bytes(spec, d, builder.ctx);
   const Bytes fixed = global_buffer + fitted.cublas_workspace + fitted.framework_fixed;

@@ -177,3 +177,26 @@ TEST_CASE("seed: Nemotron 3 Nano on 80 GB H100 makes moe the narrowest viable bo
   std::cout << "nemotron narrowest viable: " << r.candidates[*r.narrowest_viable].label << "\n";
   CHECK(r.candidates[*r.narrowest_viable].choice.modules == std::vector<RecomputeTag>{RecomputeTag::moe});
 }
+
+TEST_CASE("headroom raises each peak by K sigma before the budget check") {
+  const model::RunSpec spec = parse(kLlama);
+  const auto sigma = sim::predict(spec).peak_relative_sigma;
+  REQUIRE(sigma > 0);
+  // A budget 1.5 sigma above the no-recompute peak: it fits with K = 1, not with K = 2.
+  const auto plain = sim::rank_candidates(spec, Bytes{1'000'000'000'000});
+  const auto none = std::find_if(plain.candidates.begin(), plain.candidates.end(), [](const sim::RankedCandidate& c) {
+    return c.choice.granularity == model::RecomputeGranularity::selective && c.choice.modules.empty();
+  });
+  REQUIRE(none != plain.candidates.end());
+  const Bytes budget{static_cast<std::int64_t>(static_cast<double>(none->max_peak.value) * (1.0 + 1.5 * sigma))};
+  const auto viable_none = [&](double k) {
+    const auto r = sim::rank_candidates(spec, budget, k);
+    for (const auto& c : r.candidates)
+      if (c.label == none->label) return c.viable;
+    FAIL("no-recompute candidate missing");
+    return false;
+  };
+  CHECK(viable_none(0.0));
+  CHECK(viable_none(1.0));
+  CHECK_FALSE(viable_none(2.0));
+}

@@ -82,6 +82,7 @@ struct Prediction {
   double replay_time_s = 0;  // busiest rank
   model::Diagnostics warnings;
   std::string calibration_profile;  // which profile supplied fitted constants
+  double peak_relative_sigma = 0;   // that profile's residual spread of the peak (one sigma, relative)
 };
 
 struct PredictOptions {

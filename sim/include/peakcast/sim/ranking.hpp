@@ -61,6 +61,7 @@ struct RankedCandidate {
 
 struct Ranking {
   Bytes budget;
+  double headroom_sigma = 0;  // a rank fits when peak x (1 + k x sigma) + graph pools <= budget
   std::vector<RankedCandidate> candidates;  // viable first by replay time, then peak; then the rest by peak
   std::vector<RejectedChoice> rejected;
   std::optional<std::size_t> narrowest_viable;  // index into candidates
@@ -69,7 +70,9 @@ struct Ranking {
 // Bytes within which two peaks count as equal for the "tag has no effect" note.
 inline constexpr Bytes kSamePeakTolerance{1'000'000};
 
-Ranking rank_candidates(const model::RunSpec& spec, Bytes budget);
+// headroom_sigma k: each rank's peak is raised by k times the calibration profile's relative
+// residual sigma before the budget check (k = 2 is the OOM-safe bound of docs/calibration.md).
+Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma = 0);
 
 // Why a tag can leave the peak unchanged, in a Megatron user's words.
 std::string why_tag_has_no_effect(model::RecomputeTag t);

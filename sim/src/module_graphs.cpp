@@ -296,7 +296,8 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
       // shared_experts.py pre_forward_comm) and run fc1 on the gathered copy, which fc1 saves.
       fc1_in = b.tensor("shared_experts.gathered_input", b.act(c.tokens, h));
       const double gathered = static_cast<double>(b.act(c.tokens, h).value) * (c.tp - 1) / c.tp;
-      b.op("shared_experts.all_gather", {.in = {ln}, .out = {fc1_in}, .region = region, .comm = gathered});
+      // A collective's time is its wire time (comm); its HBM traffic overlaps it, so no bytes_moved.
+      b.op("shared_experts.all_gather", {.in = {ln}, .out = {fc1_in}, .region = region, .bytes_moved = 0, .comm = gathered});
       ShapeContext no_sp = c;
       no_sp.sequence_parallel = false;
       GraphBuilder gb(g, no_sp, g.name + ".");
@@ -305,7 +306,8 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
       const int full = gb.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
       // The output is reduce-scattered back to the sequence-parallel shard in the combine.
       shared_out = b.tensor("shared_experts.output", b.act(c.local_tokens, h));
-      b.op("shared_experts.reduce_scatter", {.in = {full}, .out = {shared_out}, .region = region, .comm = gathered});
+      b.op("shared_experts.reduce_scatter", {.in = {full}, .out = {shared_out}, .region = region, .bytes_moved = 0,
+                                             .comm = gathered});
     }
   }
   if (m.moe_shared_expert_intermediate_size && !(m.moe_shared_expert_overlap && c.sequence_parallel)) {
@@ -349,7 +351,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   // The token counts per expert go to the host before the experts run (alltoall splits,
   // SequentialMLP's and the grouped GEMM's per-expert row counts): one blocking sync per layer.
   b.op("dispatch.all_to_all", {.in = {permuted, permuted_probs}, .out = {received, recv_probs}, .region = moe_region,
-                               .ws = gather_ws, .bws = gather_ws, .sync = true, .comm = dispatch_comm});
+                               .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0, .sync = true, .comm = dispatch_comm});
   int expert_in = received;
   if (c.ep > 1 && local_experts > 1) {
     expert_in = b.tensor("dispatch.sorted", b.act(R, h));
@@ -381,7 +383,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region});
   }
   const int returned = b.tensor("combine.returned", b.act(T * k, h));
-  b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws,
+  b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0,
                               .comm = dispatch_comm});
   const int out = b.tensor("combine.unpermuted", b.act(T, h));
   b.op("combine.unpermute", {.in = {returned}, .out = {out}, .region = moe_region, .flops = 1.0 * T * k * h});

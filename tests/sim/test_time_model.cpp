@@ -68,3 +68,26 @@ TEST_CASE("TP2 with sequence parallelism moves each linear's gathered or scatter
   CHECK(p.forward_work.comm_bytes == Approx(4 * ring * act));
   CHECK(p.forward_work.backward_comm_bytes == Approx((2 * 2 + 2 * 1) * ring * act));
 }
+
+TEST_CASE("EP8 alltoall moves the routed rows that leave the rank, priced as wire time only", "[sim][time]") {
+  auto r = model::parse_run_spec(R"({
+    "model": {"preset": "moonlight-16b", "seq_length": 4096, "bf16": true, "expert_model_parallel_size": 8,
+              "moe_token_dispatcher_type": "alltoall"},
+    "train": {"micro_batch_size": 1, "global_batch_size": 8},
+    "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})");
+  REQUIRE(r.spec);
+  const auto d = model::derive(*r.spec);
+  const auto ctx = sim::make_shape_context(*r.spec, d);
+  const auto g = sim::build_layer_graph(*r.spec, d, ctx, {1, model::MixerKind::mla, model::FfnKind::moe, false}, false);
+  // 4096 tokens x top-6 routed rows of hidden 2048 in bf16; 7 of 8 destinations are other ranks.
+  const double rows = 4096.0 * 6, wire = rows * 2048 * 2 * 7.0 / 8.0;
+  int collectives = 0;
+  for (const auto& op : g.ops) {
+    if (op.name.find("all_to_all") == std::string::npos) continue;
+    ++collectives;
+    CHECK(op.comm_bytes == Approx(wire));
+    CHECK(op.forward_bytes_moved == 0);  // its HBM traffic overlaps the wire time
+    CHECK(op.host_sync == (op.name.find("dispatch") != std::string::npos));
+  }
+  CHECK(collectives == 2);  // dispatch and combine
+}

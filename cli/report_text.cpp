@@ -41,6 +41,18 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
                 gb(p.max_peak_allocated).c_str(), p.fits ? "fits on every rank" : "DOES NOT FIT", p.step_time_s,
                 p.replay_time_s, p.replay_flops);
   os << line;
+  // The busiest rank's step, split as the time model builds it.
+  const sim::RankPrediction* busiest = nullptr;
+  for (const auto& r : p.ranks) if (!busiest || r.step_time_s > busiest->step_time_s) busiest = &r;
+  if (busiest) {
+    const auto& t = busiest->time;
+    std::snprintf(line, sizeof line,
+                  "step on pp_rank %lld: forward-backward %.3f s (GPU compute %.3f s at the microbenchmark efficiencies, "
+                  "%.0f checkpoint calls), grad sync %.3f s, optimizer %.3f s\n",
+                  static_cast<long long>(busiest->rank.pp_rank), t.forward_backward_s, t.compute_s, t.checkpoint_regions,
+                  t.grad_sync_s, t.optimizer_s);
+    os << line;
+  }
   os << "calibration profile: " << p.calibration_profile << "\n";
 }
 

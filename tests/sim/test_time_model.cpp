@@ -5,6 +5,7 @@
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
+#include "peakcast/sim/prediction.hpp"
 #include "peakcast/sim/time_model.hpp"
 
 using namespace peakcast;
@@ -90,4 +91,23 @@ TEST_CASE("EP8 alltoall moves the routed rows that leave the rank, priced as wir
     CHECK(op.host_sync == (op.name.find("dispatch") != std::string::npos));
   }
   CHECK(collectives == 2);  // dispatch and combine
+}
+
+TEST_CASE("a rank's step is its forward-backward, exposed grad sync and optimizer step", "[sim][time]") {
+  auto r = model::parse_run_spec(R"({
+    "model": {"preset": "llama3-8b", "num_layers": 4, "seq_length": 2048, "bf16": true,
+              "recompute_granularity": "selective", "recompute_modules": ["core_attn"]},
+    "train": {"micro_batch_size": 1, "global_batch_size": 8},
+    "ddp": {"overlap_grad_reduce": false},
+    "cluster": {"num_gpus": 2, "gpu": "h100-sxm-80gb"}})");
+  REQUIRE(r.spec);
+  const auto p = sim::predict(*r.spec);
+  REQUIRE_FALSE(p.ranks.empty());
+  for (const auto& rk : p.ranks) {
+    CHECK(rk.step_time_s == Approx(rk.time.forward_backward_s + rk.time.grad_sync_s + rk.time.optimizer_s));
+    CHECK(rk.time.grad_sync_s > 0);          // DP 2 without overlap: the reduction is exposed
+    CHECK(rk.time.checkpoint_regions == 4 * 4);  // core_attn in 4 layers, 4 micro-batches per DP rank
+    CHECK(rk.replay_time_s > 0);
+    CHECK(rk.replay_time_s < rk.time.forward_backward_s);
+  }
 }

@@ -76,7 +76,11 @@ void derive_from_phases(const json& m, Measurement& out) {
   if (!out.first_iteration_peak_bytes && first >= 0) out.first_iteration_peak_bytes = first;
   if (!out.peak_phase && best >= 0 && !out.oom && out.peak_allocated_bytes == best) out.peak_phase = best_phase;
   if (!out.step_time_s && timed > 0) out.step_time_s = time_sum / timed;
-  const auto steady = [](std::vector<std::pair<int, double>> v) {
+  const auto median = [](const std::vector<double>& sorted) {
+    const std::size_t n = sorted.size();
+    return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  };
+  const auto steady = [](const std::vector<std::pair<int, double>>& v) {
     std::vector<double> later;
     for (const auto& [n, t] : v) if (n >= 3) later.push_back(t);
     if (later.size() < 2) { later.clear(); for (const auto& p : v) later.push_back(p.second); }
@@ -84,12 +88,12 @@ void derive_from_phases(const json& m, Measurement& out) {
     return later;
   };
   if (const auto fb = steady(fb_times); !fb.empty()) {
-    out.fwd_bwd_time_s = fb.size() % 2 ? fb[fb.size() / 2] : 0.5 * (fb[fb.size() / 2 - 1] + fb[fb.size() / 2]);
+    out.fwd_bwd_time_s = median(fb);
     out.fwd_bwd_time_min_s = fb.front();
     out.fwd_bwd_time_max_s = fb.back();
   }
   if (const auto op = steady(opt_times); !op.empty())
-    out.optimizer_time_s = op.size() % 2 ? op[op.size() / 2] : 0.5 * (op[op.size() / 2 - 1] + op[op.size() / 2]);
+    out.optimizer_time_s = median(op);
 }
 
 Measurement parse_measured(const json& m) {

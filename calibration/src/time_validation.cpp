@@ -7,6 +7,9 @@
 
 namespace peakcast::calibration {
 
+namespace {
+
+// The run a record belongs to, for grouping: its spec with the recompute keys removed.
 std::string run_key(const Record& r) {
   auto j = nlohmann::json::parse(r.spec_json, nullptr, false);
   if (j.is_object() && j.contains("model") && j["model"].is_object())
@@ -14,6 +17,8 @@ std::string run_key(const Record& r) {
       j["model"].erase(k);
   return j.dump() + "/pp" + std::to_string(r.pp_rank.value_or(-1));
 }
+
+}  // namespace
 
 std::vector<PolicyPair> policy_pairs(const std::vector<Evaluation>& evals) {
   std::map<std::string, std::vector<const Evaluation*>> runs;

@@ -22,7 +22,4 @@ struct PolicyPair {
 // Pairs within a run, in record order.
 std::vector<PolicyPair> policy_pairs(const std::vector<Evaluation>& evals);
 
-// The run a record belongs to, for grouping: its spec with the recompute keys removed.
-std::string run_key(const Record& r);
-
 }  // namespace peakcast::calibration

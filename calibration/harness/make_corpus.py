@@ -226,6 +226,47 @@ for name, base, s in multi:
     for r in (0, 1):
         add(f"multi_fake_{name}_r{r}", "multi_gpu", base, set=s, fake_rank=r)
 
+# ---- the seed's Moonlight layout on the local stack (fake process group, rank 0) -------------
+# TP2 SP EP8 on 8 GPUs (DP4, EDP1), one micro-batch, bf16 grads, overlapped shared experts and
+# the DeepSeek-V3 router (sigmoid, expert bias, fp32, seq_aux_loss): every mechanism of the seed
+# study except the Transformer Engine modules (group "seedlike", calibration/data/h200_seedlike.jsonl).
+seedlike = dict(tp2sp, **{"model.expert_model_parallel_size": 8,
+                          "model.expert_tensor_parallel_size": 1, "cluster.num_gpus": 8,
+                          "train.global_batch_size": 4,
+                          "optimizer.use_distributed_optimizer": True,
+                          "ddp.use_distributed_optimizer": True, "ddp.grad_reduce_in_fp32": False,
+                          "model.moe_shared_expert_overlap": True,
+                          "model.moe_router_score_function": "sigmoid",
+                          "model.moe_router_enable_expert_bias": True,
+                          "model.moe_router_dtype": "fp32", "model.moe_router_pre_softmax": True,
+                          "model.moe_router_topk_scaling_factor": 2.446,
+                          "model.moe_router_load_balancing_type": "seq_aux_loss",
+                          # A learning rate that leaves the router as initialised: the fake
+                          # process group's emulated tensor-parallel updates let routing collapse
+                          # onto one rank's experts within two steps at 1e-4.
+                          "optimizer.lr": 1e-8})
+add("seedlike_moonlight4_none_r0", "seedlike", "moonlight4", set=seedlike, fake_rank=0, iterations=5)
+add("seedlike_moonlight4_no_overlap_r0", "seedlike", "moonlight4",
+    set=dict(seedlike, **{"model.moe_shared_expert_overlap": False}), fake_rank=0, iterations=5)
+add("seedlike_moonlight4_mla_up_proj_r0", "seedlike", "moonlight4",
+    set=dict(seedlike, **sel("mla_up_proj")), fake_rank=0, iterations=5)
+add("seedlike_moonlight4_core_attn_r0", "seedlike", "moonlight4",
+    set=dict(seedlike, **sel("core_attn")), fake_rank=0, iterations=5)
+add("seedlike_moonlight4_mlp_r0", "seedlike", "moonlight4",
+    set=dict(seedlike, **sel("mlp")), fake_rank=0, iterations=5)
+add("seedlike_moonlight4_none_r1", "seedlike", "moonlight4", set=seedlike, fake_rank=1, iterations=5)
+# Where a TP2 + SP difference comes from: MLA alone, MoE without expert parallelism.
+add("seedlike_mla_noq_tp2sp_r0", "seedlike", "mla_noq",
+    set=dict(tp2sp, **{"optimizer.lr": 1e-8}), fake_rank=0, iterations=3)
+add("seedlike_mla_noq_tp1_r0", "seedlike", "mla_noq", set={"optimizer.lr": 1e-8}, fake_rank=0,
+    iterations=3)
+add("seedlike_moonlight4_tp2sp_ep1_r0", "seedlike", "moonlight4",
+    set=dict(tp2sp, **{"model.expert_tensor_parallel_size": 1, "optimizer.lr": 1e-8}),
+    fake_rank=0, iterations=3)
+add("seedlike_moonlight4_tp1_r0", "seedlike", "moonlight4",
+    set=dict(seedlike, **{"model.tensor_model_parallel_size": 1, "model.sequence_parallel": False,
+                          "train.global_batch_size": 8}), fake_rank=0, iterations=5)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

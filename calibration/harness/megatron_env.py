@@ -143,6 +143,11 @@ def install_fake_collectives():
 
     def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
         w = _ws(dist, group)
+        # In place (the distributed optimizer's param all-gather: the input is this rank's slot of
+        # the output): the other ranks' slots already hold the right values, so leave them alone;
+        # filling them with copies of this shard corrupts the parameters after the first step.
+        if input_tensor.untyped_storage().data_ptr() == output_tensor.untyped_storage().data_ptr():
+            return _ret(async_op)
         with torch.no_grad():
             if output_tensor.numel() == input_tensor.numel() * w:
                 output_tensor.view(w, -1).copy_(input_tensor.reshape(1, -1).expand(w, -1))

@@ -15,6 +15,7 @@ import argparse
 import datetime
 import fcntl
 import json
+import math
 import os
 import subprocess
 import sys
@@ -264,6 +265,7 @@ def run(case, rec):
             losses = output_tensor.float()
             loss = losses.sum()
             ntok = torch.tensor(losses.numel(), dtype=torch.int, device=losses.device)
+            STATE["last_loss"] = loss.detach()
             if PHASE["iteration"] == 1 and STATE["allocated_at_loss"] is None:
                 STATE["allocated_at_loss"] = torch.cuda.memory_allocated()
                 STATE["loss_value"] = float(loss.detach() / losses.numel())
@@ -273,6 +275,63 @@ def run(case, rec):
             b = next(data_iterator)
             out = model(b["tokens"], b["position_ids"], None, labels=b["labels"])
             return out, loss_func
+
+        # Routed rows per MoE layer in each forward (not recompute) pass: the rows this rank's
+        # router sends (tokens x top-k), the rows its local experts receive after the dispatch, and
+        # the per-expert counts of its own routing. Dropless routing makes activation memory
+        # follow the received rows, so a record carries the routing its peak came from.
+        routing = []
+
+        def _router_hook(module, inputs, output):
+            if PHASE["name"] != "forward":
+                return
+            routing_map = output[1]
+            counts = routing_map.sum(dim=0)
+            routing.append({"routed_rows": int(counts.sum().item()),
+                            "expert_counts": [int(x) for x in counts.tolist()]})
+
+        def _experts_hook(module, inputs):
+            if PHASE["name"] != "forward" or not routing:
+                return
+            if "received_rows" not in routing[-1]:
+                routing[-1]["received_rows"] = int(inputs[0].shape[0])
+
+        try:
+            from megatron.core.transformer.moe.moe_layer import MoELayer
+            for c in ddp_chunks:
+                for mod in c.modules():
+                    if isinstance(mod, MoELayer):
+                        mod.router.register_forward_hook(_router_hook)
+                        mod.experts.register_forward_pre_hook(_experts_hook)
+        except ImportError:
+            pass
+
+        # memory_allocated() after each module of the first forward pass: the embedding, every
+        # decoder layer, the final norm. Compared with the simulator's per-module timeline it
+        # shows which module's saved tensors differ.
+        module_marks = []
+
+        def _mark(label):
+            def hook(module, inputs, output):
+                if PHASE["name"] == "forward" and PHASE["iteration"] == 1 and torch.is_grad_enabled():
+                    torch.cuda.synchronize()
+                    module_marks.append({"module": label, "allocated_bytes": torch.cuda.memory_allocated()})
+            return hook
+
+        for ci, c in enumerate(ddp_chunks):
+            core = c
+            while not hasattr(core, "decoder") and hasattr(core, "module"):
+                core = core.module
+            emb = getattr(core, "embedding", None)
+            if emb is not None:
+                emb.register_forward_hook(_mark(f"chunk{ci}.embedding"))
+            dec = getattr(core, "decoder", None)
+            if dec is not None:
+                for layer in getattr(dec, "layers", []):
+                    layer.register_forward_hook(_mark(f"chunk{ci}.layer{layer.layer_number - 1}"))
+                fln = getattr(dec, "final_layernorm", None)
+                if fln is not None:
+                    fln.register_forward_hook(_mark(f"chunk{ci}.final_layernorm"))
 
         data_iter = [batches() for _ in ddp_chunks] if vpp else batches()
         fwd_bwd = get_forward_backward_func()
@@ -294,10 +353,19 @@ def run(case, rec):
                     num_microbatches=num_mb, seq_length=seq, micro_batch_size=mbs,
                     decoder_seq_length=seq, forward_only=False)
             rec_it["fwd_bwd_peak_bytes"] = take_peak()
+            if routing:
+                rec_it["moe_routing"] = list(routing)
+                routing.clear()
+            if STATE.get("last_loss") is not None:
+                # A diverged run (nan loss) routes every token to the first experts.
+                v = float(STATE["last_loss"])
+                rec_it["last_microbatch_loss_sum"] = v if math.isfinite(v) else None
             rec_it["fwd_bwd_time_s"] = time.perf_counter() - t0
             rec_it["allocated_after_fwd_bwd_bytes"] = torch.cuda.memory_allocated()
             if it == 1:
                 m["allocated_at_loss_bytes"] = STATE["allocated_at_loss"]
+                if module_marks:
+                    m["first_forward_module_allocated"] = list(module_marks)
                 m["loss_at_iteration_1"] = STATE["loss_value"]
 
             PHASE["name"] = "grad_sync"
@@ -314,6 +382,8 @@ def run(case, rec):
             rec_it["optimizer_peak_bytes"] = take_peak()
             rec_it["optimizer_time_s"] = time.perf_counter() - t0
             rec_it["allocated_after_step_bytes"] = torch.cuda.memory_allocated()
+            if it == 1:
+                m["optimizer_tensors_after_first_step"] = optimizer_tensor_bytes(optimizer)
     except torch.OutOfMemoryError as e:
         m["oom"] = True
         m["oom_phase"] = PHASE["name"]
@@ -324,6 +394,37 @@ def run(case, rec):
     finally:
         finish()
         m.setdefault("allocated_at_loss_bytes", STATE["allocated_at_loss"])
+
+
+def optimizer_tensor_bytes(optimizer):
+    """CUDA bytes the optimizer holds after a step, by kind: Adam state per name (exp_avg, ...),
+    the parameters it updates (master copies or the model's own), and their .grad tensors."""
+    import torch
+    out, seen = {}, set()
+
+    def add(kind, t):
+        if torch.is_tensor(t) and t.is_cuda:
+            key = (t.untyped_storage().data_ptr(), t.data_ptr(), t.numel())
+            if key in seen:
+                return
+            seen.add(key)
+            out[kind] = out.get(kind, 0) + t.numel() * t.element_size()
+            out[kind + ".tensors"] = out.get(kind + ".tensors", 0) + 1
+
+    parts = getattr(optimizer, "chained_optimizers", [optimizer])
+    for i, part in enumerate(parts):
+        inner = getattr(part, "optimizer", None)
+        if inner is None:
+            continue
+        for st in inner.state.values():
+            for name, t in st.items():
+                add(f"opt{i}.state.{name}", t)
+        for g in inner.param_groups:
+            for p in g["params"]:
+                add(f"opt{i}.params.{str(p.dtype).replace('torch.', '')}", p)
+                if p.grad is not None:
+                    add(f"opt{i}.grads.{str(p.grad.dtype).replace('torch.', '')}", p.grad)
+    return out
 
 
 def main():

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
@@ -11,6 +13,11 @@
 namespace peakcast::calibration {
 
 namespace {
+
+bool spec_sets_routing(const std::string& spec_json) {
+  const auto j = nlohmann::json::parse(spec_json, nullptr, false);
+  return j.is_object() && j.contains("model") && j.at("model").is_object() && j.at("model").contains("moe_routing_imbalance");
+}
 
 Evaluation evaluate_one(const Record& r, double profile_fixed) {
   Evaluation e;
@@ -28,15 +35,19 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
       if (d.severity == model::Severity::error) { e.why_unusable += ": " + model::format(d); break; }
     return e;
   }
-  const auto diags = model::validate(*parsed.spec);
+  model::RunSpec spec = *parsed.spec;
+  // The routing the measured peak came from (dropless MoE), unless the spec fixes one itself.
+  if (m.moe_routing_imbalance && !spec_sets_routing(r.spec_json))
+    spec.model.moe_routing_imbalance = std::min(*m.moe_routing_imbalance, static_cast<double>(std::max<std::int64_t>(1, spec.model.expert_model_parallel_size)));
+  const auto diags = model::validate(spec);
   if (model::has_errors(diags)) {
     e.why_unusable = "spec does not validate";
     for (const auto& d : diags)
       if (d.severity == model::Severity::error) { e.why_unusable += ": " + model::format(d); break; }
     return e;
   }
-  e.stack = parsed.spec->model.transformer_impl == model::TransformerImpl::local ? "local" : "transformer_engine";
-  const sim::Prediction p = sim::predict(*parsed.spec);
+  e.stack = spec.model.transformer_impl == model::TransformerImpl::local ? "local" : "transformer_engine";
+  const sim::Prediction p = sim::predict(spec);
   e.predicted_fits = p.fits;
   e.predicted_step_time_s = p.step_time_s;
   // predict() already adds the shipped profile's fixed term for this record's stack.
@@ -51,7 +62,9 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
     e.why_unusable = "no predicted rank with pp_rank " + std::to_string(r.pp_rank.value_or(-1));
     return e;
   }
-  e.predicted_peak = static_cast<double>(best->peak_allocated.value);
+  // A measurement of the first iteration only is compared with the predicted first iteration.
+  e.predicted_peak = static_cast<double>(
+      (e.measured_first_iteration_only ? best->first_iteration_peak_allocated : best->peak_allocated).value);
   e.predicted_phase = sim::to_string(best->peak_phase);
   e.predicted_time = best->time;
   if (m.oom) {

@@ -41,6 +41,26 @@ std::optional<std::string> opt_string(const json& o, const char* key, const std:
   return o.at(key).get<std::string>();
 }
 
+// received / routed rows over the MoE layers of one iteration (measured.iterations[].moe_routing,
+// one entry per MoE layer forward), or nothing when the iteration has no routing record.
+std::optional<double> routing_imbalance(const json& it) {
+  if (!it.contains("moe_routing")) return std::nullopt;
+  const json& layers = it.at("moe_routing");
+  if (!layers.is_array()) throw LineError("measured.iterations[].moe_routing must be an array");
+  std::int64_t routed = 0, received = 0;
+  for (const auto& l : layers) {
+    if (!l.is_object()) throw LineError("measured.iterations[].moe_routing[] must be objects");
+    const auto a = opt_int(l, "routed_rows", "measured.iterations[].moe_routing[]");
+    const auto b = opt_int(l, "received_rows", "measured.iterations[].moe_routing[]");
+    if (!a || !b) throw LineError("measured.iterations[].moe_routing[] needs routed_rows and received_rows");
+    if (*a < 0 || *b < 0) throw LineError("measured.iterations[].moe_routing[] row counts must not be negative");
+    routed += *a;
+    received += *b;
+  }
+  if (routed == 0) return std::nullopt;
+  return static_cast<double>(received) / static_cast<double>(routed);
+}
+
 // The harness records peaks per phase; the largest one tells the phase of the whole-run peak.
 void derive_from_phases(const json& m, Measurement& out) {
   std::int64_t best = -1, first = -1;
@@ -56,6 +76,9 @@ void derive_from_phases(const json& m, Measurement& out) {
   consider(m, "optimizer_build_peak_bytes", "setup", true);
   double time_sum = 0;
   int timed = 0;
+  std::int64_t routed_best_peak = -1;
+  bool diverged = false;               // a later iteration's loss was not finite (recorded as null)
+  std::optional<double> first_routing;
   std::vector<std::pair<int, double>> fb_times, opt_times;
   if (m.contains("iterations")) {
     if (!m.at("iterations").is_array()) throw LineError("measured.iterations must be an array");
@@ -63,6 +86,12 @@ void derive_from_phases(const json& m, Measurement& out) {
       if (!it.is_object()) throw LineError("measured.iterations[] must be objects");
       const int n = static_cast<int>(opt_int(it, "iteration", "measured.iterations[]").value_or(0));
       consider(it, "fwd_bwd_peak_bytes", "forward_backward", n == 1);
+      if (n >= 2 && it.contains("last_microbatch_loss_sum") && it.at("last_microbatch_loss_sum").is_null()) diverged = true;
+      if (n == 1) first_routing = routing_imbalance(it);
+      if (const auto r = routing_imbalance(it); r) {
+        const std::int64_t peak = opt_int(it, "fwd_bwd_peak_bytes", "measured.iterations[]").value_or(0);
+        if (peak > routed_best_peak) { routed_best_peak = peak; out.moe_routing_imbalance = r; }
+      }
       consider(it, "grad_sync_peak_bytes", "grad_sync", n == 1);
       consider(it, "optimizer_peak_bytes", "optimizer", n == 1);
       const auto a = opt_number(it, "fwd_bwd_time_s", "measured.iterations[]");
@@ -74,6 +103,15 @@ void derive_from_phases(const json& m, Measurement& out) {
     }
   }
   if (!out.first_iteration_peak_bytes && first >= 0) out.first_iteration_peak_bytes = first;
+  // A run whose loss went non-finite after iteration 1 routes every token to the first experts
+  // (top-k of NaN scores): only its first iteration is a training step, so only that is compared.
+  if (diverged && out.first_iteration_peak_bytes) {
+    out.diverged_after_first_iteration = true;
+    out.peak_allocated_bytes.reset();
+    out.peak_phase.reset();
+    out.moe_routing_imbalance = first_routing;
+    return;
+  }
   if (!out.peak_phase && best >= 0 && !out.oom && out.peak_allocated_bytes == best) out.peak_phase = best_phase;
   if (!out.step_time_s && timed > 0) out.step_time_s = time_sum / timed;
   const auto median = [](const std::vector<double>& sorted) {
@@ -110,7 +148,7 @@ Measurement parse_measured(const json& m) {
     out.oom = m.at("oom").get<bool>();
   }
   derive_from_phases(m, out);
-  if (!out.oom && !out.peak_allocated_bytes)
+  if (!out.oom && !out.peak_allocated_bytes && !out.diverged_after_first_iteration)
     throw LineError("measured: a run that did not run out of memory needs max_allocated_bytes");
   if (out.peak_allocated_bytes && *out.peak_allocated_bytes <= 0)
     throw LineError("measured.max_allocated_bytes must be positive");

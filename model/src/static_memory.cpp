@@ -120,6 +120,7 @@ StaticMemory shard_independent(const PipelineStage& stage, const StageBuffers& s
 // Optimizer state of the rank that owns shard (dense_shard, expert_shard) of every bucket.
 void add_optimizer_state(StaticMemory& mem, const StageBuffers& sb, const RunSpec& spec, const Derived& d,
                          std::int64_t dense_shard, std::int64_t expert_shard) {
+  std::int64_t dense_temp = 0, expert_temp = 0;
   for (std::size_t c = 0; c < sb.chunks.size(); ++c) {
     for (std::size_t k = 0; k < sb.chunks[c].size(); ++k) {
       const DdpBuffer& b = sb.chunks[c][k];
@@ -135,8 +136,14 @@ void add_optimizer_state(StaticMemory& mem, const StageBuffers& sb, const RunSpe
       mem.optimizer_states += Bytes{owned * ob.states};
       mem.step_transient_first += Bytes{owned * ob.step_transient};
       mem.step_transient_steady += Bytes{owned * ob.step_transient};
+      (b.expert ? expert_temp : dense_temp) += owned * ob.step_foreach_temporary;
     }
   }
+  // One optimizer over everything holds the temporary of all of it; a chain, its largest member's.
+  const std::int64_t temp = detail::expert_params_have_own_optimizer(spec) ? std::max(dense_temp, expert_temp)
+                                                                            : dense_temp + expert_temp;
+  mem.step_transient_first += Bytes{temp};
+  mem.step_transient_steady += Bytes{temp};
 }
 
 Bytes persistent_total(const StaticMemory& m) {

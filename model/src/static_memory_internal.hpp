@@ -61,7 +61,15 @@ struct OptimizerBytes {
   std::int64_t main_param = 0;       // allocated when the optimizer is built
   std::int64_t states = 0;           // allocated lazily at the first step()
   std::int64_t step_transient = 0;   // live during step() (and until the next zero_grad)
+  // torch AdamW's foreach temporary: lives only while its own optimizer steps, so a chain of
+  // optimizers (dense, expert-parallel) holds the largest one's, not their sum.
+  std::int64_t step_foreach_temporary = 0;
 };
+
+// Megatron builds separate optimizers for expert-parallel parameters (allreduce=False: experts
+// with EP > 1 or an expert TP size that differs from TP, tensor_parallel/layers.py:961-965) and
+// steps them one after the other (ChainedOptimizer).
+bool expert_params_have_own_optimizer(const RunSpec& spec);
 
 // `param_dtype` is the dtype the buffer stores (uint8 for FP8 params).
 OptimizerBytes optimizer_bytes(const RunSpec& spec, const Derived& d, DType param_dtype, DType grad_dtype);

@@ -28,6 +28,13 @@ bool te_keeps_master_weights(const RunSpec& spec) {
   return o.main_params_dtype != DType::fp32 || delayed_or_none || o.optimizer_cpu_offload;
 }
 
+bool expert_params_have_own_optimizer(const RunSpec& spec) {
+  const ModelSpec& m = spec.model;
+  if (!m.num_moe_experts) return false;
+  const std::int64_t etp = m.expert_tensor_parallel_size.value_or(m.tensor_model_parallel_size);
+  return m.expert_model_parallel_size > 1 || etp != m.tensor_model_parallel_size;
+}
+
 OptimizerBytes optimizer_bytes(const RunSpec& spec, const Derived& d, DType param_dtype, DType grad_dtype) {
   (void)d;
   const OptimizerSpec& o = spec.optimizer;
@@ -64,7 +71,7 @@ OptimizerBytes optimizer_bytes(const RunSpec& spec, const Derived& d, DType para
   // hands the buffer over as decoupled_grad instead (no copy). It lives until the next zero_grad.
   if (low_precision && !te_master && grad_dtype != DType::fp32) b.step_transient += kFp32Bytes;
   if (adam && o.implementation == OptimizerImpl::torch_adamw) {
-    b.step_transient += kTorchAdamForeachTemporaries * (low_precision && !te_master ? kFp32Bytes : dtype_bytes(param_dtype));
+    b.step_foreach_temporary = kTorchAdamForeachTemporaries * (low_precision && !te_master ? kFp32Bytes : dtype_bytes(param_dtype));
   }
   // te_fused_adam / apex_fused_adam: multi_tensor_apply kernels update in place; no
   // parameter-sized temporaries.

@@ -1,7 +1,17 @@
 // Mixture-of-experts rules of TransformerConfig.__post_init__ and the MoE layer constructors.
+#include <sstream>
+
 #include "validate_detail.hpp"
 
 namespace peakcast::model::detail {
+
+namespace {
+std::string fmt_number(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+}  // namespace
 
 void validate_moe(const RunSpec& spec, RuleSink& sink) {
   const ModelSpec& m = spec.model;
@@ -11,6 +21,18 @@ void validate_moe(const RunSpec& spec, RuleSink& sink) {
   if (ep > 1 && !m.num_moe_experts) {
     sink.error("model.expert_model_parallel_size", "ep_needs_experts",
                "num_moe_experts must be non None to use expert-parallel. (transformer_config.py:1469)");
+  }
+  // peakcast's routing load: the rows a rank receives are at most every routed row of its EP group.
+  if (m.num_moe_experts &&
+      (!(m.moe_routing_imbalance > 0.0) || m.moe_routing_imbalance > static_cast<double>(std::max<std::int64_t>(1, ep)))) {
+    sink.error("model.moe_routing_imbalance", "routing_imbalance_range",
+               "moe_routing_imbalance (" + fmt_number(m.moe_routing_imbalance) +
+                   ") must be > 0 and at most expert_model_parallel_size (" + str(ep) +
+                   "): a rank receives at most every routed row of its expert-parallel group");
+  }
+  if (!m.num_moe_experts && m.moe_routing_imbalance != 1.0) {
+    sink.warning("model.moe_routing_imbalance", "routing_imbalance_without_experts",
+                 "moe_routing_imbalance only applies to MoE layers; this model has none");
   }
   if (!m.num_moe_experts) {
     // moe_ffn_hidden_size without experts (transformer_config.py:1558-1574)

@@ -33,6 +33,7 @@ ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived
   c.fused_attention = c.te && backend != AttentionBackend::unfused && backend != AttentionBackend::local;
   c.fp8 = spec.model.fp8.has_value();
   c.grad_accumulation_fusion = spec.model.gradient_accumulation_fusion;
+  c.moe_routing_imbalance = spec.model.moe_routing_imbalance;
   return c;
 }
 
@@ -78,16 +79,24 @@ int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t r
     }
     return out;
   }
-  // Unfused GLU (mlp.py glu): chunk views, silu(x0) saves x0, the product saves both operands.
+  // Unfused GLU (mlp.py glu, experts.py): chunk views, silu(x0) saves x0 (so all of fc1's output
+  // stays), and act(x0) * (x1 + glu_linear_offset): the addition makes a new tensor even for the
+  // default offset 0.0, and the product saves both of its operands.
+  // Each of the two reads one half of fc1's output and writes a tensor of that half's size.
+  const double half_traffic = 2.0 * static_cast<double>(b.act(rows, ffn).value);
   const int act0 = b.tensor(name + ".silu", b.act(rows, ffn));
-  b.op(name + ".silu", {.in = {fc1}, .out = {act0}, .save = {fc1}, .region = region, .flops = 4.0 * rows * ffn});
+  b.op(name + ".silu", {.in = {fc1}, .out = {act0}, .save = {fc1}, .region = region, .flops = 4.0 * rows * ffn,
+                        .bytes_moved = half_traffic});
+  const int lin = b.tensor(name + ".linear_plus_offset", b.act(rows, ffn));
+  b.op(name + ".linear_offset", {.in = {fc1}, .out = {lin}, .region = region, .flops = 1.0 * rows * ffn,
+                                 .bytes_moved = half_traffic});
   if (probs < 0) {
-    b.op(name + ".glu_mul", {.in = {act0, fc1}, .out = {out}, .save = {act0, fc1}, .region = region,
+    b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {out}, .save = {act0, lin}, .region = region,
                              .flops = 1.0 * rows * ffn});
     return out;
   }
   const int glu = b.tensor(name + ".glu", b.act(rows, ffn));
-  b.op(name + ".glu_mul", {.in = {act0, fc1}, .out = {glu}, .save = {act0, fc1}, .region = region,
+  b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {glu}, .save = {act0, lin}, .region = region,
                            .flops = 1.0 * rows * ffn});
   // MLP.forward(per_token_scale=probs) multiplies by the router probabilities and saves both.
   b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {glu, probs}, .region = region,

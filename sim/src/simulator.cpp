@@ -461,6 +461,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       else { steady_peak = w.peak; steady_bd = bd; steady_phase = w.peak_phase; steady_op = w.peak_op; }
     }
     rp.steady_peak_allocated = steady_peak;
+    rp.first_iteration_peak_allocated = first_peak;
     rp.peak_in_first_iteration = first_peak > steady_peak;
     rp.peak_allocated = max(first_peak, steady_peak);
     rp.peak_phase = rp.peak_in_first_iteration ? first_phase : steady_phase;

@@ -33,6 +33,40 @@ TEST_CASE("record reader accepts a summary record and derives phase and times fr
   CHECK_FALSE(r.records[0].measured.fwd_bwd_time_s.has_value());
 }
 
+TEST_CASE("record reader takes the routing of the largest forward-backward and drops diverged iterations") {
+  const auto routing = [](int routed, int received) {
+    return R"("moe_routing":[{"routed_rows":)" + std::to_string(routed) + R"(,"received_rows":)" +
+           std::to_string(received) + R"(},{"routed_rows":)" + std::to_string(routed) + R"(,"received_rows":)" +
+           std::to_string(received) + "}]";
+  };
+  // Iteration 2 has the larger forward-backward peak: its routing (received 150 of 100 routed
+  // rows per layer) is the record's.
+  const std::string ok = R"({"record_version":1,"case":"a",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
+      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,)" + routing(100, 80) + R"(},)"
+      R"({"iteration":2,"fwd_bwd_peak_bytes":900,)" + routing(100, 150) + R"(}]}})";
+  const auto a = read_records(ok);
+  REQUIRE(a.errors.empty());
+  REQUIRE(a.records.size() == 1);
+  CHECK(*a.records[0].measured.moe_routing_imbalance == Approx(1.5));
+  CHECK_FALSE(a.records[0].measured.diverged_after_first_iteration);
+  // A later iteration whose loss is null (not finite) diverged: only iteration 1 is compared.
+  const std::string nan = R"({"record_version":1,"case":"b",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
+      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"last_microbatch_loss_sum":9.7,)" + routing(100, 80) + R"(},)"
+      R"({"iteration":2,"fwd_bwd_peak_bytes":900,"last_microbatch_loss_sum":null,)" + routing(100, 800) + R"(}]}})";
+  const auto b = read_records(nan);
+  REQUIRE(b.errors.empty());
+  REQUIRE(b.records.size() == 1);
+  const auto& m = b.records[0].measured;
+  CHECK(m.diverged_after_first_iteration);
+  CHECK_FALSE(m.peak_allocated_bytes.has_value());
+  CHECK(*m.first_iteration_peak_bytes == 700);
+  CHECK(*m.moe_routing_imbalance == Approx(0.8));
+  // Row counts must be present and not negative.
+  const std::string bad = R"({"record_version":1,"case":"c",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
+      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":10}]}]}})";
+  CHECK(read_records(bad).errors.size() == 1);
+}
+
 TEST_CASE("record reader rejects bad lines with their line numbers") {
   const std::string text = "not json\n"
                            R"({"record_version":2,"case":"x",)" + kSpec + R"(,"measured":{}})" "\n" +

@@ -2,6 +2,7 @@
 // the arithmetic readable; each case exercises one sharding or buffer rule.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "peakcast/model/layer_plan.hpp"
@@ -237,6 +238,21 @@ TEST_CASE("EP/ETP: routed experts split over EP and ETP, sharded over expert DP"
   CHECK(r3.rank.ep_rank == 2);  // global rank 6 = etp 0 + ep 2 + 4 * edp 1
   // fp32 expert_bias + local_tokens_per_expert per MoE layer.
   CHECK(r0.memory.buffers.value == 2 * 2 * 8 * 4);
+
+  SECTION("torch AdamW: a chain of dense and expert optimizers holds the larger one's temporary") {
+    // EP4: experts are expert-parallel and get their own optimizer, stepped after the dense one.
+    // fp32 grads, so the only step temporary is torch's foreach sqrt buffer (fp32, 4 bytes).
+    s.optimizer.implementation = OptimizerImpl::torch_adamw;
+    const auto& chained = at(run(s), 0, 0);
+    CHECK(chained.memory.step_transient_steady.value == 4 * std::max(dense_shard, expert_shard));
+    // EP1 with ETP = TP: the experts stay in the dense optimizer, one temporary over all of it.
+    s.model.expert_model_parallel_size = 1;
+    s.model.expert_tensor_parallel_size = 2;
+    s.optimizer.use_distributed_optimizer = false;
+    s.ddp.use_distributed_optimizer = false;
+    const auto& single = at(run(s), 0, 0);
+    CHECK(single.memory.step_transient_steady.value == 4 * (single.memory.params.dense + single.memory.params.expert));
+  }
 
   SECTION("ETP=2 splits each expert's FFN dimension") {
     s.model.expert_model_parallel_size = 2;

@@ -20,6 +20,13 @@ struct Measurement {
   std::optional<std::string> oom_phase;                    // "forward", "backward", "grad_sync", "optimizer", ...
   std::optional<int> oom_iteration;
   std::optional<std::string> peak_phase;                   // where the whole-run peak landed, when known
+  // Dropless MoE routing of the iteration with the largest forward-backward peak: the rows the
+  // rank's local experts received over the rows its routers sent (tokens x top-k), summed over
+  // the MoE layers. Predictions for the record use it as model.moe_routing_imbalance.
+  std::optional<double> moe_routing_imbalance;
+  // The loss went non-finite after iteration 1: the whole-run peak is not compared, only the
+  // first iteration's (measured.iterations[].last_microbatch_loss_sum is null).
+  bool diverged_after_first_iteration = false;
 };
 
 struct Record {

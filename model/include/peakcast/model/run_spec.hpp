@@ -89,6 +89,9 @@ struct ModelSpec {
   bool overlap_moe_expert_parallel_comm = false;
   bool delay_wgrad_compute = false;
   std::optional<std::int64_t> moe_latent_size;
+  // peakcast: rows this rank's local experts receive over the balanced share (tokens x top-k);
+  // dropless routing makes expert activations follow the actual load, which training decides.
+  double moe_routing_imbalance = 1.0;
 
   // Hybrid Mamba / GDN
   std::optional<std::string> hybrid_override_pattern;  // also accepted as hybrid_layer_pattern

@@ -45,6 +45,7 @@ struct RankPrediction {
   std::vector<std::int64_t> vpp_chunks;
   Bytes peak_allocated;         // whole run, iteration 1 included
   Bytes steady_peak_allocated;  // iteration 2 on
+  Bytes first_iteration_peak_allocated;  // iteration 1 (Adam state appears at its optimizer step)
   Phase peak_phase = Phase::forward;
   bool peak_in_first_iteration = false;
   std::string peak_op;          // the op at which the peak lands

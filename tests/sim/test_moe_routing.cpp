@@ -1,0 +1,88 @@
+// Dropless MoE routing load (model.moe_routing_imbalance) and the unfused GLU's saved tensors,
+// against byte counts written out from the layer's shapes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/validate.hpp"
+#include "peakcast/sim/layer_graph.hpp"
+#include "peakcast/sim/module_graphs.hpp"
+
+using namespace peakcast;
+
+namespace {
+
+// One Moonlight-shaped MoE layer on the local stack (SequentialMLP experts, unfused SwiGLU, the
+// router's probabilities applied after the activation), EP8.
+const char* kLocalMoe = R"({
+  "model": {"preset": "moonlight-16b", "num_layers": 2, "seq_length": 2048, "bf16": true,
+            "transformer_impl": "local", "attention_backend": "unfused", "moe_grouped_gemm": false,
+            "moe_permute_fusion": false, "bias_activation_fusion": false,
+            "expert_model_parallel_size": 8, "moe_token_dispatcher_type": "alltoall"},
+  "train": {"micro_batch_size": 1, "global_batch_size": 8},
+  "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})";
+
+model::RunSpec parse(const std::string& text, const std::vector<std::string>& sets = {}) {
+  auto r = model::parse_run_spec(text, sets);
+  for (const auto& d : r.diagnostics) INFO(model::format(d));
+  REQUIRE(r.spec.has_value());
+  return *r.spec;
+}
+
+Bytes held_by_layer(const model::RunSpec& spec, model::FfnKind ffn) {
+  const auto d = model::derive(spec);
+  const auto ctx = sim::make_shape_context(spec, d);
+  const auto g = sim::build_layer_graph(spec, d, ctx, {1, model::MixerKind::mla, ffn, false}, false);
+  return sim::profile_module(g, sim::CheckpointSet{}).held;
+}
+
+bool has_rule(const std::vector<model::Diagnostic>& ds, const std::string& rule, model::Severity s) {
+  for (const auto& d : ds)
+    if (d.rule == rule && d.severity == s) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("each received row adds what the experts save per row", "[sim][moe]") {
+  const double T = 2048, k = 6, h = 2048, F = 1408;  // tokens, top-k, hidden, expert FFN (ETP 1)
+  const Bytes balanced = held_by_layer(parse(kLocalMoe), model::FfnKind::moe);
+  const Bytes doubled = held_by_layer(parse(kLocalMoe, {"model.moe_routing_imbalance=2"}), model::FfnKind::moe);
+  // Per received row, saved until backward: the sorted input (saved by fc1, h bf16), fc1's
+  // output (2F), silu's output, x1 + glu_linear_offset, the GLU product and the probability-scaled
+  // activation (F each, bf16), and the row's fp32 probability.
+  const double per_row = 2 * h + 2 * (2 * F) + 4 * (2 * F) + 4;
+  const double extra_rows = std::ceil(T * k * 2.0) - std::ceil(T * k * 1.0);
+  CHECK(static_cast<double>((doubled - balanced).value) == Approx(extra_rows * per_row));
+}
+
+TEST_CASE("a lightly loaded rank holds less than a balanced one", "[sim][moe]") {
+  const Bytes balanced = held_by_layer(parse(kLocalMoe), model::FfnKind::moe);
+  const Bytes light = held_by_layer(parse(kLocalMoe, {"model.moe_routing_imbalance=0.5"}), model::FfnKind::moe);
+  CHECK(light < balanced);
+}
+
+TEST_CASE("unfused GLU keeps x1 + glu_linear_offset besides silu's output", "[sim][moe]") {
+  // Dense layer 0 of the same model: SwiGLU with F = ffn_hidden_size over N tokens.
+  const double N = 2048, F = 11264;
+  const Bytes unfused = held_by_layer(parse(kLocalMoe), model::FfnKind::dense);
+  const Bytes fused = held_by_layer(parse(kLocalMoe, {"model.bias_activation_fusion=true"}), model::FfnKind::dense);
+  // The fused kernel saves only its input (fc1's output, which the unfused path keeps too); the
+  // unfused path adds silu(x0) and x1 + 0.0, both [N, F] in bf16.
+  CHECK(static_cast<double>((unfused - fused).value) == Approx(2 * N * F * 2));
+}
+
+TEST_CASE("moe_routing_imbalance is checked against the expert-parallel group", "[model][validate]") {
+  const auto zero = model::validate(parse(kLocalMoe, {"model.moe_routing_imbalance=0"}));
+  CHECK(has_rule(zero, "routing_imbalance_range", model::Severity::error));
+  const auto over = model::validate(parse(kLocalMoe, {"model.moe_routing_imbalance=8.5"}));
+  CHECK(has_rule(over, "routing_imbalance_range", model::Severity::error));
+  const auto all = model::validate(parse(kLocalMoe, {"model.moe_routing_imbalance=8"}));
+  CHECK_FALSE(has_rule(all, "routing_imbalance_range", model::Severity::error));
+  const auto dense = model::validate(parse(R"({"model": {"preset": "llama3-8b", "seq_length": 2048, "moe_routing_imbalance": 1.5},
+    "train": {"micro_batch_size": 1, "global_batch_size": 1}, "cluster": {"num_gpus": 1}})"));
+  CHECK(has_rule(dense, "routing_imbalance_without_experts", model::Severity::warning));
+}

@@ -267,6 +267,15 @@ add("seedlike_moonlight4_tp1_r0", "seedlike", "moonlight4",
     set=dict(seedlike, **{"model.tensor_model_parallel_size": 1, "model.sequence_parallel": False,
                           "train.global_batch_size": 8}), fake_rank=0, iterations=5)
 
+# The seed's full Moonlight 16B (27 layers: 1 dense + 26 MoE) in its layout, rank 0 of TP2 EP8 on
+# the local stack: the whole depth at the seed's shapes (iteration 1 is the comparable one; see above).
+moonlight27 = dict(seedlike, **{"model.num_layers": 27, "model.moe_layer_freq": [0] + [1] * 26})
+add("seedfull_moonlight27_none_r0", "seedlike", "moonlight4", set=moonlight27, fake_rank=0, iterations=2)
+add("seedfull_moonlight27_mla_up_proj_r0", "seedlike", "moonlight4",
+    set=dict(moonlight27, **sel("mla_up_proj")), fake_rank=0, iterations=2)
+add("seedfull_moonlight27_core_attn_r0", "seedlike", "moonlight4",
+    set=dict(moonlight27, **sel("core_attn")), fake_rank=0, iterations=2)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

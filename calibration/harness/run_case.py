@@ -366,7 +366,8 @@ def run(case, rec):
                 m["allocated_at_loss_bytes"] = STATE["allocated_at_loss"]
                 if module_marks:
                     m["first_forward_module_allocated"] = list(module_marks)
-                m["loss_at_iteration_1"] = STATE["loss_value"]
+                lv = STATE["loss_value"]
+                m["loss_at_iteration_1"] = lv if lv is None or math.isfinite(lv) else None
 
             PHASE["name"] = "grad_sync"
             reset()

@@ -86,7 +86,10 @@ void derive_from_phases(const json& m, Measurement& out) {
       if (!it.is_object()) throw LineError("measured.iterations[] must be objects");
       const int n = static_cast<int>(opt_int(it, "iteration", "measured.iterations[]").value_or(0));
       consider(it, "fwd_bwd_peak_bytes", "forward_backward", n == 1);
-      if (n >= 2 && it.contains("last_microbatch_loss_sum") && it.at("last_microbatch_loss_sum").is_null()) diverged = true;
+      if (it.contains("last_microbatch_loss_sum") && it.at("last_microbatch_loss_sum").is_null()) {
+        if (n == 1) out.diverged_in_first_iteration = true;
+        else diverged = true;
+      }
       if (n == 1) first_routing = routing_imbalance(it);
       if (const auto r = routing_imbalance(it); r) {
         const std::int64_t peak = opt_int(it, "fwd_bwd_peak_bytes", "measured.iterations[]").value_or(0);
@@ -183,6 +186,10 @@ bool parse_line(const json& j, Record& r, std::string& why_skipped) {
     return false;
   }
   r.measured = parse_measured(j.at("measured"));
+  if (r.measured.diverged_in_first_iteration) {
+    why_skipped = "the loss was not finite in iteration 1 (NaN routing sends every token to the first experts)";
+    return false;
+  }
   return true;
 }
 

@@ -61,6 +61,13 @@ TEST_CASE("record reader takes the routing of the largest forward-backward and d
   CHECK_FALSE(m.peak_allocated_bytes.has_value());
   CHECK(*m.first_iteration_peak_bytes == 700);
   CHECK(*m.moe_routing_imbalance == Approx(0.8));
+  // Non-finite already in iteration 1: nothing of the run is a training step; the record is skipped.
+  const std::string nan1 = R"({"record_version":1,"case":"d",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
+      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"last_microbatch_loss_sum":null}]}})";
+  const auto d = read_records(nan1);
+  CHECK(d.errors.empty());
+  CHECK(d.records.empty());
+  CHECK(d.skipped.size() == 1);
   // Row counts must be present and not negative.
   const std::string bad = R"({"record_version":1,"case":"c",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
       R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":10}]}]}})";

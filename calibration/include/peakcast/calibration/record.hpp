@@ -27,6 +27,7 @@ struct Measurement {
   // The loss went non-finite after iteration 1: the whole-run peak is not compared, only the
   // first iteration's (measured.iterations[].last_microbatch_loss_sum is null).
   bool diverged_after_first_iteration = false;
+  bool diverged_in_first_iteration = false;  // not a training step at all: the record is skipped
 };
 
 struct Record {

@@ -72,8 +72,12 @@ Runner add_calibrate_command(CLI::App& app) {
                   << f.residuals[i] / 1e6 << " MB\n";
     }
     const auto shipped = sim::load_fitted_constants();
+    const auto routing = calibration::fit_routing(records);
+    if (routing.layers > 0)
+      std::cerr << "MoE routing of untrained routers: layer load sigma " << routing.layer_load_sigma << " over "
+                << routing.layers << " layers of " << routing.records << " records\n";
     const std::string profile = calibration::profile_json(fits, "transformer_engine", args->corpus,
-                                                          static_cast<double>(shipped.cublas_workspace.value));
+                                                          static_cast<double>(shipped.cublas_workspace.value), routing);
     if (args->out.empty()) std::cout << profile;
     else std::ofstream(args->out) << profile;
     if (args->microbench.empty() && args->timing.empty()) return kExitOk;

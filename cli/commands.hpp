@@ -25,6 +25,11 @@ inline constexpr int kExitDoesNotFit = 3;  // only with --fail-if-oom
 std::optional<model::RunSpec> load_spec(const std::string& path, const std::vector<std::string>& sets,
                                         std::vector<std::string>* warnings = nullptr);
 
+// --moe-busiest-rank: set model.moe_routing_imbalance to the busiest expert-parallel rank's load
+// under an untrained router (the calibrated per-layer spread). False (message on stderr) when the
+// spec already sets that key.
+bool apply_busiest_rank_routing(model::RunSpec& spec);
+
 Runner add_predict_command(CLI::App& app);
 Runner add_rank_command(CLI::App& app);
 Runner add_sweep_command(CLI::App& app);

@@ -21,6 +21,7 @@ struct PredictArgs {
   std::string timeline;
   std::string html;
   bool explain = false;
+  bool busiest_rank = false;
 };
 }  // namespace
 
@@ -34,10 +35,13 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--timeline", args->timeline, "Write each rank's memory timeline (JSON) to FILE");
   sub->add_option("--html", args->html, "Write a self-contained HTML report (timelines, breakdown) to FILE");
   sub->add_flag("--explain", args->explain, "Also print each module's saved and transient bytes per micro-batch");
+  sub->add_flag("--moe-busiest-rank", args->busiest_rank,
+                "MoE: predict the busiest expert-parallel rank of an untrained router (sets model.moe_routing_imbalance)");
   return [args] {
     std::vector<std::string> warnings;
-    const auto spec = load_spec(args->spec, args->sets, &warnings);
+    auto spec = load_spec(args->spec, args->sets, &warnings);
     if (!spec) return kExitInvalidInput;
+    if (args->busiest_rank && !apply_busiest_rank_routing(*spec)) return kExitInvalidInput;
     sim::PredictOptions opt;
     opt.record_timeline = !args->timeline.empty() || !args->html.empty();
     if (!args->html.empty() && !write_predict_html(args->html, *spec, sim::predict(*spec, opt))) return kExitInvalidInput;

@@ -21,6 +21,7 @@ struct RankArgs {
   double headroom_sigma = 0;
   bool json = false;
   std::string html;
+  bool busiest_rank = false;
 };
 
 void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
@@ -83,10 +84,13 @@ Runner add_rank_command(CLI::App& app) {
   sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
   sub->add_flag("--json", args->json, "Print the schema_version 1 ranking object");
   sub->add_option("--html", args->html, "Write a self-contained HTML report to FILE");
+  sub->add_flag("--moe-busiest-rank", args->busiest_rank,
+                "MoE: rank for the busiest expert-parallel rank of an untrained router (sets model.moe_routing_imbalance)");
   return [args] {
     std::vector<std::string> warnings;
-    const auto spec = load_spec(args->spec, args->sets, &warnings);
+    auto spec = load_spec(args->spec, args->sets, &warnings);
     if (!spec) return kExitInvalidInput;
+    if (args->busiest_rank && !apply_busiest_rank_routing(*spec)) return kExitInvalidInput;
     if (args->budget_gb && !(*args->budget_gb > 0 && std::isfinite(*args->budget_gb))) {
       std::cerr << "error: --budget-gb: the budget must be a positive number of GB\n";
       return kExitInvalidInput;

@@ -3,6 +3,8 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "peakcast/sim/moe_routing.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 
@@ -45,6 +47,21 @@ std::optional<model::RunSpec> load_spec(const std::string& path, const std::vect
   }
   if (!parsed.spec || model::has_errors(all)) return std::nullopt;
   return parsed.spec;
+}
+
+bool apply_busiest_rank_routing(model::RunSpec& spec) {
+  if (spec.model.moe_routing_imbalance != 1.0) {
+    std::cerr << "error: --moe-busiest-rank: model.moe_routing_imbalance is already set ("
+              << spec.model.moe_routing_imbalance << "); use one or the other\n";
+    return false;
+  }
+  const double sigma = sim::load_fitted_constants().moe_layer_load_sigma;
+  const double load = sim::busiest_rank_routing_load(spec, sigma);
+  spec.model.moe_routing_imbalance = load;
+  std::cerr << "MoE routing: the busiest of " << spec.model.expert_model_parallel_size
+            << " expert-parallel ranks under an untrained router receives " << load
+            << " x its balanced rows (per-layer spread " << sigma << ", measured; configs/calibration/default.json)\n";
+  return true;
 }
 
 }  // namespace peakcast::cli

@@ -1,6 +1,8 @@
 // Least squares for the residual memory terms, and error statistics.
 #include "peakcast/calibration/fit.hpp"
 
+#include "peakcast/calibration/record.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -54,8 +56,33 @@ ErrorStats error_stats(std::vector<double> e) {
   return s;
 }
 
+RoutingFit fit_routing(const std::vector<std::vector<double>>& layer_loads_per_record) {
+  RoutingFit f;
+  double ss = 0;
+  for (const auto& loads : layer_loads_per_record) {
+    if (loads.empty()) continue;
+    ++f.records;
+    for (double l : loads) { ss += (l - 1.0) * (l - 1.0); ++f.layers; }
+  }
+  if (f.layers > 0) f.layer_load_sigma = std::sqrt(ss / f.layers);
+  return f;
+}
+
+RoutingFit fit_routing(const std::vector<Record>& records) {
+  std::vector<std::vector<double>> loads;
+  for (const auto& r : records) {
+    if (r.measured.first_iteration_layer_loads.empty()) continue;
+    const auto j = nlohmann::json::parse(r.spec_json, nullptr, false);
+    if (!j.is_object() || !j.contains("model") || !j.at("model").is_object()) continue;
+    const auto ep = j.at("model").value("expert_model_parallel_size", 1);
+    if (ep > 1) loads.push_back(r.measured.first_iteration_layer_loads);
+  }
+  return fit_routing(loads);
+}
+
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
-                         const std::vector<std::string>& corpus_files, double cublas_workspace_bytes) {
+                         const std::vector<std::string>& corpus_files, double cublas_workspace_bytes,
+                         const RoutingFit& routing) {
   nlohmann::json by = nlohmann::json::object();
   const StackFit* def = nullptr;
   for (const auto& f : fits) {
@@ -81,6 +108,16 @@ std::string profile_json(const std::vector<StackFit>& fits, const std::string& d
                  {"peak_relative_sigma", def ? def->relative_sigma : 0.0},
                  {"residual_sigma_bytes", def ? std::llround(def->sigma) : 0},
                  {"by_transformer_impl", by}};
+  if (routing.layers > 0) {
+    j["moe_routing"] = {
+        {"description",
+         "untrained_layer_load_sigma: root mean square of (received / balanced rows - 1) per MoE layer of "
+         "the first iteration, over the records measured with expert parallelism (the router as "
+         "initialised). predict --moe-busiest-rank turns it into the busiest expert-parallel rank's load."},
+        {"untrained_layer_load_sigma", routing.layer_load_sigma},
+        {"layers", routing.layers},
+        {"records", routing.records}};
+  }
   return j.dump(2) + "\n";
 }
 

@@ -90,7 +90,14 @@ void derive_from_phases(const json& m, Measurement& out) {
         if (n == 1) out.diverged_in_first_iteration = true;
         else diverged = true;
       }
-      if (n == 1) first_routing = routing_imbalance(it);
+      if (n == 1) {
+        first_routing = routing_imbalance(it);
+        if (first_routing)
+          for (const auto& l : it.at("moe_routing")) {
+            const double routed = static_cast<double>(l.at("routed_rows").get<std::int64_t>());
+            if (routed > 0) out.first_iteration_layer_loads.push_back(static_cast<double>(l.at("received_rows").get<std::int64_t>()) / routed);
+          }
+      }
       if (const auto r = routing_imbalance(it); r) {
         const std::int64_t peak = opt_int(it, "fwd_bwd_peak_bytes", "measured.iterations[]").value_or(0);
         if (peak > routed_best_peak) { routed_best_peak = peak; out.moe_routing_imbalance = r; }

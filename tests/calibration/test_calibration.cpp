@@ -1,5 +1,7 @@
 // Record reader strictness, Megatron-LM argument import, the memory fit and error statistics.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "peakcast/calibration/fit.hpp"
@@ -72,6 +74,23 @@ TEST_CASE("record reader takes the routing of the largest forward-backward and d
   const std::string bad = R"({"record_version":1,"case":"c",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
       R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":10}]}]}})";
   CHECK(read_records(bad).errors.size() == 1);
+}
+
+TEST_CASE("untrained-router spread: rms of (layer load - 1) over the EP > 1 records' first iterations") {
+  CHECK(fit_routing(std::vector<std::vector<double>>{{1.2, 0.8}, {1.0}}).layer_load_sigma ==
+        Approx(std::sqrt((0.04 + 0.04 + 0.0) / 3)));
+  const auto line = [](const std::string& name, int ep, int received) {
+    return R"({"record_version":1,"case":")" + name + R"(","spec":{"model":{"expert_model_parallel_size":)" +
+           std::to_string(ep) + R"(}},"measured":{"max_allocated_bytes":900,"iterations":[{"iteration":1,)"
+           R"("fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":100,"received_rows":)" + std::to_string(received) + "}]}]}}\n";
+  };
+  // The EP 1 record (load 1 by construction) stays out; the EP 8 one's single layer has load 1.5.
+  const auto r = read_records(line("ep8", 8, 150) + line("ep1", 1, 100));
+  REQUIRE(r.records.size() == 2);
+  const auto f = fit_routing(r.records);
+  CHECK(f.records == 1);
+  CHECK(f.layers == 1);
+  CHECK(f.layer_load_sigma == Approx(0.5));
 }
 
 TEST_CASE("record reader rejects bad lines with their line numbers") {

@@ -10,6 +10,7 @@
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
+#include "peakcast/sim/moe_routing.hpp"
 
 using namespace peakcast;
 
@@ -85,4 +86,23 @@ TEST_CASE("moe_routing_imbalance is checked against the expert-parallel group", 
   const auto dense = model::validate(parse(R"({"model": {"preset": "llama3-8b", "seq_length": 2048, "moe_routing_imbalance": 1.5},
     "train": {"micro_batch_size": 1, "global_batch_size": 1}, "cluster": {"num_gpus": 1}})"));
   CHECK(has_rule(dense, "routing_imbalance_without_experts", model::Severity::warning));
+}
+
+TEST_CASE("expected maximum of standard normals", "[sim][moe]") {
+  CHECK(sim::expected_max_of_normals(1) == 0.0);
+  CHECK(sim::expected_max_of_normals(2) == Approx(1.0 / std::sqrt(3.14159265358979323846)).epsilon(1e-6));
+  CHECK(sim::expected_max_of_normals(8) == Approx(1.42360).epsilon(1e-4));  // tabulated order statistic
+}
+
+TEST_CASE("the busiest EP rank of an untrained router: 1 + sigma z(EP) / sqrt(MoE layers)", "[sim][moe]") {
+  const auto spec = parse(R"({"model": {"preset": "moonlight-16b", "seq_length": 4096, "bf16": true,
+    "tensor_model_parallel_size": 2, "sequence_parallel": true, "expert_model_parallel_size": 8,
+    "expert_tensor_parallel_size": 1}, "train": {"micro_batch_size": 1, "global_batch_size": 4},
+    "cluster": {"num_gpus": 8}})");
+  // Moonlight: 26 MoE layers, all on the one pipeline rank.
+  CHECK(sim::busiest_rank_routing_load(spec, 0.25) == Approx(1.0 + 0.25 * 1.42360 / std::sqrt(26.0)).epsilon(1e-4));
+  CHECK(sim::busiest_rank_routing_load(spec, 0.0) == 1.0);
+  auto ep1 = spec;
+  ep1.model.expert_model_parallel_size = 1;
+  CHECK(sim::busiest_rank_routing_load(ep1, 0.25) == 1.0);
 }

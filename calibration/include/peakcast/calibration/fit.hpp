@@ -34,10 +34,24 @@ struct ErrorStats {
 
 ErrorStats error_stats(std::vector<double> abs_relative_errors);
 
+// Dropless MoE routing of untrained routers: the root mean square of (layer load - 1) over every
+// MoE layer of the first iterations measured with expert parallelism, where a layer's load is the
+// rows the rank's experts received over the balanced share (records' moe_routing).
+struct RoutingFit {
+  double layer_load_sigma = 0;
+  int layers = 0;
+  int records = 0;
+};
+RoutingFit fit_routing(const std::vector<std::vector<double>>& layer_loads_per_record);
+struct Record;
+// Over the records whose spec has expert_model_parallel_size > 1 (with EP 1 every load is 1).
+RoutingFit fit_routing(const std::vector<Record>& records);
+
 // The profile JSON `sim::load_fitted_constants` reads. The top-level memory terms are the
 // `default_stack` fit (used by predict); every stack's fit is kept under memory.by_transformer_impl.
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
-                         const std::vector<std::string>& corpus_files, double cublas_workspace_bytes);
+                         const std::vector<std::string>& corpus_files, double cublas_workspace_bytes,
+                         const RoutingFit& routing = {});
 
 }  // namespace peakcast::calibration
 

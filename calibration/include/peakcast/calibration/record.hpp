@@ -28,6 +28,8 @@ struct Measurement {
   // first iteration's (measured.iterations[].last_microbatch_loss_sum is null).
   bool diverged_after_first_iteration = false;
   bool diverged_in_first_iteration = false;  // not a training step at all: the record is skipped
+  // received / routed rows of each MoE layer in iteration 1 (the router as initialised).
+  std::vector<double> first_iteration_layer_loads;
 };
 
 struct Record {

@@ -29,6 +29,8 @@ struct FittedConstants {
   double optimizer_memory_efficiency = 0;  // fraction of HBM bandwidth the optimizer step reaches
   // Spread of the fit, for prediction intervals (relative, one sigma).
   double peak_relative_sigma = 0;
+  // Untrained routers: spread of one MoE layer's load on a rank (received / balanced rows), measured.
+  double moe_layer_load_sigma = 0;
 };
 
 // Loads configs/calibration/<name>.json from the embedded configs; "default" is the shipped one.

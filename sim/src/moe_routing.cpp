@@ -1,0 +1,45 @@
+#include "peakcast/sim/moe_routing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "peakcast/model/layer_plan.hpp"
+
+namespace peakcast::sim {
+
+double expected_max_of_normals(std::int64_t n) {
+  if (n <= 1) return 0.0;
+  // E[max] = integral of x * n * phi(x) * Phi(x)^(n-1) dx, by the trapezoid rule on [-10, 10].
+  const double pi = 3.14159265358979323846;
+  const int steps = 20000;
+  const double lo = -10.0, hi = 10.0, dx = (hi - lo) / steps;
+  double sum = 0;
+  for (int i = 0; i <= steps; ++i) {
+    const double x = lo + i * dx;
+    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2 * pi);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    const double f = x * static_cast<double>(n) * phi * std::pow(cdf, static_cast<double>(n - 1));
+    sum += (i == 0 || i == steps) ? 0.5 * f : f;
+  }
+  return sum * dx;
+}
+
+double busiest_rank_routing_load(const model::RunSpec& spec, double layer_load_sigma) {
+  const std::int64_t ep = spec.model.expert_model_parallel_size;
+  if (!spec.model.num_moe_experts || ep <= 1 || layer_load_sigma <= 0) return 1.0;
+  const model::Derived d = model::derive(spec);
+  const model::LayerPlan plan = model::build_layer_plan(spec, d);
+  std::int64_t fewest = std::numeric_limits<std::int64_t>::max();
+  for (const auto& stage : plan.stages) {
+    std::int64_t n = 0;
+    for (const auto& c : stage.chunks)
+      for (const auto& l : c.layers) n += l.ffn == model::FfnKind::moe ? 1 : 0;
+    if (n > 0) fewest = std::min(fewest, n);
+  }
+  if (fewest == std::numeric_limits<std::int64_t>::max()) return 1.0;
+  const double load = 1.0 + layer_load_sigma * expected_max_of_normals(ep) / std::sqrt(static_cast<double>(fewest));
+  return std::min(load, static_cast<double>(ep));
+}
+
+}  // namespace peakcast::sim

@@ -156,6 +156,11 @@ def run(case, rec):
     m = {"oom": False, "oom_phase": None, "oom_iteration": None, "iterations": []}
     rec["measured"] = m
     peaks, rpeaks = [], []
+    # PEAKCAST_MEMORY_HISTORY=1: record every allocation's Python stack and summarise the blocks alive
+    # at two moments (loss of iteration 1, after its optimizer step) by the allocating source line.
+    history = os.environ.get("PEAKCAST_MEMORY_HISTORY") == "1"
+    if history:
+        torch.cuda.memory._record_memory_history(max_entries=1_000_000)
 
     def sync():
         torch.cuda.synchronize()
@@ -268,6 +273,8 @@ def run(case, rec):
             STATE["last_loss"] = loss.detach()
             if PHASE["iteration"] == 1 and STATE["allocated_at_loss"] is None:
                 STATE["allocated_at_loss"] = torch.cuda.memory_allocated()
+                if history:
+                    m["alive_at_loss_by_source"] = alive_blocks_by_source(torch)
                 STATE["loss_value"] = float(loss.detach() / losses.numel())
             return loss, ntok, {"lm loss": torch.stack([loss.detach(), ntok.float()])}
 
@@ -385,6 +392,8 @@ def run(case, rec):
             rec_it["allocated_after_step_bytes"] = torch.cuda.memory_allocated()
             if it == 1:
                 m["optimizer_tensors_after_first_step"] = optimizer_tensor_bytes(optimizer)
+                if history:
+                    m["alive_after_first_step_by_source"] = alive_blocks_by_source(torch)
     except torch.OutOfMemoryError as e:
         m["oom"] = True
         m["oom_phase"] = PHASE["name"]
@@ -395,6 +404,29 @@ def run(case, rec):
     finally:
         finish()
         m.setdefault("allocated_at_loss_bytes", STATE["allocated_at_loss"])
+
+
+def alive_blocks_by_source(torch, top=40):
+    """Allocated blocks now alive, summed by the innermost Megatron / harness frame that allocated
+    them (torch.cuda.memory._snapshot() with recorded history); the largest `top` sources."""
+    snap = torch.cuda.memory._snapshot()
+    by = {}
+    for seg in snap.get("segments", []):
+        for b in seg.get("blocks", []):
+            if b.get("state") != "active_allocated":
+                continue
+            frames = b.get("frames") or []
+            key = "?"
+            for f in frames:
+                fn = f.get("filename", "")
+                if "megatron" in fn or "harness" in fn:
+                    key = fn.split("/megatron/")[-1] + ":" + str(f.get("line")) + " " + f.get("name", "")
+                    break
+            e = by.setdefault(key, [0, 0])
+            e[0] += int(b.get("size", 0))
+            e[1] += 1
+    items = sorted(by.items(), key=lambda kv: -kv[1][0])[:top]
+    return [{"source": k, "bytes": v[0], "blocks": v[1]} for k, v in items]
 
 
 def optimizer_tensor_bytes(optimizer):

@@ -11,6 +11,8 @@
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
 #include "peakcast/sim/moe_routing.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
+#include "peakcast/sim/prediction.hpp"
 
 using namespace peakcast;
 
@@ -105,4 +107,14 @@ TEST_CASE("the busiest EP rank of an untrained router: 1 + sigma z(EP) / sqrt(Mo
   auto ep1 = spec;
   ep1.model.expert_model_parallel_size = 1;
   CHECK(sim::busiest_rank_routing_load(ep1, 0.25) == 1.0);
+}
+
+TEST_CASE("the shared experts' side stream adds a cuBLAS workspace forward and backward", "[sim][moe]") {
+  // PyTorch keeps one cuBLAS workspace per (handle, stream); the backward runs on the autograd
+  // engine's thread with its own handle. The overlapped shared experts use a second stream.
+  const auto with = parse(kLocalMoe, {"model.moe_shared_expert_overlap=true"});
+  const auto without = parse(kLocalMoe, {"model.moe_shared_expert_overlap=false"});
+  const auto a = sim::predict(with), b = sim::predict(without);
+  const auto workspace = sim::load_fitted_constants("default", "local").cublas_workspace;
+  CHECK((a.ranks.front().breakdown.other - b.ranks.front().breakdown.other) == workspace * 2);
 }

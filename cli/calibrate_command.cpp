@@ -20,7 +20,7 @@ namespace peakcast::cli {
 namespace {
 struct CalibrateArgs {
   std::vector<std::string> corpus{"calibration/data/h200_corpus.jsonl", "calibration/data/h200_multi_gpu.jsonl",
-                                  "calibration/data/h200_seedlike.jsonl"};
+                                  "calibration/data/h200_seedlike.jsonl", "calibration/data/h200_routing_ep2.jsonl"};
   std::string out;
   std::string microbench;
   std::string timing;
@@ -73,9 +73,9 @@ Runner add_calibrate_command(CLI::App& app) {
     }
     const auto shipped = sim::load_fitted_constants();
     const auto routing = calibration::fit_routing(records);
-    if (routing.layers > 0)
-      std::cerr << "MoE routing of untrained routers: layer load sigma " << routing.layer_load_sigma << " over "
-                << routing.layers << " layers of " << routing.records << " records\n";
+    for (const auto& [score, sp] : routing.by_score_function)
+      std::cerr << "MoE routing of untrained " << score << " routers: expert load sigma " << sp.expert_load_sigma
+                << " over " << sp.layers << " layers of " << sp.records << " records\n";
     const std::string profile = calibration::profile_json(fits, "transformer_engine", args->corpus,
                                                           static_cast<double>(shipped.cublas_workspace.value), routing);
     if (args->out.empty()) std::cout << profile;

@@ -55,12 +55,19 @@ bool apply_busiest_rank_routing(model::RunSpec& spec) {
               << spec.model.moe_routing_imbalance << "); use one or the other\n";
     return false;
   }
-  const double sigma = sim::load_fitted_constants().moe_layer_load_sigma;
+  const std::string& score = spec.model.moe_router_score_function;
+  double sigma = -1;
+  for (const auto& [s, v] : sim::load_fitted_constants().moe_expert_load_sigma) if (s == score) sigma = v;
+  if (sigma < 0) {
+    std::cerr << "error: --moe-busiest-rank: no measured routing spread for " << score
+              << " routers in the calibration profile (configs/calibration/default.json, moe_routing)\n";
+    return false;
+  }
   const double load = sim::busiest_rank_routing_load(spec, sigma);
   spec.model.moe_routing_imbalance = load;
   std::cerr << "MoE routing: the busiest of " << spec.model.expert_model_parallel_size
-            << " expert-parallel ranks under an untrained router receives " << load
-            << " x its balanced rows (per-layer spread " << sigma << ", measured; configs/calibration/default.json)\n";
+            << " expert-parallel ranks under an untrained " << score << " router receives " << load
+            << " x its balanced rows (per-expert spread " << sigma << ", measured; configs/calibration/default.json)\n";
   return true;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <Eigen/Dense>
 #include <nlohmann/json.hpp>
@@ -56,28 +57,32 @@ ErrorStats error_stats(std::vector<double> e) {
   return s;
 }
 
-RoutingFit fit_routing(const std::vector<std::vector<double>>& layer_loads_per_record) {
-  RoutingFit f;
-  double ss = 0;
-  for (const auto& loads : layer_loads_per_record) {
-    if (loads.empty()) continue;
-    ++f.records;
-    for (double l : loads) { ss += (l - 1.0) * (l - 1.0); ++f.layers; }
-  }
-  if (f.layers > 0) f.layer_load_sigma = std::sqrt(ss / f.layers);
-  return f;
-}
-
 RoutingFit fit_routing(const std::vector<Record>& records) {
-  std::vector<std::vector<double>> loads;
+  std::map<std::string, std::pair<double, RoutingFit::Spread>> acc;  // sum of squares, counts
   for (const auto& r : records) {
     if (r.measured.first_iteration_layer_loads.empty()) continue;
     const auto j = nlohmann::json::parse(r.spec_json, nullptr, false);
     if (!j.is_object() || !j.contains("model") || !j.at("model").is_object()) continue;
-    const auto ep = j.at("model").value("expert_model_parallel_size", 1);
-    if (ep > 1) loads.push_back(r.measured.first_iteration_layer_loads);
+    const auto& m = j.at("model");
+    const auto ep = m.value("expert_model_parallel_size", 1);
+    const auto experts = m.contains("num_moe_experts") && m.at("num_moe_experts").is_number_integer()
+                             ? m.at("num_moe_experts").get<int>() : 0;
+    if (ep <= 1 || experts < ep) continue;
+    const std::string score = m.value("moe_router_score_function", std::string("softmax"));
+    const double local = static_cast<double>(experts / ep);
+    auto& [ss, spread] = acc[score];
+    ++spread.records;
+    for (double l : r.measured.first_iteration_layer_loads) {
+      ss += (l - 1.0) * (l - 1.0) * local;
+      ++spread.layers;
+    }
   }
-  return fit_routing(loads);
+  RoutingFit f;
+  for (auto& [score, v] : acc) {
+    v.second.expert_load_sigma = std::sqrt(v.first / v.second.layers);
+    f.by_score_function.emplace_back(score, v.second);
+  }
+  return f;
 }
 
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
@@ -108,15 +113,17 @@ std::string profile_json(const std::vector<StackFit>& fits, const std::string& d
                  {"peak_relative_sigma", def ? def->relative_sigma : 0.0},
                  {"residual_sigma_bytes", def ? std::llround(def->sigma) : 0},
                  {"by_transformer_impl", by}};
-  if (routing.layers > 0) {
+  if (!routing.by_score_function.empty()) {
+    nlohmann::json by = nlohmann::json::object();
+    for (const auto& [score, sp] : routing.by_score_function)
+      by[score] = {{"untrained_expert_load_sigma", sp.expert_load_sigma}, {"layers", sp.layers}, {"records", sp.records}};
     j["moe_routing"] = {
         {"description",
-         "untrained_layer_load_sigma: root mean square of (received / balanced rows - 1) per MoE layer of "
-         "the first iteration, over the records measured with expert parallelism (the router as "
-         "initialised). predict --moe-busiest-rank turns it into the busiest expert-parallel rank's load."},
-        {"untrained_layer_load_sigma", routing.layer_load_sigma},
-        {"layers", routing.layers},
-        {"records", routing.records}};
+         "untrained_expert_load_sigma, per router score function: root mean square of (layer load - 1) x "
+         "sqrt(local experts) over the MoE layers of the first iterations measured with expert parallelism "
+         "(the router as initialised; a layer's load is received / balanced rows on the rank). predict "
+         "--moe-busiest-rank turns it into the busiest expert-parallel rank's load."},
+        {"by_score_function", by}};
   }
   return j.dump(2) + "\n";
 }

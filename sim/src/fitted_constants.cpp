@@ -24,8 +24,9 @@ FittedConstants load_fitted_constants(const std::string& name, const std::string
     c.peak_relative_sigma = t.value("peak_relative_sigma", c.peak_relative_sigma);
     c.profile = c.profile + " (" + stack + ")";
   }
-  if (const auto r = j.value("moe_routing", nlohmann::json::object()); r.is_object())
-    c.moe_layer_load_sigma = r.value("untrained_layer_load_sigma", 0.0);
+  if (const auto r = j.value("moe_routing", nlohmann::json::object()); r.is_object() && r.contains("by_score_function"))
+    for (const auto& [score, v] : r.at("by_score_function").items())
+      c.moe_expert_load_sigma.emplace_back(score, v.value("untrained_expert_load_sigma", 0.0));
   // Time efficiencies live in their own profile, fitted from the CUDA replay microbenchmark.
   const auto time_text = model::embedded_config("calibration/time.json");
   const auto t = time_text ? nlohmann::json::parse(*time_text, nullptr, false) : nlohmann::json{};

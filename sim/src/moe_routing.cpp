@@ -25,9 +25,11 @@ double expected_max_of_normals(std::int64_t n) {
   return sum * dx;
 }
 
-double busiest_rank_routing_load(const model::RunSpec& spec, double layer_load_sigma) {
+double busiest_rank_routing_load(const model::RunSpec& spec, double expert_load_sigma) {
   const std::int64_t ep = spec.model.expert_model_parallel_size;
-  if (!spec.model.num_moe_experts || ep <= 1 || layer_load_sigma <= 0) return 1.0;
+  if (!spec.model.num_moe_experts || ep <= 1 || expert_load_sigma <= 0) return 1.0;
+  const double local_experts = static_cast<double>(std::max<std::int64_t>(1, *spec.model.num_moe_experts / ep));
+  const double layer_load_sigma = expert_load_sigma / std::sqrt(local_experts);
   const model::Derived d = model::derive(spec);
   const model::LayerPlan plan = model::build_layer_plan(spec, d);
   std::int64_t fewest = std::numeric_limits<std::int64_t>::max();

@@ -76,21 +76,25 @@ TEST_CASE("record reader takes the routing of the largest forward-backward and d
   CHECK(read_records(bad).errors.size() == 1);
 }
 
-TEST_CASE("untrained-router spread: rms of (layer load - 1) over the EP > 1 records' first iterations") {
-  CHECK(fit_routing(std::vector<std::vector<double>>{{1.2, 0.8}, {1.0}}).layer_load_sigma ==
-        Approx(std::sqrt((0.04 + 0.04 + 0.0) / 3)));
-  const auto line = [](const std::string& name, int ep, int received) {
-    return R"({"record_version":1,"case":")" + name + R"(","spec":{"model":{"expert_model_parallel_size":)" +
-           std::to_string(ep) + R"(}},"measured":{"max_allocated_bytes":900,"iterations":[{"iteration":1,)"
-           R"("fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":100,"received_rows":)" + std::to_string(received) + "}]}]}}\n";
+TEST_CASE("untrained-router spread: rms of (layer load - 1) x sqrt(local experts), per score function") {
+  const auto line = [](const std::string& name, int ep, const std::string& score, int received) {
+    return R"({"record_version":1,"case":")" + name + R"(","spec":{"model":{"num_moe_experts":64,"expert_model_parallel_size":)" +
+           std::to_string(ep) + R"(,"moe_router_score_function":")" + score + R"("}},"measured":{"max_allocated_bytes":900,)"
+           R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":100,"received_rows":)" +
+           std::to_string(received) + "}]}]}}\n";
   };
-  // The EP 1 record (load 1 by construction) stays out; the EP 8 one's single layer has load 1.5.
-  const auto r = read_records(line("ep8", 8, 150) + line("ep1", 1, 100));
-  REQUIRE(r.records.size() == 2);
+  // EP 8 (8 local experts) sigmoid: one layer at load 1.5; EP 2 (32 local experts) softmax: 0.9.
+  // The EP 1 record (load 1 by construction) stays out.
+  const auto r = read_records(line("a", 8, "sigmoid", 150) + line("b", 2, "softmax", 90) + line("c", 1, "softmax", 100));
+  REQUIRE(r.records.size() == 3);
   const auto f = fit_routing(r.records);
-  CHECK(f.records == 1);
-  CHECK(f.layers == 1);
-  CHECK(f.layer_load_sigma == Approx(0.5));
+  REQUIRE(f.by_score_function.size() == 2);
+  for (const auto& [score, sp] : f.by_score_function) {
+    CHECK(sp.records == 1);
+    CHECK(sp.layers == 1);
+    if (score == "sigmoid") CHECK(sp.expert_load_sigma == Approx(0.5 * std::sqrt(8.0)));
+    else CHECK(sp.expert_load_sigma == Approx(0.1 * std::sqrt(32.0)));
+  }
 }
 
 TEST_CASE("record reader rejects bad lines with their line numbers") {

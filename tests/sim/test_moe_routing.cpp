@@ -101,12 +101,14 @@ TEST_CASE("the busiest EP rank of an untrained router: 1 + sigma z(EP) / sqrt(Mo
     "tensor_model_parallel_size": 2, "sequence_parallel": true, "expert_model_parallel_size": 8,
     "expert_tensor_parallel_size": 1}, "train": {"micro_batch_size": 1, "global_batch_size": 4},
     "cluster": {"num_gpus": 8}})");
-  // Moonlight: 26 MoE layers, all on the one pipeline rank.
-  CHECK(sim::busiest_rank_routing_load(spec, 0.25) == Approx(1.0 + 0.25 * 1.42360 / std::sqrt(26.0)).epsilon(1e-4));
+  // Moonlight: 64 experts over EP 8 (8 local), 26 MoE layers, all on the one pipeline rank; a layer's
+  // load spreads by the per-expert spread / sqrt(8).
+  const double layer_sigma = 0.7 / std::sqrt(8.0);
+  CHECK(sim::busiest_rank_routing_load(spec, 0.7) == Approx(1.0 + layer_sigma * 1.42360 / std::sqrt(26.0)).epsilon(1e-4));
   CHECK(sim::busiest_rank_routing_load(spec, 0.0) == 1.0);
   auto ep1 = spec;
   ep1.model.expert_model_parallel_size = 1;
-  CHECK(sim::busiest_rank_routing_load(ep1, 0.25) == 1.0);
+  CHECK(sim::busiest_rank_routing_load(ep1, 0.7) == 1.0);
 }
 
 TEST_CASE("the shared experts' side stream adds a cuBLAS workspace forward and backward", "[sim][moe]") {

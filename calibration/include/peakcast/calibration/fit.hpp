@@ -34,15 +34,15 @@ struct ErrorStats {
 
 ErrorStats error_stats(std::vector<double> abs_relative_errors);
 
-// Dropless MoE routing of untrained routers: the root mean square of (layer load - 1) over every
-// MoE layer of the first iterations measured with expert parallelism, where a layer's load is the
-// rows the rank's experts received over the balanced share (records' moe_routing).
+// Dropless MoE routing of untrained routers. A layer's load on a rank (received / balanced rows) is
+// the sum of its g = experts / EP local experts' loads, so its deviation from 1 shrinks as 1/sqrt(g)
+// when experts deviate independently. The fit keeps the per-expert spread: the root mean square of
+// (layer load - 1) x sqrt(g) over every MoE layer of the first iterations measured with expert
+// parallelism, per router score function (sigmoid and softmax routers spread very differently).
 struct RoutingFit {
-  double layer_load_sigma = 0;
-  int layers = 0;
-  int records = 0;
+  struct Spread { double expert_load_sigma = 0; int layers = 0; int records = 0; };
+  std::vector<std::pair<std::string, Spread>> by_score_function;
 };
-RoutingFit fit_routing(const std::vector<std::vector<double>>& layer_loads_per_record);
 struct Record;
 // Over the records whose spec has expert_model_parallel_size > 1 (with EP 1 every load is 1).
 RoutingFit fit_routing(const std::vector<Record>& records);

@@ -92,6 +92,7 @@ struct ModelSpec {
   // peakcast: rows this rank's local experts receive over the balanced share (tokens x top-k);
   // dropless routing makes expert activations follow the actual load, which training decides.
   double moe_routing_imbalance = 1.0;
+  std::string moe_router_score_function = "softmax";  // softmax | sigmoid | sqrtsoftplus
 
   // Hybrid Mamba / GDN
   std::optional<std::string> hybrid_override_pattern;  // also accepted as hybrid_layer_pattern

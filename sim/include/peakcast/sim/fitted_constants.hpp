@@ -3,6 +3,8 @@
 // allocates and the efficiency of each op class. They come from a calibration profile under
 // configs/calibration/ (written by `peakcast calibrate`), never from code.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "peakcast/model/units.hpp"
 
@@ -29,8 +31,9 @@ struct FittedConstants {
   double optimizer_memory_efficiency = 0;  // fraction of HBM bandwidth the optimizer step reaches
   // Spread of the fit, for prediction intervals (relative, one sigma).
   double peak_relative_sigma = 0;
-  // Untrained routers: spread of one MoE layer's load on a rank (received / balanced rows), measured.
-  double moe_layer_load_sigma = 0;
+  // Untrained routers: spread of one expert's load (per router score function), measured; a rank's
+  // layer load spreads by this / sqrt(local experts).
+  std::vector<std::pair<std::string, double>> moe_expert_load_sigma;
 };
 
 // Loads configs/calibration/<name>.json from the embedded configs; "default" is the shipped one.

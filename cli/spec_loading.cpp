@@ -55,6 +55,10 @@ bool apply_busiest_rank_routing(model::RunSpec& spec) {
               << spec.model.moe_routing_imbalance << "); use one or the other\n";
     return false;
   }
+  if (!spec.model.num_moe_experts || spec.model.expert_model_parallel_size <= 1) {
+    std::cerr << "MoE routing: no expert parallelism here; --moe-busiest-rank changes nothing\n";
+    return true;
+  }
   const std::string& score = spec.model.moe_router_score_function;
   double sigma = -1;
   for (const auto& [s, v] : sim::load_fitted_constants().moe_expert_load_sigma) if (s == score) sigma = v;

@@ -243,14 +243,16 @@ TEST_CASE("EP/ETP: routed experts split over EP and ETP, sharded over expert DP"
     // EP4: experts are expert-parallel and get their own optimizer, stepped after the dense one.
     // fp32 grads, so the only step temporary is torch's foreach sqrt buffer (fp32, 4 bytes).
     s.optimizer.implementation = OptimizerImpl::torch_adamw;
-    const auto& chained = at(run(s), 0, 0);
+    const auto chained_ranks = run(s);
+    const auto& chained = at(chained_ranks, 0, 0);
     CHECK(chained.memory.step_transient_steady.value == 4 * std::max(dense_shard, expert_shard));
     // EP1 with ETP = TP: the experts stay in the dense optimizer, one temporary over all of it.
     s.model.expert_model_parallel_size = 1;
     s.model.expert_tensor_parallel_size = 2;
     s.optimizer.use_distributed_optimizer = false;
     s.ddp.use_distributed_optimizer = false;
-    const auto& single = at(run(s), 0, 0);
+    const auto single_ranks = run(s);
+    const auto& single = at(single_ranks, 0, 0);
     CHECK(single.memory.step_transient_steady.value == 4 * (single.memory.params.dense + single.memory.params.expert));
   }
 

@@ -76,6 +76,14 @@ TEST_CASE("unfused GLU keeps x1 + glu_linear_offset besides silu's output", "[si
   // The fused kernel saves only its input (fc1's output, which the unfused path keeps too); the
   // unfused path adds silu(x0) and x1 + 0.0, both [N, F] in bf16.
   CHECK(static_cast<double>((unfused - fused).value) == Approx(2 * N * F * 2));
+  // Transformer Engine linears do not fuse the activation: mlp.py only does with bias_activation_fusion
+  // (or TE's activation op), so the same two tensors are saved under TE.
+  const Bytes te_unfused = held_by_layer(parse(kLocalMoe, {"model.transformer_impl=\"transformer_engine\"",
+                                                           "model.attention_backend=\"auto\""}), model::FfnKind::dense);
+  const Bytes te_fused = held_by_layer(parse(kLocalMoe, {"model.transformer_impl=\"transformer_engine\"",
+                                                         "model.attention_backend=\"auto\"",
+                                                         "model.bias_activation_fusion=true"}), model::FfnKind::dense);
+  CHECK(static_cast<double>((te_unfused - te_fused).value) == Approx(2 * N * F * 2));
 }
 
 TEST_CASE("moe_routing_imbalance is checked against the expert-parallel group", "[model][validate]") {

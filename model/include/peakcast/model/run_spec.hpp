@@ -93,6 +93,7 @@ struct ModelSpec {
   // dropless routing makes expert activations follow the actual load, which training decides.
   double moe_routing_imbalance = 1.0;
   std::string moe_router_score_function = "softmax";  // softmax | sigmoid | sqrtsoftplus
+  bool use_te_activation_func = false;  // TE's activation op (treated as a fused kernel)
 
   // Hybrid Mamba / GDN
   std::optional<std::string> hybrid_override_pattern;  // also accepted as hybrid_layer_pattern

@@ -2,6 +2,7 @@
 #include "peakcast/calibration/fit.hpp"
 
 #include "peakcast/calibration/record.hpp"
+#include "peakcast/model/spec_parser.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -61,14 +62,12 @@ RoutingFit fit_routing(const std::vector<Record>& records) {
   std::map<std::string, std::pair<double, RoutingFit::Spread>> acc;  // sum of squares, counts
   for (const auto& r : records) {
     if (r.measured.first_iteration_layer_loads.empty()) continue;
-    const auto j = nlohmann::json::parse(r.spec_json, nullptr, false);
-    if (!j.is_object() || !j.contains("model") || !j.at("model").is_object()) continue;
-    const auto& m = j.at("model");
-    const auto ep = m.value("expert_model_parallel_size", 1);
-    const auto experts = m.contains("num_moe_experts") && m.at("num_moe_experts").is_number_integer()
-                             ? m.at("num_moe_experts").get<int>() : 0;
+    const auto parsed = model::parse_run_spec(r.spec_json);
+    if (!parsed.spec) continue;
+    const model::ModelSpec& m = parsed.spec->model;
+    const std::int64_t ep = m.expert_model_parallel_size, experts = m.num_moe_experts.value_or(0);
     if (ep <= 1 || experts < ep) continue;
-    const std::string score = m.value("moe_router_score_function", std::string("softmax"));
+    const std::string& score = m.moe_router_score_function;
     const double local = static_cast<double>(experts / ep);
     auto& [ss, spread] = acc[score];
     ++spread.records;

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,22 +43,28 @@ std::optional<std::string> opt_string(const json& o, const char* key, const std:
   return o.at(key).get<std::string>();
 }
 
-// received / routed rows over the MoE layers of one iteration (measured.iterations[].moe_routing,
-// one entry per MoE layer forward), or nothing when the iteration has no routing record.
-std::optional<double> routing_imbalance(const json& it) {
-  if (!it.contains("moe_routing")) return std::nullopt;
+// (routed, received) rows of each MoE layer forward of one iteration (measured.iterations[].moe_routing);
+// empty when the iteration has no routing record.
+std::vector<std::pair<std::int64_t, std::int64_t>> routing_rows(const json& it) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> rows;
+  if (!it.contains("moe_routing")) return rows;
   const json& layers = it.at("moe_routing");
   if (!layers.is_array()) throw LineError("measured.iterations[].moe_routing must be an array");
-  std::int64_t routed = 0, received = 0;
   for (const auto& l : layers) {
     if (!l.is_object()) throw LineError("measured.iterations[].moe_routing[] must be objects");
     const auto a = opt_int(l, "routed_rows", "measured.iterations[].moe_routing[]");
     const auto b = opt_int(l, "received_rows", "measured.iterations[].moe_routing[]");
     if (!a || !b) throw LineError("measured.iterations[].moe_routing[] needs routed_rows and received_rows");
     if (*a < 0 || *b < 0) throw LineError("measured.iterations[].moe_routing[] row counts must not be negative");
-    routed += *a;
-    received += *b;
+    rows.emplace_back(*a, *b);
   }
+  return rows;
+}
+
+// received / routed rows summed over the layers, or nothing without routed rows.
+std::optional<double> routing_imbalance(const std::vector<std::pair<std::int64_t, std::int64_t>>& rows) {
+  std::int64_t routed = 0, received = 0;
+  for (const auto& [a, b] : rows) { routed += a; received += b; }
   if (routed == 0) return std::nullopt;
   return static_cast<double>(received) / static_cast<double>(routed);
 }
@@ -90,15 +98,15 @@ void derive_from_phases(const json& m, Measurement& out) {
         if (n == 1) out.diverged_in_first_iteration = true;
         else diverged = true;
       }
+      const auto rows = routing_rows(it);
+      const auto imbalance = routing_imbalance(rows);
       if (n == 1) {
-        first_routing = routing_imbalance(it);
+        first_routing = imbalance;
         if (first_routing)
-          for (const auto& l : it.at("moe_routing")) {
-            const double routed = static_cast<double>(l.at("routed_rows").get<std::int64_t>());
-            if (routed > 0) out.first_iteration_layer_loads.push_back(static_cast<double>(l.at("received_rows").get<std::int64_t>()) / routed);
-          }
+          for (const auto& [routed, received] : rows)
+            if (routed > 0) out.first_iteration_layer_loads.push_back(static_cast<double>(received) / static_cast<double>(routed));
       }
-      if (const auto r = routing_imbalance(it); r) {
+      if (const auto r = imbalance; r) {
         const std::int64_t peak = opt_int(it, "fwd_bwd_peak_bytes", "measured.iterations[]").value_or(0);
         if (peak > routed_best_peak) { routed_best_peak = peak; out.moe_routing_imbalance = r; }
       }

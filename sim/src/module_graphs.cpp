@@ -267,15 +267,17 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
   return b.linear("linear_proj", ctx, hq * vd, h, Parallel::row);
 }
 
+// mlp.py / experts.py: the activation is one fused kernel only with bias_activation_fusion or TE's
+// activation op; Transformer Engine linears alone leave the GLU to the unfused Python path.
+bool fused_activation(const model::ModelSpec& m) { return m.bias_activation_fusion || m.use_te_activation_func; }
+
 int dense_mlp_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln) {
   const ShapeContext& c = b.ctx();
   const auto& m = spec.model;
   const std::int64_t N = c.tokens, h = c.hidden, F = d.ffn / c.tp;
   const bool gated = m.gated_linear_unit;
   const int fc1 = b.linear("mlp.linear_fc1", ln, h, (gated ? 2 : 1) * F, Parallel::column, kMlp);
-  // mlp.py: a fused kernel only with bias_activation_fusion or TE's activation op; Transformer
-  // Engine linears alone leave the GLU to the unfused Python path.
-  const bool fused = m.bias_activation_fusion || m.use_te_activation_func;
+  const bool fused = fused_activation(m);
   const int a = activation(b, "mlp.activation", fc1, N, F, gated, fused, kMlp);
   return b.linear("mlp.linear_fc2", a, F, h, Parallel::row, kMlp);
 }
@@ -313,7 +315,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
       no_sp.sequence_parallel = false;
       GraphBuilder gb(g, no_sp, g.name + ".");
       const int f1 = gb.linear("shared_experts.linear_fc1", fc1_in, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
-      const int a = activation(gb, "shared_experts.activation", f1, c.tokens, Fs, gated, m.bias_activation_fusion || m.use_te_activation_func, region);
+      const int a = activation(gb, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region);
       const int full = gb.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
       // The output is reduce-scattered back to the sequence-parallel shard in the combine.
       shared_out = b.tensor("shared_experts.output", b.act(c.local_tokens, h));
@@ -325,7 +327,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     const std::int64_t Fs = *m.moe_shared_expert_intermediate_size / c.tp;
     const std::uint32_t region = moe_region | (m.moe_shared_expert_overlap ? 0u : kSharedExperts);
     const int f1 = b.linear("shared_experts.linear_fc1", ln, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
-    const int a = activation(b, "shared_experts.activation", f1, c.tokens, Fs, gated, m.bias_activation_fusion || m.use_te_activation_func, region);
+    const int a = activation(b, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region);
     shared_out = b.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
   }
 
@@ -374,7 +376,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   int a = -1;
   if (grouped) {
     // TEGroupedMLP applies the probs inside the weighted activation (experts.py:728-900).
-    a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion || m.use_te_activation_func,
+    a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m),
                    moe_region | kMoeAct, recv_probs);
   } else {
     a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, recv_probs);

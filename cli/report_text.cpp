@@ -1,7 +1,9 @@
 #include "report_text.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace peakcast::cli {
 
@@ -9,6 +11,11 @@ namespace {
 std::string gb(Bytes b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", b.gb());
+  return buf;
+}
+std::string mb(Bytes b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fMB", static_cast<double>(b.value) / 1e6);
   return buf;
 }
 }  // namespace
@@ -68,6 +75,23 @@ void print_module_table(std::ostream& os, const sim::Prediction& p) {
                     gb(m.held).c_str(), gb(m.forward_excess).c_str(), gb(m.backward_excess).c_str(),
                     m.replay_flops / 1e9);
       os << line;
+    }
+    // What a module holds, once per distinct saved set (layers of one kind repeat it).
+    std::vector<std::string> shown;
+    for (const auto& m : r.modules) {
+      if (m.held_tensors.empty()) continue;
+      std::string key;
+      for (const auto& t : m.held_tensors) key += t.name + "=" + std::to_string(t.bytes.value) + ";";
+      if (std::find(shown.begin(), shown.end(), key) != shown.end()) continue;
+      shown.push_back(key);
+      os << "  " << m.name << " holds until its backward:";
+      for (const auto& t : m.held_tensors) {
+        if (t.bytes.value == 0) continue;  // e.g. the fused RoPE's cos/sin
+        // Tensor names carry the name of the graph they were built in ("L0."); layers share graphs.
+        const auto dot = t.name.find('.');
+        os << " " << (dot == std::string::npos ? t.name : t.name.substr(dot + 1)) << " " << mb(t.bytes);
+      }
+      os << "\n";
     }
   }
 }

@@ -77,7 +77,12 @@ moe_gqa = {"model": dict(gqa2b["model"], num_moe_experts=16, moe_ffn_hidden_size
                          moe_grouped_gemm=False)}
 moe_gqa_shared = {"model": dict(moe_gqa["model"], moe_shared_expert_intermediate_size=4096)}
 
-models = {"gqa8b": gqa8b, "gqa2b": gqa2b, "mla_noq": mla_noq, "mla_q": mla_q,
+# Llama 3 70B width (the seed's historical FP8 study), layer count set per layout.
+llama70b = {"model": {"hidden_size": 8192, "ffn_hidden_size": 28672, "num_attention_heads": 64,
+                      "num_query_groups": 8, "kv_channels": 128, "vocab_size": 128256,
+                      "seq_length": 4096, "rotary_base": 500000}}
+
+models = {"llama70b": llama70b, "gqa8b": gqa8b, "gqa2b": gqa2b, "mla_noq": mla_noq, "mla_q": mla_q,
           "moonlight4": moonlight4, "moe_gqa": moe_gqa, "moe_gqa_shared": moe_gqa_shared}
 
 cases = []
@@ -275,6 +280,34 @@ add("seedfull_moonlight27_mla_up_proj_r0", "seedlike", "moonlight4",
     set=dict(moonlight27, **sel("mla_up_proj")), fake_rank=0, iterations=2)
 add("seedfull_moonlight27_core_attn_r0", "seedlike", "moonlight4",
     set=dict(moonlight27, **sel("core_attn")), fake_rank=0, iterations=2)
+
+# The seed's Llama 3 70B layout on the local stack in bf16 (no FP8, no CUDA graphs, no TP overlap):
+# all 80 layers, TP4 + SP, PP4, VPP5, DP2 with the distributed optimizer and bf16 grads, 16
+# micro-batches, and the seed's variants PP8 (DP1), TP8 (DP1) and VPP10. Fake process group
+# ranks: global rank = tp + 4 dp + 8 pp for TP4 DP2.
+# Group "seedllama", calibration/data/h200_seedllama.jsonl.
+llama_layout = dict(tp2sp, **{"model.tensor_model_parallel_size": 4,
+                              "model.pipeline_model_parallel_size": 4,
+                              "model.virtual_pipeline_model_parallel_size": 5,
+                              "model.num_layers": 80, "cluster.num_gpus": 32,
+                              "train.global_batch_size": 32,
+                              "optimizer.use_distributed_optimizer": True,
+                              "ddp.use_distributed_optimizer": True,
+                              "ddp.grad_reduce_in_fp32": False, "optimizer.lr": 1e-8,
+                              # 128256 = 2^8 x 501: unpadded at TP4 and TP8 (the harness builds
+                              # the model at the vocabulary size it is given)
+                              "model.make_vocab_size_divisible_by": 32})
+for tags in (("core_attn",), ("mlp",), ("core_attn", "mlp")):
+    for rank, pp in ((0, 0), (24, 3)):
+        add(f"seedllama_tp4pp4vpp5_{'_'.join(tags)}_pp{pp}", "seedllama", "llama70b",
+            set=dict(llama_layout, **sel(*tags)), fake_rank=rank, iterations=2)
+add("seedllama_tp4pp8vpp5_core_attn_pp0", "seedllama", "llama70b",
+    set=dict(llama_layout, **sel("core_attn"), **{"model.pipeline_model_parallel_size": 8}), fake_rank=0, iterations=2)
+add("seedllama_tp8pp4vpp5_core_attn_pp0", "seedllama", "llama70b",
+    set=dict(llama_layout, **sel("core_attn"), **{"model.tensor_model_parallel_size": 8}),
+    fake_rank=0, iterations=2)
+add("seedllama_tp4pp4vpp10_core_attn_pp0", "seedllama", "llama70b",
+    set=dict(llama_layout, **sel("core_attn"), **{"model.virtual_pipeline_model_parallel_size": 10}), fake_rank=0, iterations=2)
 
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:

@@ -360,6 +360,9 @@ def run(case, rec):
                     num_microbatches=num_mb, seq_length=seq, micro_batch_size=mbs,
                     decoder_seq_length=seq, forward_only=False)
             rec_it["fwd_bwd_peak_bytes"] = take_peak()
+            rec_it["fwd_bwd_peak_requested_bytes"] = torch.cuda.memory_stats().get("requested_bytes.all.peak")
+            if history and it == 1:
+                m["alive_at_first_fwd_bwd_peak_by_source"] = peak_blocks_by_source(torch)
             if routing:
                 rec_it["moe_routing"] = list(routing)
                 routing.clear()
@@ -390,6 +393,10 @@ def run(case, rec):
             rec_it["optimizer_peak_bytes"] = take_peak()
             rec_it["optimizer_time_s"] = time.perf_counter() - t0
             rec_it["allocated_after_step_bytes"] = torch.cuda.memory_allocated()
+            # What the tensors asked for, before the allocator's rounding and unsplit remainders.
+            stats = torch.cuda.memory_stats()
+            rec_it["optimizer_peak_requested_bytes"] = stats.get("requested_bytes.all.peak")
+            rec_it["requested_after_step_bytes"] = stats.get("requested_bytes.all.current")
             if it == 1:
                 m["optimizer_tensors_after_first_step"] = optimizer_tensor_bytes(optimizer)
                 if history:
@@ -404,6 +411,53 @@ def run(case, rec):
     finally:
         finish()
         m.setdefault("allocated_at_loss_bytes", STATE["allocated_at_loss"])
+
+
+def source_of(frames):
+    """The innermost Megatron / harness frame of an allocation's stack, as 'file:line function'."""
+    for f in frames or []:
+        fn = f.get("filename", "")
+        if "megatron" in fn or "harness" in fn:
+            return fn.split("/megatron/")[-1] + ":" + str(f.get("line")) + " " + f.get("name", "")
+    return "?"
+
+
+def peak_blocks_by_source(torch, top=60):
+    """Replay the allocator's recorded alloc / free events from the start of the run, find the
+    moment the allocated total was largest, and sum the blocks alive then by allocating source.
+    Valid while the trace has not wrapped (fewer events than max_entries)."""
+    snap = torch.cuda.memory._snapshot()
+    traces = snap.get("device_traces") or [[]]
+    events = traces[torch.cuda.current_device()] if len(traces) > torch.cuda.current_device() else []
+    live, cur, best, best_at = {}, 0, -1, -1
+    for i, e in enumerate(events):
+        a = e.get("action")
+        if a == "alloc":
+            live[e["addr"]] = e
+            cur += e["size"]
+        elif a == "free_completed" and e["addr"] in live:
+            cur -= live.pop(e["addr"])["size"]
+        if cur > best:
+            best, best_at = cur, i
+    live = {}
+    for e in events[:best_at + 1]:
+        a = e.get("action")
+        if a == "alloc":
+            live[e["addr"]] = e
+        elif a == "free_completed":
+            live.pop(e["addr"], None)
+    by = {}
+    for e in live.values():
+        k = source_of(e.get("frames"))
+        v = by.setdefault(k, [0, 0, set()])
+        v[0] += e["size"]
+        v[1] += 1
+        v[2].add(e["size"])
+    items = sorted(by.items(), key=lambda kv: -kv[1][0])[:top]
+    at = source_of(events[best_at].get("frames")) if best_at >= 0 else None
+    return {"traced_peak_bytes": best, "events": len(events), "peak_event_source": at,
+            "sources": [{"source": k, "bytes": v[0], "blocks": v[1], "sizes": sorted(v[2])[:6]}
+                        for k, v in items]}
 
 
 def alive_blocks_by_source(torch, top=40):

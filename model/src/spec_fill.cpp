@@ -321,6 +321,7 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   r.read("bias_dropout_fusion", m.bias_dropout_fusion);
   r.read("bias_activation_fusion", m.bias_activation_fusion);
   r.read("apply_rope_fusion", m.apply_rope_fusion);
+  r.read("rotary_percent", m.rotary_percent);
   r.read("cross_entropy_loss_fusion", m.cross_entropy_loss_fusion);
   if (auto n = r.name("cross_entropy_fusion_impl")) m.cross_entropy_fusion_impl = *n == "te" ? CrossEntropyImpl::te : CrossEntropyImpl::native;
   // The impl only matters when the fusion is on; say "unfused" so later stages read one field.

@@ -111,6 +111,9 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
   at_least(sink, "model.cpu_offloading_num_layers", m.cpu_offloading_num_layers, 0, kMaxCount);
   probability(sink, "model.attention_dropout", m.attention_dropout);
   probability(sink, "model.hidden_dropout", m.hidden_dropout);
+  // RotaryEmbedding rotates int(kv_channels x rotary_percent) channels (rotary_pos_embedding.py).
+  if (!(m.rotary_percent > 0.0 && m.rotary_percent <= 1.0))
+    sink.error("model.rotary_percent", "value_out_of_range", "rotary_percent must lie in (0, 1]: the share of each head's channels RoPE rotates");
   if (m.moe_input_jitter_eps && !(*m.moe_input_jitter_eps >= 0.0))
     sink.error("model.moe_input_jitter_eps", "value_out_of_range", "must be >= 0");
 

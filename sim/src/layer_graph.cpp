@@ -74,6 +74,18 @@ Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt) {
     const OpNode& op = g.ops[i];
     for (int t : op.inputs) lt.last_forward_use[t] = std::max(lt.last_forward_use[t], static_cast<int>(i));
     for (int t : op.keeps_alive) lt.last_forward_use[t] = std::max(lt.last_forward_use[t], static_cast<int>(i));
+    const std::uint32_t active_here = ckpt.whole_module ? 0u : (op.regions & no_grad_regions);
+    if (active_here != 0) {
+      // Both checkpoint functions save every tensor argument (ctx.save_for_backward(*args),
+      // random.py), whether or not an op inside would: whatever the region reads from outside
+      // stays, e.g. a GQA core's K and the fused QKV output V is a view of, read only by
+      // repeat_interleave.
+      for (int t : op.inputs) {
+        const TensorNode& tn = g.tensors[t];
+        const bool produced_inside = tn.producer >= 0 && (g.ops[tn.producer].regions & active_here) != 0;
+        if (!produced_inside) lt.held[t] = true;
+      }
+    }
     for (int t : op.saves) {
       if (lt.first_saver[t] < 0) lt.first_saver[t] = static_cast<int>(i);
       const TensorNode& tn = g.tensors[t];
@@ -163,7 +175,10 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
   p.replay_work.checkpoint_regions = ckpt.whole_module ? 1.0 : static_cast<double>(std::popcount(regions_seen));
   p.forward_peak_excess = Bytes{peak - forward_start};
   for (std::size_t t = 0; t < nt; ++t) {
-    if (lt.held[t]) p.held += g.tensors[t].bytes;
+    if (lt.held[t]) {
+      p.held += g.tensors[t].bytes;
+      p.held_tensors.push_back({g.tensors[t].name, g.tensors[t].bytes});
+    }
     if (g.tensors[t].external && lt.held[t]) p.input_held = true;
   }
   if (g.output >= 0) p.output_bytes = g.tensors[g.output].bytes;

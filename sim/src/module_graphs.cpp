@@ -148,6 +148,14 @@ int local_softmax(GraphBuilder& b, int scores, double E, bool in_fp32) {
   return probs;
 }
 
+// The unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd) makes cos and sin of the frequencies
+// in the activation dtype on every call, [s, 1, 1, rot], and the two products save them: four per
+// layer (Q and K). The fused kernel (apply_rope_fusion) saves only the shared frequencies: 0 bytes.
+int rope_cos_sin(GraphBuilder& b, const model::ModelSpec& m, std::int64_t rot_dim) {
+  const ShapeContext& c = b.ctx();
+  return b.tensor("rope.cos_sin", Bytes{m.apply_rope_fusion ? 0 : 4 * c.seq * rot_dim * c.act_bytes}, false);
+}
+
 // Standard / GQA self-attention with RoPE (attention.py SelfAttention).
 int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x,
                     bool separate_norm) {
@@ -166,7 +174,13 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   const int k = b.tensor("k_rope", b.act(N, hkv * hd));
   const bool rope = m.position_embedding_type == model::PositionEmbedding::rope ||
                     m.position_embedding_type == model::PositionEmbedding::yarn;
-  b.op("rotary", {.in = {qkv}, .out = {q, k}, .flops = rope ? 6.0 * N * (hq + hkv) * hd : 0.0});
+  if (rope) {
+    const std::int64_t rot = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(hd) * m.rotary_percent));
+    const int cs = rope_cos_sin(b, m, rot);
+    b.op("rotary", {.in = {qkv}, .out = {q, k, cs}, .save = {cs}, .flops = 6.0 * N * (hq + hkv) * rot});
+  } else {
+    b.op("rotary", {.in = {qkv}, .out = {q, k}});
+  }
   const int ctx = b.tensor("core_attention.out", b.act(N, hq * hd));
   const double causal_flops = 2.0 * 2.0 * c.batch * hq * double(c.seq) * c.seq * hd * 0.5;
   if (c.fused_attention) {
@@ -235,7 +249,8 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
   const int query = b.tensor("query", b.act(N, hq * (qk + rope)));
   const int key = b.tensor("key", b.act(N, hq * (qk + rope)));
   const int value = b.tensor("value", b.act(N, hq * vd));
-  b.op("rope_q", {.in = {q}, .out = {query}, .region = kMlaUpProj, .flops = 6.0 * N * hq * rope});
+  const int cs = rope_cos_sin(b, m, rope);  // for the Q and the K rotation
+  b.op("rope_q", {.in = {q}, .out = {query, cs}, .save = {cs}, .region = kMlaUpProj, .flops = 6.0 * N * hq * rope});
   // The positional key is gathered under SP, rotated, expanded per head and concatenated.
   b.op("rope_k_cat", {.in = {kv, kvd}, .out = {key}, .region = kMlaUpProj, .flops = 6.0 * N * rope});
   b.op("value_contiguous", {.in = {kv}, .out = {value}, .region = kMlaUpProj});

@@ -62,6 +62,7 @@ struct Segment {
   Bytes input_bytes, output_bytes;
   bool input_held = false;
   Bytes held;                 // kept from forward to backward (includes the input when held)
+  std::vector<ModuleProfile::HeldTensor> held_tensors;  // plain modules only
   Bytes forward_peak_excess;
   // Backward: the profiles of the modules, replayed first when `replay_group`.
   struct Part { Bytes held, backward_excess, input_bytes, forward_excess; bool input_requires_grad = true; };
@@ -93,6 +94,7 @@ Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const Checkpoint
   s.output_bytes = p.output_bytes;
   s.input_held = p.input_held;
   s.held = p.held;
+  s.held_tensors = p.held_tensors;
   s.forward_peak_excess = p.forward_peak_excess;
   bool input_grad = false;
   for (const auto& t : g.tensors) if (t.external && t.requires_grad) input_grad = true;
@@ -504,7 +506,8 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       for (const auto& s : chunks[ci].segments) {
         Bytes bwd{};
         for (const auto& part : s.parts) bwd = max(bwd, part.backward_excess);
-        rp.modules.push_back({s.name, static_cast<int>(ci), s.held, s.forward_peak_excess, bwd, s.replay_flops});
+        rp.modules.push_back({s.name, static_cast<int>(ci), s.held, s.forward_peak_excess, bwd, s.replay_flops,
+                              s.held_tensors});
       }
     }
     // Work and time per iteration on this rank.

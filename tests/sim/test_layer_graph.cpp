@@ -108,3 +108,34 @@ TEST_CASE("a tensor freed at step k is absent at k and present at k-1", "[sim][g
   CHECK(ev[1].live_delta.value == 1000 - 10 + 10 - 1000);
   CHECK(ev[2].live_delta.value == ev[1].live_delta.value + 10 - 10);
 }
+
+TEST_CASE("a keep-inputs checkpoint holds every tensor its region reads from outside, saved inside or not",
+          "[sim][graph]") {
+  // x -> P -> p (outside); region kCoreAttn: E reads p and makes e without saving p (like
+  // repeat_interleave), F reads e and saves it; G outside saves F's output f.
+  LayerGraph g;
+  const int x = g.add_input("x", Bytes{10});
+  const int p = g.add_tensor("p", Bytes{100});
+  const int e = g.add_tensor("e", Bytes{400});
+  const int f = g.add_tensor("f", Bytes{50});
+  const int y = g.add_tensor("y", Bytes{10});
+  OpNode P; P.name = "P"; P.inputs = {x}; P.outputs = {p}; P.saves = {x};
+  OpNode E; E.name = "E"; E.inputs = {p}; E.outputs = {e}; E.regions = kCoreAttn;
+  OpNode F; F.name = "F"; F.inputs = {e}; F.outputs = {f}; F.saves = {e}; F.regions = kCoreAttn;
+  OpNode G; G.name = "G"; G.inputs = {f}; G.outputs = {y}; G.saves = {f};
+  g.add_op(P); g.add_op(E); g.add_op(F); g.add_op(G);
+  g.output = y;
+  // Without the checkpoint: x (by P), e (by F) and f (by G); p dies after E.
+  CHECK(profile_module(g, CheckpointSet{}).held == Bytes{10 + 400 + 50});
+  CheckpointSet ck;
+  ck.keep_inputs = kCoreAttn;
+  const ModuleProfile held = profile_module(g, ck);
+  // The checkpoint's argument p stays (ctx.save_for_backward(*args)); e is dropped and replayed.
+  CHECK(held.held == Bytes{10 + 100 + 50});
+  const auto names = [&] {
+    std::vector<std::string> n;
+    for (const auto& t : held.held_tensors) n.push_back(t.name);
+    return n;
+  }();
+  CHECK(names == std::vector<std::string>{"x", "p", "f"});
+}

@@ -73,3 +73,47 @@ TEST_CASE("each active checkpoint region is one checkpoint call; full recompute 
   CHECK(sim::profile_module(l.graph, whole).replay_work.checkpoint_regions == 1);
   CHECK(sim::profile_module(l.graph, sim::CheckpointSet{}).replay_work.checkpoint_regions == 0);
 }
+
+namespace {
+Bytes held_named(const sim::ModuleProfile& p, const std::string& suffix) {
+  Bytes sum{};
+  for (const auto& t : p.held_tensors)
+    if (t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      sum += t.bytes;
+  return sum;
+}
+
+sim::LayerGraph local_gqa_layer(bool rope_fusion) {
+  auto r = model::parse_run_spec(std::string(R"({
+    "model": {"preset": "llama3-8b", "num_layers": 2, "seq_length": 1024, "bf16": true,
+              "transformer_impl": "local", "attention_backend": "unfused", "apply_rope_fusion": )") +
+                                 (rope_fusion ? "true" : "false") + R"(},
+    "train": {"micro_batch_size": 2, "global_batch_size": 2},
+    "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})");
+  REQUIRE(r.spec);
+  const model::Derived d = model::derive(*r.spec);
+  const sim::ShapeContext ctx = sim::make_shape_context(*r.spec, d);
+  return sim::build_layer_graph(*r.spec, d, ctx, {0, model::MixerKind::attention, model::FfnKind::dense, false}, false);
+}
+}  // namespace
+
+TEST_CASE("local GQA core_attn checkpoint keeps Q, K and the fused QKV output that V is a view of", "[sim][memory]") {
+  const sim::LayerGraph g = local_gqa_layer(false);
+  const std::int64_t b = 2, s = 1024, hq = 32, hkv = 8, hd = 128, bf16 = 2;
+  sim::CheckpointSet ck;
+  ck.keep_inputs = sim::kCoreAttn;
+  const auto p = sim::profile_module(g, ck);
+  CHECK(held_named(p, "q_rope") == Bytes{b * s * hq * hd * bf16});
+  CHECK(held_named(p, "k_rope") == Bytes{b * s * hkv * hd * bf16});
+  CHECK(held_named(p, "linear_qkv.out") == Bytes{b * s * (hq + 2 * hkv) * hd * bf16});
+  // Nothing of the core's own (expanded K/V, scores, probabilities) survives the forward.
+  CHECK(held_named(p, "gqa_expand.k") == Bytes{0});
+  CHECK(held_named(p, "softmax.out") == Bytes{0});
+}
+
+TEST_CASE("unfused RoPE keeps cos and sin of each rotation, [s, 1, 1, d] in bf16; the fused kernel none", "[sim][memory]") {
+  const std::int64_t s = 1024, hd = 128, bf16 = 2;
+  // Q and K each: cos_ and sin_ saved by the two products (rope_utils.py _apply_rotary_pos_emb_bshd).
+  CHECK(held_named(sim::profile_module(local_gqa_layer(false), {}), "rope.cos_sin") == Bytes{4 * s * hd * bf16});
+  CHECK(held_named(sim::profile_module(local_gqa_layer(true), {}), "rope.cos_sin") == Bytes{0});
+}

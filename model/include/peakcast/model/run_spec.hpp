@@ -154,6 +154,7 @@ struct ModelSpec {
   bool bias_dropout_fusion = false;
   bool bias_activation_fusion = false;  // fused bias+GLU saves only its input
   bool apply_rope_fusion = false;
+  double rotary_percent = 1.0;  // fraction of each head's channels RoPE rotates (rotary_pos_embedding.py)
   bool cross_entropy_loss_fusion = false;
   CrossEntropyImpl cross_entropy_fusion_impl = CrossEntropyImpl::native;
   double attention_dropout = 0.1;

@@ -88,6 +88,8 @@ struct CheckpointSet {
 // relative to the live bytes just before the module's forward (or backward) starts.
 struct ModuleProfile {
   Bytes held;                // saved from the end of forward until the module's backward
+  struct HeldTensor { std::string name; Bytes bytes; };
+  std::vector<HeldTensor> held_tensors;  // what `held` is made of, in graph order
   Bytes forward_peak_excess; // max over the forward of (live - live_at_start)
   Bytes output_bytes;        // the output handed on (live after forward besides `held`)
   Bytes input_bytes;         // the external input (freed or held at the end of forward)

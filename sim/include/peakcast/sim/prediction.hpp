@@ -9,6 +9,7 @@
 #include "peakcast/model/diagnostics.hpp"
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/model/static_memory.hpp"
+#include "peakcast/sim/layer_graph.hpp"
 
 namespace peakcast::sim {
 
@@ -38,6 +39,7 @@ struct ModuleSummary {
   int chunk = 0;
   Bytes held, forward_excess, backward_excess;
   double replay_flops = 0;
+  std::vector<ModuleProfile::HeldTensor> held_tensors;  // a plain module's saved tensors (empty for groups)
 };
 
 struct RankPrediction {

@@ -215,6 +215,12 @@ struct Walker {
   std::vector<TimelineEvent>* timeline = nullptr;
   double clock = 0;
   bool deallocate_outputs = true;
+  // Iteration 1: the autograd thread's cuBLAS workspaces, allocated by the first backward GEMM.
+  Bytes pending_backward_workspaces;
+  void take_pending_workspaces() {
+    base += pending_backward_workspaces;
+    pending_backward_workspaces = Bytes{};
+  }
 
   // `name` builds the op's name; called only when the peak moves or a timeline is recorded, so the
   // walk allocates no strings on its hot path.
@@ -285,6 +291,10 @@ struct Walker {
       const Segment& s = cm.segments[i];
       if (i + 1 == cm.segments.size()) activations += offloaded_bytes(i);
       if (i > 0) activations += offloaded_bytes(i - 1);
+      // The loss's backward peaks (the logits' gradient beside the saved softmax) before the output
+      // layer's first GEMM creates the backward workspaces; any other module starts with a GEMM.
+      const bool loss_first = s.name == "output";
+      if (!loss_first) take_pending_workspaces();
       if (s.replay_group) {
         // The checkpoint re-runs the group's forward with saving on: every layer's saved set
         // returns (the group input is already kept), then the layers' backwards release them.
@@ -300,6 +310,7 @@ struct Walker {
         }
       } else {
         touch(s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
+        take_pending_workspaces();
         activations -= kept.segments[i] + offloaded_bytes(i);
         clock += s.replay_s + s.backward_s;
       }
@@ -450,7 +461,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
 
     const auto steps = pipeline_schedule(sp, r);
     Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, options.record_timeline, &rp.timeline, 0,
-             spec.model.deallocate_pipeline_outputs, {}, static_cast<int>(sp.microbatches)};
+             spec.model.deallocate_pipeline_outputs, {}, {}, static_cast<int>(sp.microbatches)};
     w.kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(sp.microbatches));
     const Bytes model_state = sm.parameters + sm.gradients + sm.main_params + sm.fp8_weight_cache;
     Breakdown first_bd, steady_bd;
@@ -466,11 +477,12 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       bool backward_seen = it > 1;
       for (const auto& st : steps) {
         if (!st.forward && !backward_seen) {
-          w.base += backward_workspaces;
+          w.pending_backward_workspaces = backward_workspaces;
           backward_seen = true;
         }
         if (st.forward) w.forward(st.chunk, st.microbatch); else w.backward(st.chunk, st.microbatch);
       }
+      w.take_pending_workspaces();
       w.touch(Bytes{}, Phase::grad_sync, [] { return std::string("grad_sync.reduce_scatter"); }, -1, -1, -1);
       // The first step creates the Adam moments; both steps hold their implementation's transient.
       const Bytes step_transient = it == 1 ? sm.step_transient_first : sm.step_transient_steady;

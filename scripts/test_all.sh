@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: a Release build and an AddressSanitizer + UndefinedBehaviorSanitizer build,
-# each running every Catch2 test through ctest, then the calibration error bounds.
+# each running every Catch2 test through ctest, mutation fuzzing of run specs on the sanitizer
+# build, then the calibration error bounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
@@ -14,5 +15,8 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEAKCAST_S
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+# Bad input never crashes: mutated run specs through the sanitizer build exit 0 or 2, nothing else.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 1 --commands predict,rank
 
 if [ -x .ci/validate_bounds.sh ]; then .ci/validate_bounds.sh build/cli/peakcast; fi

@@ -106,15 +106,23 @@ void add_moe(ParamList& out, const ModelSpec& m, const Derived& d, const Shardin
   const std::int64_t local_experts = split(experts, s.ep);
   const std::int64_t fc1_local = split(fc1_width(m, d.moe_ffn), s.etp);
   const std::int64_t fc2_in_local = split(d.moe_ffn, s.etp);
-  for (std::int64_t e = 0; e < local_experts; ++e) {
+  const auto fc1 = [&](std::int64_t e) {
     const std::string p = "mlp.experts.linear_fc1";
     add(out, p + ".weight" + std::to_string(e), fc1_local * h, true, true);
     if (m.add_bias_linear) add(out, p + ".bias" + std::to_string(e), fc1_local, false, true);
-  }
-  for (std::int64_t e = 0; e < local_experts; ++e) {
+  };
+  const auto fc2 = [&](std::int64_t e) {
     const std::string p = "mlp.experts.linear_fc2";
     add(out, p + ".weight" + std::to_string(e), h * fc2_in_local, true, true);
     if (m.add_bias_linear) add(out, p + ".bias" + std::to_string(e), h, false, true);
+  };
+  if (m.moe_grouped_gemm) {
+    // Grouped experts register every fc1 weight, then every fc2 weight.
+    for (std::int64_t e = 0; e < local_experts; ++e) fc1(e);
+    for (std::int64_t e = 0; e < local_experts; ++e) fc2(e);
+  } else {
+    // SequentialMLP: one MLP module per local expert, each with its fc1 then its fc2 (experts.py).
+    for (std::int64_t e = 0; e < local_experts; ++e) { fc1(e); fc2(e); }
   }
   if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
     add_dense_mlp(out, "mlp.shared_experts", m, *m.moe_shared_expert_intermediate_size, s.tp, false);

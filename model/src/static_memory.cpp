@@ -114,6 +114,7 @@ StaticMemory shard_independent(const PipelineStage& stage, const StageBuffers& s
   mem.fp8_weight_cache = fp8_weight_cache(spec, gemm);
   mem.ddp_init_transient = ddp_init_transient(sb, d.distributed_optimizer);
   mem.buffers = Bytes{moe_layers_on_stage(stage) * detail::router_buffer_numel_per_moe_layer(spec.model) * kFp32Bytes};
+  if (!d.distributed_optimizer) mem.slack = detail::allocator_slack(stage, sb.chunks, spec, d);
   return mem;
 }
 

@@ -10,6 +10,7 @@
 #include "param_count.hpp"
 #include "peakcast/model/layer_plan.hpp"
 #include "peakcast/model/run_spec.hpp"
+#include "peakcast/model/static_memory.hpp"
 
 namespace peakcast::model::detail {
 
@@ -60,6 +61,7 @@ std::vector<std::int64_t> owned_elements_by_shard(const DdpBuffer& buffer);
 struct OptimizerBytes {
   std::int64_t main_param = 0;       // allocated when the optimizer is built
   std::int64_t states = 0;           // allocated lazily at the first step()
+  std::vector<std::int64_t> state_tensors;  // bytes per element of each state tensor (sum: states)
   std::int64_t step_transient = 0;   // live during step() (and until the next zero_grad)
   // torch AdamW's foreach temporary: lives only while its own optimizer steps, so a chain of
   // optimizers (dense, expert-parallel) holds the largest one's, not their sum.
@@ -77,5 +79,11 @@ OptimizerBytes optimizer_bytes(const RunSpec& spec, const Derived& d, DType para
 // True when TE FusedAdam keeps the master weights (MCore skips its fp32 main shard):
 // use_precision_aware_optimizer_no_fp8_or_ds_fp8 (optimizer_config.py:404-411).
 bool te_keeps_master_weights(const RunSpec& spec);
+
+// AllocatorSlack of a pipeline stage without DistOpt: parameters, grad buffers, main parameters and
+// the first step's moments and temporaries replayed through CachingAllocatorModel in creation order
+// (static_memory_slack.cpp). `buffers` are the stage's DDP buffers, per chunk.
+AllocatorSlack allocator_slack(const PipelineStage& stage, const std::vector<std::vector<DdpBuffer>>& buffers,
+                               const RunSpec& spec, const Derived& d);
 
 }  // namespace peakcast::model::detail

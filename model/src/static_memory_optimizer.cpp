@@ -55,16 +55,17 @@ OptimizerBytes optimizer_bytes(const RunSpec& spec, const Derived& d, DType para
     const bool precision_aware = o.use_precision_aware_optimizer;
     const DType avg = precision_aware ? o.exp_avg_dtype : DType::fp32;
     const DType avg_sq = precision_aware ? o.exp_avg_sq_dtype : DType::fp32;
-    b.states = dtype_bytes(avg) + dtype_bytes(avg_sq);
+    b.state_tensors = {dtype_bytes(avg), dtype_bytes(avg_sq)};
     if (te_master && low_precision) {
       // TE FusedAdam master_param: int16 remainder bits when store_param_remainders with a fp32
       // master over bf16 params, else a copy in main_params_dtype.
       const bool remainders = o.store_param_remainders && o.main_params_dtype == DType::fp32 && param_dtype == DType::bf16;
-      b.states += remainders ? dtype_bytes(DType::int16) : dtype_bytes(o.main_params_dtype);
+      b.state_tensors.push_back(remainders ? dtype_bytes(DType::int16) : dtype_bytes(o.main_params_dtype));
     }
   } else {
-    b.states = kFp32Bytes;
+    b.state_tensors = {kFp32Bytes};
   }
+  for (const std::int64_t t : b.state_tensors) b.states += t;
 
   // step(): _copy_model_grads_to_main_grads sets main.grad = model_grad.float(): a new fp32
   // tensor when the grad buffer is not fp32 (distrib_optimizer.py:2746-2790); the TE-master path

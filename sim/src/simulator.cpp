@@ -463,7 +463,10 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, options.record_timeline, &rp.timeline, 0,
              spec.model.deallocate_pipeline_outputs, {}, {}, static_cast<int>(sp.microbatches)};
     w.kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(sp.microbatches));
-    const Bytes model_state = sm.parameters + sm.gradients + sm.main_params + sm.fp8_weight_cache;
+    // Without DistOpt, per-parameter tensors carry the caching allocator's slack (static_memory.hpp).
+    const Bytes model_state = sm.parameters + sm.gradients + sm.main_params + sm.fp8_weight_cache +
+                              sm.slack.parameters + sm.slack.main_params;
+    model::AllocatorSlack::Step step_slack;
     Breakdown first_bd, steady_bd;
     Bytes first_peak, steady_peak;
     Phase first_phase = Phase::forward, steady_phase = Phase::forward;
@@ -472,7 +475,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       w.iteration = it;
       w.peak = Bytes{};
       w.activations = Bytes{};
-      const Bytes states = it == 1 ? Bytes{} : sm.optimizer_states;
+      const Bytes states = it == 1 ? Bytes{} : sm.optimizer_states + step_slack.moments;
       w.base = model_state + states + fixed - (it == 1 ? backward_workspaces : Bytes{});
       bool backward_seen = it > 1;
       for (const auto& st : steps) {
@@ -483,15 +486,19 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
         if (st.forward) w.forward(st.chunk, st.microbatch); else w.backward(st.chunk, st.microbatch);
       }
       w.take_pending_workspaces();
+      // The first step's moments are carved first from what the forward-backward freed (the
+      // allocator keeps it); the later step() calls reuse the first one's temporary blocks.
+      if (it == 1) step_slack = sm.slack.step(w.peak - (w.base + w.activations));
       w.touch(Bytes{}, Phase::grad_sync, [] { return std::string("grad_sync.reduce_scatter"); }, -1, -1, -1);
       // The first step creates the Adam moments; both steps hold their implementation's transient.
-      const Bytes step_transient = it == 1 ? sm.step_transient_first : sm.step_transient_steady;
-      if (it == 1) w.base += sm.optimizer_states;
+      const Bytes step_transient = (it == 1 ? sm.step_transient_first : sm.step_transient_steady) + step_slack.temporaries;
+      if (it == 1) w.base += sm.optimizer_states + step_slack.moments;
       w.touch(step_transient, Phase::optimizer, [] { return std::string("optimizer.step"); }, -1, -1, -1);
       Breakdown bd;
-      bd.parameters = sm.parameters + sm.fp8_weight_cache;
+      bd.parameters = sm.parameters + sm.fp8_weight_cache + sm.slack.parameters;
       bd.gradients = sm.gradients;
-      bd.optimizer_states = sm.main_params + ((it == 1 && w.peak_phase != Phase::optimizer) ? Bytes{} : sm.optimizer_states);
+      bd.optimizer_states = sm.main_params + sm.slack.main_params +
+                            ((it == 1 && w.peak_phase != Phase::optimizer) ? Bytes{} : sm.optimizer_states + step_slack.moments);
       bd.activations = w.peak_activations;
       bd.transient = w.peak_transient;
       bd.other = fixed;

@@ -21,6 +21,24 @@ struct ParamCounts {
   std::int64_t total() const { return dense + expert; }
 };
 
+// The caching allocator's slack on per-parameter tensors without the distributed optimizer (with
+// it, parameters, main parameters and moments live in a few large buffers and shards): the bytes its
+// blocks hold beyond what the tensors request (caching_allocator.hpp), replayed in allocation order.
+struct AllocatorSlack {
+  Bytes parameters;   // model build: one tensor per parameter
+  Bytes main_params;  // optimizer build: an fp32 clone per bf16 / fp16 parameter
+  // The first step() allocates the Adam moments, then torch AdamW's foreach temporaries, parameter
+  // by parameter. Each one's slack had it a fresh segment, and the step's bytes requested up to and
+  // including it.
+  std::vector<Bytes> step_request_end;
+  std::vector<Bytes> step_slack;
+  std::size_t moments = 0;  // the first `moments` entries are moments, the rest temporaries
+  // The moments' and the temporaries' slack when the first `cached` bytes of the step's requests
+  // are carved from memory the forward-backward freed (no new segment, so no unsplit remainder).
+  struct Step { Bytes moments, temporaries; };
+  Step step(Bytes cached) const;
+};
+
 struct StaticMemory {
   ParamCounts params;
   Bytes parameters;          // model weights in their dtype (DDP param buffer with DistOpt)
@@ -32,6 +50,7 @@ struct StaticMemory {
   Bytes step_transient_steady;  // extra bytes live during later optimizer.step() calls
   Bytes ddp_init_transient;  // duplicate params while DDP copies them into its buffer
   Bytes buffers;             // module buffers that are not parameters (fp32 router expert bias + token counts)
+  AllocatorSlack slack;      // without DistOpt only
 };
 
 struct RankStatic {

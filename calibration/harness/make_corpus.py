@@ -309,6 +309,30 @@ add("seedllama_tp8pp4vpp5_core_attn_pp0", "seedllama", "llama70b",
 add("seedllama_tp4pp4vpp10_core_attn_pp0", "seedllama", "llama70b",
     set=dict(llama_layout, **sel("core_attn"), **{"model.virtual_pipeline_model_parallel_size": 10}), fake_rank=0, iterations=2)
 
+# ---- module and layout variants on gqa2b (group "variants", calibration/data/h200_variants.jsonl) ----
+add("variants_gpt3_style", "variants", "gqa2b",
+    set={"model.normalization": "LayerNorm", "model.gated_linear_unit": False,
+         "model.activation_func": "gelu", "model.add_bias_linear": True})
+add("variants_squared_relu", "variants", "gqa2b",
+    set={"model.gated_linear_unit": False, "model.activation_func": "squared_relu"})
+add("variants_bias_dropout", "variants", "gqa2b",
+    set={"model.add_bias_linear": True, "model.hidden_dropout": 0.1})
+add("variants_tied_embeddings", "variants", "gqa2b",
+    set={"model.share_embeddings_and_output_weights": True})
+add("variants_learned_absolute", "variants", "gqa2b",
+    set={"model.position_embedding_type": "learned_absolute"})
+add("variants_rotary_half", "variants", "gqa2b", set={"model.rotary_percent": 0.5})
+add("variants_mtp1", "variants", "gqa2b", set={"model.mtp_num_layers": 1})
+add("variants_mtp1_core_attn", "variants", "gqa2b", set=dict(sel("core_attn"), **{"model.mtp_num_layers": 1}))
+pp2_first1 = dict(pp2, **{"model.num_layers_in_first_pipeline_stage": 1})
+pp2_layout = dict(pp2, **{"model.pipeline_model_parallel_layout": "Ett|ttL"})
+for r in (0, 1):
+    add(f"variants_pp2_first_stage_1_layer_r{r}", "variants", "gqa2b", set=pp2_first1, fake_rank=r)
+    add(f"variants_pp2_layout_r{r}", "variants", "gqa2b", set=pp2_layout, fake_rank=r)
+    add(f"variants_pp2_vpp2_mbs2_r{r}", "variants", "gqa2b",
+        set=dict(pp2, **{"model.virtual_pipeline_model_parallel_size": 2,
+                         "train.micro_batch_size": 2, "train.global_batch_size": 16}), fake_rank=r)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

@@ -196,6 +196,11 @@ def run(case, rec):
             block_spec = get_gpt_decoder_block_spec(config, use_transformer_engine=False,
                                                     normalization=config.normalization,
                                                     vp_stage=vp_stage)
+            mtp_spec = None
+            if getattr(config, "mtp_num_layers", None):
+                from megatron.core.models.gpt.gpt_layer_specs import get_gpt_mtp_block_spec
+                mtp_spec = get_gpt_mtp_block_spec(config, block_spec, use_transformer_engine=False,
+                                                  vp_stage=vp_stage)
             mdl = GPTModel(
                 config=config, transformer_layer_spec=block_spec, vocab_size=vocab,
                 max_sequence_length=seq, pre_process=pre, post_process=post,
@@ -204,6 +209,7 @@ def run(case, rec):
                 position_embedding_type=gpt.get("position_embedding_type", "rope"),
                 rotary_base=int(gpt.get("rotary_base", 10000)),
                 rotary_percent=float(gpt.get("rotary_percent", 1.0)),
+                mtp_block_spec=mtp_spec,
                 vp_stage=vp_stage)
             # as Megatron-LM's get_model: move to the GPU (torch norms are built on the CPU),
             # then wrap in Float16Module for bf16/fp16

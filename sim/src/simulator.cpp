@@ -70,6 +70,10 @@ struct Segment {
   bool replay_group = false;
   bool graph_captured = false;  // saved set lives at addresses a CUDA-graph pool keeps reserved
   bool offloaded = false;       // cpu_offloading: its saved activations go to host memory
+  // Tied embeddings on one chunk: autograd sums the output layer's weight gradient with the
+  // embedding's in the shared weight's input buffer, so it stays from this segment's backward
+  // until the embedding's (no gradient-accumulation fusion; with it the GEMM writes main_grad).
+  Bytes carried_weight_grad;
   ModuleProfile::Work forward_work, replay_work;
   double backward_flops = 0, replay_flops = 0;
   double forward_s = 0, backward_s = 0, replay_s = 0;  // from the time model, for the timeline clock
@@ -196,6 +200,8 @@ struct Builder {
         cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
       }
       cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
+      if (c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx.grad_accumulation_fusion)
+        cm.segments.back().carried_weight_grad = Bytes{d.padded_vocab / ctx.tp * ctx.hidden * ctx.act_bytes};
     }
     return cm;
   }
@@ -215,6 +221,7 @@ struct Walker {
   std::vector<TimelineEvent>* timeline = nullptr;
   double clock = 0;
   bool deallocate_outputs = true;
+  Bytes carried_weight_grad;  // a tied weight's gradient waiting for the embedding's backward
   // Iteration 1: the autograd thread's cuBLAS workspaces, allocated by the first backward GEMM.
   Bytes pending_backward_workspaces;
   void take_pending_workspaces() {
@@ -311,6 +318,12 @@ struct Walker {
       } else {
         touch(s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
         take_pending_workspaces();
+        activations += s.carried_weight_grad;
+        carried_weight_grad += s.carried_weight_grad;
+        if (i == 0 && s.name == "embedding") {
+          activations -= carried_weight_grad;
+          carried_weight_grad = Bytes{};
+        }
         activations -= kept.segments[i] + offloaded_bytes(i);
         clock += s.replay_s + s.backward_s;
       }
@@ -461,7 +474,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
 
     const auto steps = pipeline_schedule(sp, r);
     Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, options.record_timeline, &rp.timeline, 0,
-             spec.model.deallocate_pipeline_outputs, {}, {}, static_cast<int>(sp.microbatches)};
+             spec.model.deallocate_pipeline_outputs, {}, {}, {}, static_cast<int>(sp.microbatches)};
     w.kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(sp.microbatches));
     // Without DistOpt, per-parameter tensors carry the caching allocator's slack (static_memory.hpp).
     const Bytes model_state = sm.parameters + sm.gradients + sm.main_params + sm.fp8_weight_cache +

@@ -76,7 +76,7 @@ struct Row {
   const calibration::Evaluation* e;
   double predicted = 0;  // calibrated, bytes
   double rel_error = 0;  // (predicted - measured) / measured
-  std::optional<bool> phase_ok, fit_ok;
+  std::optional<bool> phase_ok{}, fit_ok{};
 };
 }  // namespace
 

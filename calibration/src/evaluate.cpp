@@ -8,6 +8,7 @@
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
+#include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/sim/prediction.hpp"
 
 namespace peakcast::calibration {
@@ -39,6 +40,16 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   // The routing the measured peak came from (dropless MoE), unless the spec fixes one itself.
   if (m.moe_routing_imbalance && !spec_sets_routing(r.spec_json))
     spec.model.moe_routing_imbalance = std::min(*m.moe_routing_imbalance, static_cast<double>(std::max<std::int64_t>(1, spec.model.expert_model_parallel_size)));
+  // A record of the largest rank (rank: null, e.g. the seed's Moonlight table, the maximum of every
+  // rank's report) without measured routing: under expert parallelism that is the busiest
+  // expert-parallel rank, at an untrained router's expected load (sim/moe_routing.hpp, the spread
+  // measured on our own runs).
+  if (!r.pp_rank && !m.moe_routing_imbalance && !spec_sets_routing(r.spec_json) && spec.model.num_moe_experts &&
+      spec.model.expert_model_parallel_size > 1) {
+    for (const auto& [score, sigma] : sim::load_fitted_constants().moe_expert_load_sigma)
+      if (score == spec.model.moe_router_score_function)
+        spec.model.moe_routing_imbalance = sim::busiest_rank_routing_load(spec, sigma);
+  }
   const auto diags = model::validate(spec);
   if (model::has_errors(diags)) {
     e.why_unusable = "spec does not validate";

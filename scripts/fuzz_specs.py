@@ -20,7 +20,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BAD_VALUES = [-1, 0, 1, 3, 7, 1.5, -0.0, 1e30, -1e30, 2**63, 2**31, 10**18, "", "abc", "bf16", [], [1, 2],
-              ["core_attn"], {}, {"x": 1}, None, True, False, "1e999", 1e-300]
+              ["core_attn"], {}, {"x": 1}, None, True, False, "1e999", 1e-300, "Et|tL", "E(t)*99999999999|L",
+              "M*-E*", "(t)*3"]
 ODD_NUMBERS = [1, 2, 3, 5, 6, 8, 12, 13, 16, 24, 64, 100, 128, 4096, 0.5, 0.001]
 CRASH_MARKS = ["Sanitizer", "terminate called", "Segmentation", "Assertion", "Aborted", "runtime error:"]
 

@@ -36,4 +36,8 @@ std::vector<VirtualStage> virtual_stages(const ModelSpec& m, const Derived& d, c
 // (pipeline_parallel_layer_layout.py:283-320: commas dropped, "(..)*n" then "x*n" unrolled).
 std::vector<std::string> expand_pipeline_layout(const std::string& layout);
 
+// What is wrong with the spec's pipeline_model_parallel_layout under Megatron's rules
+// (pipeline_parallel_layer_layout.py __init__ and validate_layer_layout), or an empty string.
+std::string pipeline_layout_problem(const ModelSpec& m);
+
 }  // namespace peakcast::model::detail

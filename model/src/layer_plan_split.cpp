@@ -1,6 +1,7 @@
 // How many decoder layers (and MTP depths, embedding, loss) each virtual pipeline stage holds.
 // Virtual stage index = vpp_chunk * PP + pp_rank throughout, as Megatron numbers them
 // (pipeline_parallel_layer_layout.py:46-53, hybrid_layer_allocation.py:466-467).
+#include <algorithm>
 #include <stdexcept>
 
 #include "layer_plan_internal.hpp"
@@ -15,6 +16,9 @@ constexpr char kLayoutMtp = 'm';
 constexpr char kLayoutLoss = 'L';
 
 std::int64_t stage_index(std::int64_t pp_rank, std::int64_t vpp_chunk, std::int64_t pp) { return vpp_chunk * pp + pp_rank; }
+
+// More layout symbols than any model has layers: a repetition count past this is a typo.
+constexpr std::size_t kMaxLayoutSymbols = 1'000'000;
 
 // Repeat each "(body)*n" (non-nested, as the pinned regex r'\(([^)]+)\)\*(\d+)' does), then "x*n".
 std::string unroll(const std::string& in) {
@@ -31,6 +35,7 @@ std::string unroll(const std::string& in) {
         while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) { n = n * 10 + static_cast<std::size_t>(s[j] - '0'); ++j; digits = true; }
         if (digits) {
           const std::string body = s.substr(i + 1, close - i - 1);
+          if (n > kMaxLayoutSymbols || body.size() * n > kMaxLayoutSymbols) throw std::length_error("layout too long");
           for (std::size_t r = 0; r < n; ++r) out += body;
           i = j;
           continue;
@@ -47,6 +52,7 @@ std::string unroll(const std::string& in) {
       bool digits = false;
       while (j < out.size() && std::isdigit(static_cast<unsigned char>(out[j]))) { n = n * 10 + static_cast<std::size_t>(out[j] - '0'); ++j; digits = true; }
       if (digits) {
+        if (n > kMaxLayoutSymbols) throw std::length_error("layout too long");
         result.append(n, out[i]);
         i = j;
         continue;
@@ -123,6 +129,49 @@ std::vector<std::string> expand_pipeline_layout(const std::string& layout) {
     else stages.back() += c;
   }
   return stages;
+}
+
+std::string pipeline_layout_problem(const ModelSpec& m) {
+  if (!m.pipeline_model_parallel_layout || m.pipeline_model_parallel_layout->empty()) return {};
+  std::vector<std::string> stages;
+  try {
+    stages = expand_pipeline_layout(*m.pipeline_model_parallel_layout);
+  } catch (const std::length_error&) {
+    return "the layout expands to more than " + std::to_string(kMaxLayoutSymbols) + " layers";
+  }
+  const auto pp = static_cast<std::size_t>(std::max<std::int64_t>(1, m.pipeline_model_parallel_size));
+  if (stages.size() % pp != 0)
+    return "pipeline_model_parallel_layout must be divisible by pipeline_model_parallel_size (len(layout)=" +
+           std::to_string(stages.size()) + ", pipeline_model_parallel_size=" + std::to_string(pp) +
+           ") (pipeline_parallel_layer_layout.py:40)";
+  for (const auto& st : stages)
+    for (char c : st)
+      if (c != kLayoutEmbedding && c != kLayoutDecoder && c != kLayoutMtp && c != kLayoutLoss)
+        return std::string("'") + c + "' is not a valid LayerType (E, t, m, L; pipeline_parallel_layer_layout.py:66)";
+  // Flattened in layer-id order: virtual stage vpp * PP + pp is already the order of `stages`.
+  std::string flat;
+  for (const auto& st : stages) flat += st;
+  if (flat.empty() || flat.front() != kLayoutEmbedding)
+    return "The first layer must be embedding (pipeline_parallel_layer_layout.py:94)";
+  if (flat.back() != kLayoutLoss) return "The last layer must be loss (pipeline_parallel_layer_layout.py:97)";
+  const auto count = [&](char c) { return static_cast<std::int64_t>(std::count(flat.begin(), flat.end(), c)); };
+  if (count(kLayoutEmbedding) != 1) return "Embedding must be specified exactly once (pipeline_parallel_layer_layout.py:102)";
+  if (count(kLayoutLoss) != 1) return "Loss must be specified exactly once (pipeline_parallel_layer_layout.py:105)";
+  if (count(kLayoutDecoder) != m.num_layers)
+    return "Number of decoder layers " + std::to_string(count(kLayoutDecoder)) + " must match num_layers " +
+           std::to_string(m.num_layers) + " (pipeline_parallel_layer_layout.py:106)";
+  if (count(kLayoutMtp) != m.mtp_num_layers)
+    return "Number of mtp layers in layout must match mtp_num_layers (pipeline_parallel_layer_layout.py:111)";
+  const auto first_mtp = flat.find(kLayoutMtp);
+  if (first_mtp != std::string::npos && flat.find(kLayoutDecoder, first_mtp) != std::string::npos)
+    return "decoder layers must be placed before MTP layers (pipeline_parallel_layer_layout.py:116)";
+  const std::size_t vpp = stages.size() / pp;
+  for (std::size_t r = 0; r < pp; ++r)
+    for (std::size_t v = 0; v + 1 < vpp; ++v)
+      if (stages[v * pp + r].find(kLayoutMtp) != std::string::npos)
+        return "Currently we restrict that the MTP should be always in the last virtual pipeline stage of that rank "
+               "(pipeline_parallel_layer_layout.py:122)";
+  return {};
 }
 
 std::vector<VirtualStage> virtual_stages(const ModelSpec& m, const Derived& d, const LayerKinds& kinds) {

@@ -1,4 +1,5 @@
 // Parallel layout: Megatron's divisibility rules for TP/PP/VPP/CP/EP, pipeline splits and batches.
+#include "layer_plan_internal.hpp"
 #include "validate_detail.hpp"
 
 namespace peakcast::model::detail {
@@ -25,7 +26,9 @@ void pipeline_split(const ModelSpec& m, RuleSink& sink) {
                  "pipeline_model_parallel_layout cannot be set with other pipeline layout arguments. "
                  "(transformer_config.py:1972)");
     }
-    return;  // the layout itself is checked where it is expanded (layer plan)
+    const std::string problem = pipeline_layout_problem(m);
+    if (!problem.empty()) sink.error("model.pipeline_model_parallel_layout", "pipeline_layout_invalid", problem);
+    return;
   }
   if (m.hybrid_override_pattern) {
     // Hybrid models split by the pattern's '|' stages, or evenly when there are none (arguments.py:815-830).

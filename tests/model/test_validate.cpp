@@ -302,6 +302,16 @@ const std::vector<RuleCase>& cases() {
       {"dispatch_wgrad_overlap_exclusive", "model.overlap_dispatch_backward_with_experts_wgrad", Severity::error,
        plus(kMoe, {"model.overlap_dispatch_backward_with_experts_wgrad=true", "model.delay_wgrad_compute=true"}), plus(kMoe, {"model.overlap_dispatch_backward_with_experts_wgrad=true"})},
       {"fp4_and_fp8", "model.fp4", Severity::error, {"model.fp4=e2m1", "model.fp8=hybrid"}, {"model.fp8=hybrid"}},
+      {"pipeline_layout_invalid", "model.pipeline_model_parallel_layout", Severity::error,
+       {"model.pipeline_model_parallel_size=2", "model.pipeline_model_parallel_layout=Ettt|ttttL"},
+       {"model.pipeline_model_parallel_size=2", "model.pipeline_model_parallel_layout=Etttt|ttttL"}},
+      {"pipeline_layout_invalid", "model.pipeline_model_parallel_layout", Severity::error,
+       {"model.pipeline_model_parallel_size=2", "model.pipeline_model_parallel_layout=E(t)*99999999|L"},
+       {"model.pipeline_model_parallel_size=2", "model.pipeline_model_parallel_layout=E(t)*4|(t)*4L"}},
+      {"pipeline_layout_invalid", "model.pipeline_model_parallel_layout", Severity::error,
+       {"model.pipeline_model_parallel_size=2", "model.pipeline_model_parallel_layout=Etttt|tttt|L"},
+       {"model.pipeline_model_parallel_size=2", "model.pipeline_model_parallel_layout=Ett|tt|tt|ttL"}},
+      {"value_out_of_range", "model.rotary_percent", Severity::error, {"model.rotary_percent=0"}, {"model.rotary_percent=0.5"}},
   };
   return k;
 }

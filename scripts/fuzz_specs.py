@@ -44,7 +44,20 @@ def parent_of(doc, path):
     return node
 
 
+# Keys the seeds do not carry but whose values reach deep code paths (layouts, patterns, uneven PP).
+INSERT_KEYS = [("model", "pipeline_model_parallel_layout"), ("model", "hybrid_override_pattern"),
+               ("model", "num_layers_in_first_pipeline_stage"), ("model", "num_layers_in_last_pipeline_stage"),
+               ("model", "virtual_pipeline_model_parallel_size"), ("model", "mtp_num_layers"),
+               ("model", "context_parallel_size"), ("model", "recompute_num_layers"),
+               ("model", "moe_routing_imbalance"), ("model", "cpu_offloading_num_layers")]
+
+
 def mutate(doc, rng):
+    if rng.random() < 0.2:
+        section, key = rng.choice(INSERT_KEYS)
+        if isinstance(doc.get(section, {}), dict):  # an earlier mutation may have replaced the section
+            doc.setdefault(section, {})[key] = copy.deepcopy(rng.choice(BAD_VALUES + ODD_NUMBERS))
+        return
     all_paths = list(paths(doc))
     if not all_paths:
         return

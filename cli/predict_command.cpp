@@ -61,6 +61,21 @@ Runner add_predict_command(CLI::App& app) {
     } else {
       for (const auto& w : warnings) std::cerr << w << "\n";
       print_prediction_table(std::cout, *spec, p);
+      // At balanced routing every EP rank looks alike; say what the busiest one of an untrained router needs.
+      if (!args->busiest_rank && spec->model.moe_routing_imbalance == 1.0) {
+        if (const auto load = busiest_rank_load(*spec)) {
+          model::RunSpec busy = *spec;
+          busy.model.moe_routing_imbalance = *load;
+          const sim::Prediction pb = sim::predict(busy);
+          char line[256];
+          std::snprintf(line, sizeof line,
+                        "busiest of %lld EP ranks under an untrained router (%.3f x its balanced rows): max peak %.3f GB%s "
+                        "(--moe-busiest-rank)\n",
+                        static_cast<long long>(spec->model.expert_model_parallel_size), *load,
+                        pb.max_peak_allocated.gb(), pb.fits ? "" : ", does not fit");
+          std::cout << line;
+        }
+      }
       if (args->explain) print_module_table(std::cout, p);
     }
     return (args->fail_if_oom && !p.fits) ? kExitDoesNotFit : kExitOk;

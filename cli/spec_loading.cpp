@@ -49,6 +49,13 @@ std::optional<model::RunSpec> load_spec(const std::string& path, const std::vect
   return parsed.spec;
 }
 
+std::optional<double> busiest_rank_load(const model::RunSpec& spec) {
+  if (!spec.model.num_moe_experts || spec.model.expert_model_parallel_size <= 1) return std::nullopt;
+  for (const auto& [s, v] : sim::load_fitted_constants().moe_expert_load_sigma)
+    if (s == spec.model.moe_router_score_function) return sim::busiest_rank_routing_load(spec, v);
+  return std::nullopt;
+}
+
 bool apply_busiest_rank_routing(model::RunSpec& spec) {
   if (spec.model.moe_routing_imbalance != 1.0) {
     std::cerr << "error: --moe-busiest-rank: model.moe_routing_imbalance is already set ("

@@ -24,3 +24,35 @@ TEST_CASE("an unknown key does not hide a range error elsewhere in the spec", "[
   CHECK(output.find("train.micro_batch_size") != std::string::npos);
   std::remove(path.c_str());
 }
+
+namespace {
+std::string run_capture(const std::string& args, int* exit_status) {
+  const std::string cmd = std::string(PEAKCAST_BINARY) + " " + args + " 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe)) output += buf.data();
+  *exit_status = WEXITSTATUS(pclose(pipe));
+  return output;
+}
+
+double number_after(const std::string& text, const std::string& marker) {
+  const auto at = text.find(marker);
+  REQUIRE(at != std::string::npos);
+  return std::stod(text.substr(at + marker.size()));
+}
+}  // namespace
+
+TEST_CASE("predict names the busiest EP rank's peak beside the balanced one, and the flag agrees", "[cli][binary]") {
+  int status = 0;
+  const std::string balanced = run_capture("predict", &status);
+  CHECK(status == 0);
+  const double max_balanced = number_after(balanced, "max peak ");
+  const double busiest = number_after(balanced, "x its balanced rows): max peak ");
+  CHECK(busiest > max_balanced);  // the default spec's peak is in the forward, where routed rows are held
+  const std::string flagged = run_capture("predict --moe-busiest-rank", &status);
+  CHECK(status == 0);
+  CHECK(number_after(flagged, "max peak ") == Approx(busiest).epsilon(1e-6));
+  CHECK(flagged.find("x its balanced rows): max peak") == std::string::npos);  // already the busiest
+}

@@ -74,6 +74,11 @@ struct Segment {
   // embedding's in the shared weight's input buffer, so it stays from this segment's backward
   // until the embedding's (no gradient-accumulation fusion; with it the GEMM writes main_grad).
   Bytes carried_weight_grad;
+  // A `moe` checkpoint (tensor_parallel.checkpoint) over a layer whose token dispatcher keeps the
+  // last routing probabilities as an attribute (allgather: local_probs, alltoall: probs): that
+  // reference keeps the replay's autograd graph, whose leaf is the checkpoint's detached input, and
+  // with it the input and its gradient, from the layer's backward until its next forward.
+  Bytes retained_after_backward;
   ModuleProfile::Work forward_work, replay_work;
   double backward_flops = 0, replay_flops = 0;
   double forward_s = 0, backward_s = 0, replay_s = 0;  // from the time model, for the timeline clock
@@ -184,6 +189,10 @@ struct Builder {
       }
       cm.segments.push_back(plain_segment(profiles, layer_graph(l, hybrid), pol.layers[i], static_cast<int>(l.index)));
       cm.segments.back().name = "L" + std::to_string(l.index);
+      const auto dispatcher = spec.model.moe_token_dispatcher_type;
+      if (l.ffn == model::FfnKind::moe && (pol.layers[i].keep_inputs & kMoe) && !spec.model.fp8 &&
+          (dispatcher == model::Dispatcher::allgather || dispatcher == model::Dispatcher::alltoall))
+        cm.segments.back().retained_after_backward = cm.segments.back().input_bytes * 2;
       cm.segments.back().graph_captured = layer_captured_by_cuda_graphs(spec, l);
       // TE's CPU offload context moves the saved activations of the first N layers to the host.
       cm.segments.back().offloaded = spec.model.cpu_offloading && spec.model.cpu_offloading_activations &&
@@ -233,12 +242,12 @@ struct Walker {
   // walk allocates no strings on its hot path.
   template <typename Name>
   void touch(Bytes excess, Phase phase, Name&& name, int layer, int mb, int chunk) {
-    const Bytes live = base + activations + excess;
+    const Bytes live = base + activations + retained_total + excess;
     if (live > peak) {
       peak = live;
       peak_phase = phase;
       peak_op = name();
-      peak_activations = activations;
+      peak_activations = activations + retained_total;
       peak_transient = excess;
     }
     if (record && timeline) timeline->push_back({clock, live, name(), layer, mb, chunk, iteration, phase});
@@ -249,6 +258,18 @@ struct Walker {
   struct Kept { std::vector<Bytes> segments; Bytes extra; };
   std::vector<Kept> kept_by_microbatch;  // index chunk * microbatches + microbatch
   int microbatches = 1;
+  // Bytes each (chunk, segment) still holds after its backward (Segment::retained_after_backward);
+  // they outlive the iteration, so they are kept outside `activations`.
+  std::vector<std::vector<Bytes>> retained;
+  Bytes retained_total;
+  void retain(int c, std::size_t i, Bytes bytes) {
+    if (retained.size() <= static_cast<std::size_t>(c)) retained.resize(static_cast<std::size_t>(c) + 1);
+    auto& r = retained[static_cast<std::size_t>(c)];
+    if (r.size() <= i) r.resize(i + 1);
+    retained_total -= r[i];
+    r[i] = bytes;
+    retained_total += bytes;
+  }
 
   void forward(int c, int mb) {
     const ChunkModel& cm = chunks[c];
@@ -259,6 +280,8 @@ struct Walker {
     Bytes in_flight{};  // an offloaded layer's saved set, copied out while the next layer runs
     for (std::size_t i = 0; i < cm.segments.size(); ++i) {
       const Segment& s = cm.segments[i];
+      // Its dispatcher takes new probabilities early in the forward: the old replay graph goes.
+      if (s.retained_after_backward.value > 0) retain(c, i, Bytes{});
       touch(s.forward_peak_excess, Phase::forward, [&] { return s.name + ".forward"; }, s.layer, mb, c);
       clock += s.forward_s;
       activations -= in_flight;  // the copy of the previous layer completes with this layer
@@ -318,6 +341,7 @@ struct Walker {
       } else {
         touch(s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
         take_pending_workspaces();
+        if (s.retained_after_backward.value > 0) retain(c, i, s.retained_after_backward);
         activations += s.carried_weight_grad;
         carried_weight_grad += s.carried_weight_grad;
         if (i == 0 && s.name == "embedding") {

@@ -44,6 +44,7 @@ Runner add_predict_command(CLI::App& app) {
     if (args->busiest_rank && !apply_busiest_rank_routing(*spec)) return kExitInvalidInput;
     sim::PredictOptions opt;
     opt.record_timeline = !args->timeline.empty() || !args->html.empty();
+    opt.record_held_tensors = args->explain;
     if (!args->html.empty() && !write_predict_html(args->html, *spec, sim::predict(*spec, opt))) return kExitInvalidInput;
     sim::Prediction p = sim::predict(*spec, opt);
     p.warnings = model::validate(*spec);

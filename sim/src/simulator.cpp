@@ -3,6 +3,7 @@
 // rank's static memory, the gradient sync and the optimizer step.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "peakcast/model/layer_plan.hpp"
@@ -62,7 +63,7 @@ struct Segment {
   Bytes input_bytes, output_bytes;
   bool input_held = false;
   Bytes held;                 // kept from forward to backward (includes the input when held)
-  std::vector<ModuleProfile::HeldTensor> held_tensors;  // plain modules only
+  const std::vector<ModuleProfile::HeldTensor>* held_tensors = nullptr;  // plain modules: in the profile cache
   Bytes forward_peak_excess;
   // Backward: the profiles of the modules, replayed first when `replay_group`.
   struct Part { Bytes held, backward_excess, input_bytes, forward_excess; bool input_requires_grad = true; };
@@ -79,6 +80,7 @@ struct Segment {
   // reference keeps the replay's autograd graph, whose leaf is the checkpoint's detached input, and
   // with it the input and its gradient, from the layer's backward until its next forward.
   Bytes retained_after_backward;
+  bool is_output = false, is_embedding = false;  // the loss head / the token embedding (set at build)
   ModuleProfile::Work forward_work, replay_work;
   double backward_flops = 0, replay_flops = 0;
   double forward_s = 0, backward_s = 0, replay_s = 0;  // from the time model, for the timeline clock
@@ -103,7 +105,7 @@ Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const Checkpoint
   s.output_bytes = p.output_bytes;
   s.input_held = p.input_held;
   s.held = p.held;
-  s.held_tensors = p.held_tensors;
+  s.held_tensors = &p.held_tensors;
   s.forward_peak_excess = p.forward_peak_excess;
   bool input_grad = false;
   for (const auto& t : g.tensors) if (t.external && t.requires_grad) input_grad = true;
@@ -167,7 +169,10 @@ struct Builder {
     const bool first_chunk_overall = pp_rank == 0 && c.vpp_index == 0;
     cm.receives_input = !first_chunk_overall;
     cm.sends_output = !c.has_output_layer;
-    if (c.has_embedding) cm.segments.push_back(plain_segment(profiles, embedding, CheckpointSet{}, -1));
+    if (c.has_embedding) {
+      cm.segments.push_back(plain_segment(profiles, embedding, CheckpointSet{}, -1));
+      cm.segments.back().is_embedding = true;
+    }
     const ChunkPolicy pol = chunk_policy(spec, d, c);
     std::size_t i = 0;
     while (i < c.layers.size()) {
@@ -207,8 +212,10 @@ struct Builder {
           cm.segments.back().name = "mtp" + std::to_string(k);
         }
         cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
+        cm.segments.back().is_output = true;
       }
       cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
+      cm.segments.back().is_output = true;
       if (c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx.grad_accumulation_fusion)
         cm.segments.back().carried_weight_grad = Bytes{d.padded_vocab / ctx.tp * ctx.hidden * ctx.act_bytes};
     }
@@ -323,7 +330,7 @@ struct Walker {
       if (i > 0) activations += offloaded_bytes(i - 1);
       // The loss's backward peaks (the logits' gradient beside the saved softmax) before the output
       // layer's first GEMM creates the backward workspaces; any other module starts with a GEMM.
-      const bool loss_first = s.name == "output";
+      const bool loss_first = s.is_output;
       if (!loss_first) take_pending_workspaces();
       if (s.replay_group) {
         // The checkpoint re-runs the group's forward with saving on: every layer's saved set
@@ -344,7 +351,7 @@ struct Walker {
         if (s.retained_after_backward.value > 0) retain(c, i, s.retained_after_backward);
         activations += s.carried_weight_grad;
         carried_weight_grad += s.carried_weight_grad;
-        if (i == 0 && s.name == "embedding") {
+        if (i == 0 && s.is_embedding) {
           activations -= carried_weight_grad;
           carried_weight_grad = Bytes{};
         }
@@ -390,6 +397,8 @@ struct Predictor::Impl {
   Builder builder;
   model::LayerPlan plan;
   FittedConstants fitted;
+  // Static memory does not depend on the recompute choice (Predictor::run(choice) changes only that).
+  std::optional<std::vector<model::RankStatic>> statics;
   explicit Impl(model::RunSpec spec) : builder(make_builder(std::move(spec))) {
     plan = model::build_layer_plan(builder.spec, builder.d);
     fitted = shipped_fitted_constants(builder.spec.model.transformer_impl == model::TransformerImpl::local);
@@ -455,7 +464,8 @@ Prediction predict(const model::RunSpec& spec, const PredictOptions& options) {
 Prediction Predictor::Impl::run(const PredictOptions& options) {
   const model::RunSpec& spec = builder.spec;
   const model::Derived& d = builder.d;
-  const auto statics = model::static_memory_per_rank(spec, d, plan);
+  if (!this->statics) this->statics = model::static_memory_per_rank(spec, d, plan);
+  const auto& statics = *this->statics;
   const TimeModel time(spec.cluster.gpu, fitted);
 
   Prediction out;
@@ -562,8 +572,8 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       for (const auto& s : chunks[ci].segments) {
         Bytes bwd{};
         for (const auto& part : s.parts) bwd = max(bwd, part.backward_excess);
-        rp.modules.push_back({s.name, static_cast<int>(ci), s.held, s.forward_peak_excess, bwd, s.replay_flops,
-                              s.held_tensors});
+        rp.modules.push_back({s.name, static_cast<int>(ci), s.held, s.forward_peak_excess, bwd, s.replay_flops, {}});
+        if (options.record_held_tensors && s.held_tensors) rp.modules.back().held_tensors = *s.held_tensors;
       }
     }
     // Work and time per iteration on this rank.

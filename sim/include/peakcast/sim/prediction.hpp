@@ -39,7 +39,7 @@ struct ModuleSummary {
   int chunk = 0;
   Bytes held, forward_excess, backward_excess;
   double replay_flops = 0;
-  std::vector<ModuleProfile::HeldTensor> held_tensors;  // a plain module's saved tensors (empty for groups)
+  std::vector<ModuleProfile::HeldTensor> held_tensors;  // a plain module's saved tensors, when asked for (PredictOptions)
 };
 
 struct RankPrediction {
@@ -90,6 +90,7 @@ struct Prediction {
 
 struct PredictOptions {
   bool record_timeline = false;
+  bool record_held_tensors = false;  // fill ModuleSummary::held_tensors (predict --explain)
 };
 
 // Assumes a spec that parsed and validated without errors.

@@ -29,9 +29,6 @@ std::optional<model::RunSpec> load_spec(const std::string& path, const std::vect
 // under an untrained router (the calibrated per-layer spread). False (message on stderr) when the
 // spec already sets that key.
 bool apply_busiest_rank_routing(model::RunSpec& spec);
-// The busiest expert-parallel rank's expected load under an untrained router, when the spec has
-// expert parallelism and the profile a measured spread for its router; else nothing.
-std::optional<double> busiest_rank_load(const model::RunSpec& spec);
 
 Runner add_predict_command(CLI::App& app);
 Runner add_rank_command(CLI::App& app);

@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "peakcast/model/validate.hpp"
+#include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/sim/prediction.hpp"
 #include "report_html.hpp"
 #include "report_text.hpp"
@@ -64,7 +65,7 @@ Runner add_predict_command(CLI::App& app) {
       print_prediction_table(std::cout, *spec, p);
       // At balanced routing every EP rank looks alike; say what the busiest one of an untrained router needs.
       if (!args->busiest_rank && spec->model.moe_routing_imbalance == 1.0) {
-        if (const auto load = busiest_rank_load(*spec)) {
+        if (const auto load = sim::untrained_busiest_rank_load(*spec)) {
           model::RunSpec busy = *spec;
           busy.model.moe_routing_imbalance = *load;
           const sim::Prediction pb = sim::predict(busy);

@@ -4,7 +4,6 @@
 
 #include "commands.hpp"
 #include "peakcast/sim/moe_routing.hpp"
-#include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 
@@ -49,13 +48,6 @@ std::optional<model::RunSpec> load_spec(const std::string& path, const std::vect
   return parsed.spec;
 }
 
-std::optional<double> busiest_rank_load(const model::RunSpec& spec) {
-  if (!spec.model.num_moe_experts || spec.model.expert_model_parallel_size <= 1) return std::nullopt;
-  for (const auto& [s, v] : sim::load_fitted_constants().moe_expert_load_sigma)
-    if (s == spec.model.moe_router_score_function) return sim::busiest_rank_routing_load(spec, v);
-  return std::nullopt;
-}
-
 bool apply_busiest_rank_routing(model::RunSpec& spec) {
   if (spec.model.moe_routing_imbalance != 1.0) {
     std::cerr << "error: --moe-busiest-rank: model.moe_routing_imbalance is already set ("
@@ -67,18 +59,17 @@ bool apply_busiest_rank_routing(model::RunSpec& spec) {
     return true;
   }
   const std::string& score = spec.model.moe_router_score_function;
-  double sigma = -1;
-  for (const auto& [s, v] : sim::load_fitted_constants().moe_expert_load_sigma) if (s == score) sigma = v;
-  if (sigma < 0) {
+  const auto sigma = sim::untrained_expert_load_sigma(score);
+  if (!sigma) {
     std::cerr << "error: --moe-busiest-rank: no measured routing spread for " << score
               << " routers in the calibration profile (configs/calibration/default.json, moe_routing)\n";
     return false;
   }
-  const double load = sim::busiest_rank_routing_load(spec, sigma);
+  const double load = sim::busiest_rank_routing_load(spec, *sigma);
   spec.model.moe_routing_imbalance = load;
   std::cerr << "MoE routing: the busiest of " << spec.model.expert_model_parallel_size
             << " expert-parallel ranks under an untrained " << score << " router receives " << load
-            << " x its balanced rows (per-expert spread " << sigma << ", measured; configs/calibration/default.json)\n";
+            << " x its balanced rows (per-expert spread " << *sigma << ", measured; configs/calibration/default.json)\n";
   return true;
 }
 

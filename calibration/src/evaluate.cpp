@@ -44,12 +44,8 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   // rank's report) without measured routing: under expert parallelism that is the busiest
   // expert-parallel rank, at an untrained router's expected load (sim/moe_routing.hpp, the spread
   // measured on our own runs).
-  if (!r.pp_rank && !m.moe_routing_imbalance && !spec_sets_routing(r.spec_json) && spec.model.num_moe_experts &&
-      spec.model.expert_model_parallel_size > 1) {
-    for (const auto& [score, sigma] : sim::load_fitted_constants().moe_expert_load_sigma)
-      if (score == spec.model.moe_router_score_function)
-        spec.model.moe_routing_imbalance = sim::busiest_rank_routing_load(spec, sigma);
-  }
+  if (!r.pp_rank && !m.moe_routing_imbalance && !spec_sets_routing(r.spec_json))
+    if (const auto load = sim::untrained_busiest_rank_load(spec)) spec.model.moe_routing_imbalance = *load;
   const auto diags = model::validate(spec);
   if (model::has_errors(diags)) {
     e.why_unusable = "spec does not validate";

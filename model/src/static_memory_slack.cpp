@@ -68,12 +68,9 @@ AllocatorSlack allocator_slack(const PipelineStage& stage, const std::vector<std
     if (keep) keep->push_back(h);
   };
   std::vector<CachingAllocatorModel::Handle> transient;
-  std::vector<Bytes> copy_requests;
-  for (std::size_t i = 0; i < params.size(); ++i)
-    if (per_param[i].step_transient > 0) copy_requests.push_back(Bytes{params[i].numel * per_param[i].step_transient});
   // The grad copies come first in time but count as step transients: keep the moments first in
   // the lists (AllocatorSlack::moments) and the copies' bytes ahead of them in `before`.
-  for (const Bytes r : copy_requests) before += r;
+  for (std::size_t i = 0; i < params.size(); ++i) before += Bytes{params[i].numel * per_param[i].step_transient};
   for (std::size_t i = 0; i < params.size(); ++i)
     for (const std::int64_t t : per_param[i].state_tensors) record(Bytes{params[i].numel * t}, nullptr);
   out.moments = out.step_slack.size();

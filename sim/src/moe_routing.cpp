@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "peakcast/model/layer_plan.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
 
 namespace peakcast::sim {
 
@@ -42,6 +43,19 @@ double busiest_rank_routing_load(const model::RunSpec& spec, double expert_load_
   if (fewest == std::numeric_limits<std::int64_t>::max()) return 1.0;
   const double load = 1.0 + layer_load_sigma * expected_max_of_normals(ep) / std::sqrt(static_cast<double>(fewest));
   return std::min(load, static_cast<double>(ep));
+}
+
+std::optional<double> untrained_expert_load_sigma(const std::string& score_function) {
+  for (const auto& [score, sigma] : load_fitted_constants().moe_expert_load_sigma)
+    if (score == score_function) return sigma;
+  return std::nullopt;
+}
+
+std::optional<double> untrained_busiest_rank_load(const model::RunSpec& spec) {
+  if (!spec.model.num_moe_experts || spec.model.expert_model_parallel_size <= 1) return std::nullopt;
+  const auto sigma = untrained_expert_load_sigma(spec.model.moe_router_score_function);
+  if (!sigma) return std::nullopt;
+  return busiest_rank_routing_load(spec, *sigma);
 }
 
 }  // namespace peakcast::sim

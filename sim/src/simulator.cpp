@@ -267,8 +267,8 @@ struct Walker {
   int microbatches = 1;
   // Bytes each (chunk, segment) still holds after its backward (Segment::retained_after_backward);
   // they outlive the iteration, so they are kept outside `activations`.
-  std::vector<std::vector<Bytes>> retained;
-  Bytes retained_total;
+  std::vector<std::vector<Bytes>> retained{};
+  Bytes retained_total{};
   void retain(int c, std::size_t i, Bytes bytes) {
     if (retained.size() <= static_cast<std::size_t>(c)) retained.resize(static_cast<std::size_t>(c) + 1);
     auto& r = retained[static_cast<std::size_t>(c)];
@@ -330,8 +330,7 @@ struct Walker {
       if (i > 0) activations += offloaded_bytes(i - 1);
       // The loss's backward peaks (the logits' gradient beside the saved softmax) before the output
       // layer's first GEMM creates the backward workspaces; any other module starts with a GEMM.
-      const bool loss_first = s.is_output;
-      if (!loss_first) take_pending_workspaces();
+      if (!s.is_output) take_pending_workspaces();
       if (s.replay_group) {
         // The checkpoint re-runs the group's forward with saving on: every layer's saved set
         // returns (the group input is already kept), then the layers' backwards release them.

@@ -7,27 +7,10 @@
 #include <string>
 #include <sys/wait.h>
 
-TEST_CASE("an unknown key does not hide a range error elsewhere in the spec", "[cli][binary]") {
-  const std::string path = "peakcast_one_pass_spec.json";
-  std::ofstream(path) << R"({"model": {"preset": "llama3-8b", "hiden_size": 3, "seq_length": 4096},
-                            "train": {"micro_batch_size": -1}})";
-  const std::string cmd = std::string(PEAKCAST_BINARY) + " predict " + path + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe)) output += buf.data();
-  const int status = pclose(pipe);
-  CHECK(WEXITSTATUS(status) == 2);
-  CHECK(output.find("model.hiden_size") != std::string::npos);
-  CHECK(output.find("did you mean model.hidden_size") != std::string::npos);
-  CHECK(output.find("train.micro_batch_size") != std::string::npos);
-  std::remove(path.c_str());
-}
-
 namespace {
-std::string run_capture(const std::string& args, int* exit_status) {
-  const std::string cmd = std::string(PEAKCAST_BINARY) + " " + args + " 2>/dev/null";
+// Runs peakcast with `args`; stderr goes where `stderr_to` says (e.g. "2>&1", "2>/dev/null").
+std::string run_capture(const std::string& args, int* exit_status, const std::string& stderr_to = "2>/dev/null") {
+  const std::string cmd = std::string(PEAKCAST_BINARY) + " " + args + " " + stderr_to;
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string output;
@@ -43,6 +26,19 @@ double number_after(const std::string& text, const std::string& marker) {
   return std::stod(text.substr(at + marker.size()));
 }
 }  // namespace
+
+TEST_CASE("an unknown key does not hide a range error elsewhere in the spec", "[cli][binary]") {
+  const std::string path = "peakcast_one_pass_spec.json";
+  std::ofstream(path) << R"({"model": {"preset": "llama3-8b", "hiden_size": 3, "seq_length": 4096},
+                            "train": {"micro_batch_size": -1}})";
+  int status = 0;
+  const std::string output = run_capture("predict " + path, &status, "2>&1");
+  CHECK(status == 2);
+  CHECK(output.find("model.hiden_size") != std::string::npos);
+  CHECK(output.find("did you mean model.hidden_size") != std::string::npos);
+  CHECK(output.find("train.micro_batch_size") != std::string::npos);
+  std::remove(path.c_str());
+}
 
 TEST_CASE("predict names the busiest EP rank's peak beside the balanced one, and the flag agrees", "[cli][binary]") {
   int status = 0;

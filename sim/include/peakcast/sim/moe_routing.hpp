@@ -7,6 +7,8 @@
 // mean load over its L MoE layers (spread sigma / sqrt(L)), and the busiest of EP ranks sits at the
 // expected maximum of EP such means: 1 + sigma * z(EP) / sqrt(L).
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "peakcast/model/run_spec.hpp"
 
@@ -19,5 +21,12 @@ double expected_max_of_normals(std::int64_t n);
 // rank spreads by expert_load_sigma / sqrt(local experts); 1 without MoE layers or expert
 // parallelism. L is the fewest MoE layers any pipeline rank holds. At most EP.
 double busiest_rank_routing_load(const model::RunSpec& spec, double expert_load_sigma);
+
+// The shipped profile's measured per-expert spread for routers of this score function, if any.
+std::optional<double> untrained_expert_load_sigma(const std::string& score_function);
+
+// busiest_rank_routing_load at the shipped spread for the spec's router; nothing without MoE expert
+// parallelism or without a measured spread for that router.
+std::optional<double> untrained_busiest_rank_load(const model::RunSpec& spec);
 
 }  // namespace peakcast::sim

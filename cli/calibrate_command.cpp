@@ -1,6 +1,8 @@
 // peakcast calibrate [--corpus FILE]... [--out FILE] [--microbench FILE] [--timing FILE] [--time-out FILE]
 // Fits framework_fixed per transformer_impl on measured records; optionally the time efficiencies.
+#include <cstdio>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "corpus_loading.hpp"
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
+#include "peakcast/calibration/stack_host_fit.hpp"
 #include "peakcast/calibration/step_fit.hpp"
 #include "peakcast/calibration/time_fit.hpp"
 #include "peakcast/model/embedded_configs.hpp"
@@ -26,6 +29,8 @@ struct CalibrateArgs {
   std::string microbench;
   std::string timing;
   std::string time_out;
+  std::string stack_timing;
+  std::vector<std::string> stack_timing_groups;
   std::string gpu = "h200-141gb";
 };
 
@@ -46,6 +51,10 @@ Runner add_calibrate_command(CLI::App& app) {
   sub->add_option("--microbench", args->microbench, "CUDA replay microbenchmark JSON to fit time efficiencies from");
   sub->add_option("--timing", args->timing,
                   "Timed records (calibration/data/h200_timing.jsonl) to fit the host, comm and optimizer step terms from");
+  sub->add_option("--stack-timing", args->stack_timing,
+                  "Published step times of the Transformer Engine stack (calibration/data/seed_h100.jsonl) to fit its host terms from");
+  sub->add_option("--stack-timing-group", args->stack_timing_groups,
+                  "Record group of --stack-timing to fit on (repeatable); the stack's other timed records are held out");
   sub->add_option("--time-out", args->time_out, "Write the time profile JSON here (default: print it)");
   sub->add_option("--gpu", args->gpu, "GPU preset the microbenchmark ran on (default h200-141gb)");
   return [args] {
@@ -81,13 +90,14 @@ Runner add_calibrate_command(CLI::App& app) {
                                                           static_cast<double>(shipped.cublas_workspace.value), routing);
     if (args->out.empty()) std::cout << profile;
     else std::ofstream(args->out) << profile;
-    if (args->microbench.empty() && args->timing.empty()) return kExitOk;
+    if (args->microbench.empty() && args->timing.empty() && args->stack_timing.empty()) return kExitOk;
     std::vector<std::string> ignored;
     const auto gspec = load_spec("", {"cluster.gpu=\"" + args->gpu + "\""}, &ignored);
     if (!gspec) return kExitInvalidInput;
     const auto& g = gspec->cluster.gpu;
     std::string tp;
     bool violated = false;
+    std::optional<calibration::StepFit> local_host;
     if (!args->microbench.empty()) {
       const auto text = read_text(args->microbench);
       if (!text) {
@@ -114,6 +124,41 @@ Runner add_calibrate_command(CLI::App& app) {
                 << sf.optimizer_records << ")\n";
       for (const auto& n : sf.notes) std::cerr << "  " << n << "\n";
       tp = calibration::with_step_terms(tp, sf, args->timing);
+      local_host = sf;
+    }
+    if (!args->stack_timing.empty()) {
+      std::vector<calibration::Record> timed;
+      if (!read_corpus({args->stack_timing}, timed)) return kExitInvalidInput;
+      // Start from the local stack's host terms (just fitted, else the shipped ones).
+      auto base = sim::load_fitted_constants("default", "transformer_engine");
+      const auto loc = sim::load_fitted_constants("default", "local");
+      base.host_forward_s_per_call = local_host ? local_host->host_forward_s_per_call : loc.host_forward_s_per_call;
+      base.host_backward_s_per_call = local_host ? local_host->host_backward_s_per_call : loc.host_backward_s_per_call;
+      base.host_s_per_microbatch = local_host ? local_host->host_s_per_microbatch : loc.host_s_per_microbatch;
+      base.host_s_per_checkpoint = local_host ? local_host->host_s_per_checkpoint : loc.host_s_per_checkpoint;
+      if (local_host) {
+        base.gpu_time_scale = local_host->gpu_time_scale;
+        base.comm_efficiency = local_host->comm_efficiency;
+        base.optimizer_memory_efficiency = local_host->optimizer_memory_efficiency;
+      }
+      const auto hf = calibration::fit_stack_host_terms(timed, args->stack_timing_groups, base);
+      for (const auto& n : hf.notes) std::cerr << "  " << n << "\n";
+      std::cerr << "transformer_engine host terms: " << hf.host_scale << " x the local per-call costs, "
+                << hf.host_s_per_checkpoint * 1e3 << " ms/checkpoint call (" << hf.records << " records, rms step error "
+                << 100 * hf.rms_relative_error << " %)\n";
+      for (const auto& p : hf.points) {
+        char line[256];
+        std::snprintf(line, sizeof line, "  %-44s %-8s step %7.1f / %7.1f ms", p.name.c_str(), p.fitted ? "fitted" : "held out",
+                      p.measured_step_s * 1e3, p.predicted_step_s * 1e3);
+        std::cerr << line;
+        if (p.has_control) {
+          std::snprintf(line, sizeof line, "   overhead %+6.2f / %+6.2f %% (leave-one-out %+6.2f %%)", 100 * p.measured_overhead,
+                        100 * p.predicted_overhead, 100 * p.loo_predicted_overhead);
+          std::cerr << line;
+        }
+        std::cerr << "\n";
+      }
+      if (hf.records >= 3) tp = calibration::with_stack_host_terms_json(tp, hf, base, args->stack_timing);
     }
     if (args->time_out.empty()) std::cout << tp;
     else std::ofstream(args->time_out) << tp;

@@ -20,21 +20,25 @@ bool spec_sets_routing(const std::string& spec_json) {
   return j.is_object() && j.contains("model") && j.at("model").is_object() && j.at("model").contains("moe_routing_imbalance");
 }
 
-Evaluation evaluate_one(const Record& r, double profile_fixed) {
-  Evaluation e;
-  e.record = &r;
+}  // namespace
+
+bool runs_without_recompute(const model::RunSpec& s) {
+  const auto& m = s.model;
+  if (m.cpu_offloading) return false;
+  return m.recompute_granularity == model::RecomputeGranularity::none ||
+         (m.recompute_granularity == model::RecomputeGranularity::selective && m.recompute_modules && m.recompute_modules->empty());
+}
+
+std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not) {
   const auto& m = r.measured;
-  if (m.peak_allocated_bytes) e.measured_peak = static_cast<double>(*m.peak_allocated_bytes);
-  else if (m.first_iteration_peak_bytes) {
-    e.measured_peak = static_cast<double>(*m.first_iteration_peak_bytes);
-    e.measured_first_iteration_only = true;
-  }
   const auto parsed = model::parse_run_spec(r.spec_json);
   if (!parsed.spec) {
-    e.why_unusable = "spec does not parse";
-    for (const auto& d : parsed.diagnostics)
-      if (d.severity == model::Severity::error) { e.why_unusable += ": " + model::format(d); break; }
-    return e;
+    if (why_not) {
+      *why_not = "spec does not parse";
+      for (const auto& d : parsed.diagnostics)
+        if (d.severity == model::Severity::error) { *why_not += ": " + model::format(d); break; }
+    }
+    return std::nullopt;
   }
   model::RunSpec spec = *parsed.spec;
   // The routing the measured peak came from (dropless MoE), unless the spec fixes one itself.
@@ -48,15 +52,39 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
     if (const auto load = sim::untrained_busiest_rank_load(spec)) spec.model.moe_routing_imbalance = *load;
   const auto diags = model::validate(spec);
   if (model::has_errors(diags)) {
-    e.why_unusable = "spec does not validate";
-    for (const auto& d : diags)
-      if (d.severity == model::Severity::error) { e.why_unusable += ": " + model::format(d); break; }
+    if (why_not) {
+      *why_not = "spec does not validate";
+      for (const auto& d : diags)
+        if (d.severity == model::Severity::error) { *why_not += ": " + model::format(d); break; }
+    }
+    return std::nullopt;
+  }
+  return spec;
+}
+
+namespace {
+
+Evaluation evaluate_one(const Record& r, double profile_fixed) {
+  Evaluation e;
+  e.record = &r;
+  const auto& m = r.measured;
+  if (m.peak_allocated_bytes) e.measured_peak = static_cast<double>(*m.peak_allocated_bytes);
+  else if (m.first_iteration_peak_bytes) {
+    e.measured_peak = static_cast<double>(*m.first_iteration_peak_bytes);
+    e.measured_first_iteration_only = true;
+  }
+  std::string why;
+  const auto prepared = record_spec(r, &why);
+  if (!prepared) {
+    e.why_unusable = why;
     return e;
   }
+  const model::RunSpec& spec = *prepared;
   e.stack = spec.model.transformer_impl == model::TransformerImpl::local ? "local" : "transformer_engine";
   const sim::Prediction p = sim::predict(spec);
   e.predicted_fits = p.fits;
   e.predicted_step_time_s = p.step_time_s;
+  e.without_recompute = runs_without_recompute(spec);
   // predict() already adds the shipped profile's fixed term for this record's stack.
   e.profile_fixed = static_cast<double>(sim::load_fitted_constants("default", e.stack).framework_fixed.value);
   (void)profile_fixed;

@@ -54,4 +54,27 @@ std::vector<PolicyPair> policy_pairs(const std::vector<Evaluation>& evals) {
   return out;
 }
 
+std::vector<StepRow> step_rows(const std::vector<Evaluation>& evals) {
+  std::vector<StepRow> rows;
+  for (const auto& e : evals) {
+    const auto& m = e.record->measured;
+    if (!m.step_time_s || m.fwd_bwd_time_s || m.oom || e.predicted_step_time_s <= 0) continue;
+    rows.push_back({&e, *m.step_time_s, e.predicted_step_time_s, nullptr, 0, 0});
+  }
+  for (auto& r : rows) {
+    const std::string key = run_key(*r.e->record);
+    const StepRow* control = nullptr;
+    for (const auto& c : rows)
+      if (c.e->without_recompute && run_key(*c.e->record) == key) { control = &c; break; }
+    if (!control)
+      for (const auto& c : rows)
+        if (run_key(*c.e->record) == key) { control = &c; break; }
+    if (!control || control->e == r.e) continue;
+    r.control = control->e;
+    r.measured_overhead = r.measured_s / control->measured_s - 1.0;
+    r.predicted_overhead = r.predicted_s / control->predicted_s - 1.0;
+  }
+  return rows;
+}
+
 }  // namespace peakcast::calibration

@@ -42,6 +42,15 @@ FittedConstants load_fitted_constants(const std::string& name, const std::string
     c.comm_efficiency = st.value("comm_efficiency", 0.0);
     c.gpu_time_scale = st.value("gpu_time_scale", 1.0);
     c.optimizer_memory_efficiency = st.value("optimizer_memory_efficiency", 0.0);
+    // Host costs differ per software stack (a TE module call is not a local one); a stack without
+    // its own terms keeps the ones fitted on the local stack.
+    if (const auto by = st.value("by_transformer_impl", nlohmann::json::object()); by.contains(stack) && by[stack].is_object()) {
+      const auto& h = by[stack];
+      c.host_forward_s_per_call = h.value("host_forward_s_per_call", c.host_forward_s_per_call);
+      c.host_backward_s_per_call = h.value("host_backward_s_per_call", c.host_backward_s_per_call);
+      c.host_s_per_microbatch = h.value("host_s_per_microbatch", c.host_s_per_microbatch);
+      c.host_s_per_checkpoint = h.value("host_s_per_checkpoint", c.host_s_per_checkpoint);
+    }
   }
   return c;
 }

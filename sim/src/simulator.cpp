@@ -199,6 +199,9 @@ struct Builder {
           (dispatcher == model::Dispatcher::allgather || dispatcher == model::Dispatcher::alltoall))
         cm.segments.back().retained_after_backward = cm.segments.back().input_bytes * 2;
       cm.segments.back().graph_captured = layer_captured_by_cuda_graphs(spec, l);
+      // A captured layer's forward and backward are each one graph replay on the host, not one
+      // Python call per op (its kernels still take their GPU time).
+      if (cm.segments.back().graph_captured) cm.segments.back().forward_work.host_calls = 1;
       // TE's CPU offload context moves the saved activations of the first N layers to the host.
       cm.segments.back().offloaded = spec.model.cpu_offloading && spec.model.cpu_offloading_activations &&
                                      static_cast<std::int64_t>(i) < spec.model.cpu_offloading_num_layers;
@@ -414,6 +417,9 @@ struct Predictor::Impl {
 };
 
 Predictor::Predictor(model::RunSpec spec) : impl_(std::make_unique<Impl>(std::move(spec))) {}
+Predictor::Predictor(model::RunSpec spec, const FittedConstants& fitted) : impl_(std::make_unique<Impl>(std::move(spec))) {
+  impl_->fitted = fitted;
+}
 Predictor::~Predictor() = default;
 Predictor::Predictor(Predictor&&) noexcept = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;

@@ -40,3 +40,26 @@ TEST_CASE("an mlp scope capture bypasses bf16 mlp recompute but not FP8's TE che
   CHECK(sim::predict(bf16).max_peak_allocated == sim::predict(none_bf16).max_peak_allocated);
   CHECK(sim::predict(fp8).max_peak_allocated < sim::predict(none_fp8).max_peak_allocated);
 }
+
+TEST_CASE("a captured layer's forward is one graph replay on the host, not one call per op", "[sim][cuda_graph][time]") {
+  // Whole-layer capture (no scope list): each extra layer adds one host call when captured and its
+  // op calls when not; the difference between 4 and 2 layers isolates the two added layers.
+  const auto calls = [](int layers, bool captured) {
+    const std::string text = R"({
+      "model": {"preset": "llama3-8b", "num_layers": )" + std::to_string(layers) + R"(, "seq_length": 4096, "bf16": true,
+                "transformer_impl": "transformer_engine", "cuda_graph_impl": ")" +
+                             (captured ? "transformer_engine" : "none") + R"("},
+      "train": {"micro_batch_size": 1, "global_batch_size": 1},
+      "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})";
+    auto r = model::parse_run_spec(text);
+    REQUIRE(r.spec);
+    REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));
+    return sim::predict(*r.spec).ranks.front().time.host_forward_calls;
+  };
+  const double per_layer_eager = (calls(4, false) - calls(2, false)) / 2.0;
+  const double per_layer_captured = (calls(4, true) - calls(2, true)) / 2.0;
+  CHECK(per_layer_eager > 5);  // a transformer layer is many op calls
+  CHECK(per_layer_captured == Approx(1.0));
+  // Embedding and output are not captured: the same calls either way.
+  CHECK(calls(2, true) - 2 * per_layer_captured == Approx(calls(2, false) - 2 * per_layer_eager));
+}

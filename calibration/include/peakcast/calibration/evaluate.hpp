@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "peakcast/calibration/record.hpp"
+#include "peakcast/model/run_spec.hpp"
 #include "peakcast/sim/prediction.hpp"
 
 namespace peakcast::calibration {
@@ -21,10 +22,19 @@ struct Evaluation {
   std::string predicted_phase;     // forward | backward | grad_sync | optimizer
   bool predicted_fits = true;
   double predicted_step_time_s = 0;
+  bool without_recompute = false;  // no recompute and no offloading: a policy study's control row
   sim::RankPrediction::StepTime predicted_time;  // the measured rank's step-time parts
   // The prediction with the profile's fixed term removed: the fit's regressor.
   double uncalibrated_peak() const { return predicted_peak - profile_fixed; }
 };
+
+// The record's spec as the simulator should see it: parsed, with the measured MoE routing (or, for a
+// largest-rank record without it, the busiest expert-parallel rank of an untrained router), and
+// validated. nullopt (and the reason) when it does not parse or validate.
+std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not = nullptr);
+
+// No recompute and no CPU offloading (selective with an empty list counts: the seed's control row).
+bool runs_without_recompute(const model::RunSpec& s);
 
 // Measured rank = record.pp_rank (largest over that stage's rank shapes), else the largest rank.
 std::vector<Evaluation> evaluate_records(const std::vector<Record>& records);

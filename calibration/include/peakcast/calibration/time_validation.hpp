@@ -22,4 +22,14 @@ struct PolicyPair {
 // Pairs within a run, in record order.
 std::vector<PolicyPair> policy_pairs(const std::vector<Evaluation>& evals);
 
+// Whole-step time of records that measured only that (published tables, e.g. the seed's), with the
+// overhead over their group's control: the row without recompute, else the group's first timed row.
+struct StepRow {
+  const Evaluation* e = nullptr;
+  double measured_s = 0, predicted_s = 0;
+  const Evaluation* control = nullptr;  // null for the control itself
+  double measured_overhead = 0, predicted_overhead = 0;
+};
+std::vector<StepRow> step_rows(const std::vector<Evaluation>& evals);
+
 }  // namespace peakcast::calibration

@@ -8,6 +8,7 @@
 
 #include "peakcast/model/diagnostics.hpp"
 #include "peakcast/model/run_spec.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/model/static_memory.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 
@@ -111,6 +112,8 @@ struct RecomputeChoice {
 class Predictor {
  public:
   explicit Predictor(model::RunSpec spec);
+  // With other fitted constants than the shipped profile's (calibration fits trying candidates).
+  Predictor(model::RunSpec spec, const FittedConstants& fitted);
   ~Predictor();
   Predictor(Predictor&&) noexcept;
   Predictor& operator=(Predictor&&) noexcept;

@@ -22,6 +22,8 @@ struct RankArgs {
   bool json = false;
   std::string html;
   bool busiest_rank = false;
+  bool balanced = false;
+  std::string order = "narrowest";
 };
 
 void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
@@ -32,6 +34,14 @@ void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
   if (r.headroom_sigma > 0) {
     std::snprintf(line, sizeof line, "headroom: each peak raised by %.1f x the calibration's relative sigma before the check\n",
                   r.headroom_sigma);
+    os << line;
+  }
+  os << (r.order == sim::RankOrder::narrowest
+             ? "order: viable selective boundaries first, then full recompute and CPU offloading; each by replay time, then peak\n"
+             : "order: viable by replay time, then peak\n");
+  if (r.moe_routing_imbalance != 1.0) {
+    std::snprintf(line, sizeof line, "MoE: every rank checked at the busiest expert-parallel rank's load, %.3f x balanced\n",
+                  r.moe_routing_imbalance);
     os << line;
   }
   os << "\n";
@@ -47,6 +57,14 @@ void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
   os << "\nnarrowest viable: "
      << (r.narrowest_viable ? r.candidates[*r.narrowest_viable].label : std::string("none (nothing fits the budget)"))
      << "\n";
+  if (r.cheapest_viable && r.cheapest_viable != r.narrowest_viable) {
+    const auto& c = r.candidates[*r.cheapest_viable];
+    std::snprintf(line, sizeof line,
+                  "least replay time: %s (%.4f s); whole-layer recompute and CPU offloading rank after the selective "
+                  "boundaries that fit (--order replay-time ranks by replay time alone)\n",
+                  c.label.c_str(), c.replay_time_s);
+    os << line;
+  }
   // One line per tag that never moved the peak in the candidates that include it.
   std::map<model::RecomputeTag, std::pair<int, int>> tag_counts;  // (ineffective, total)
   for (const auto& c : r.candidates) {
@@ -85,12 +103,26 @@ Runner add_rank_command(CLI::App& app) {
   sub->add_flag("--json", args->json, "Print the schema_version 1 ranking object");
   sub->add_option("--html", args->html, "Write a self-contained HTML report to FILE");
   sub->add_flag("--moe-busiest-rank", args->busiest_rank,
-                "MoE: rank for the busiest expert-parallel rank of an untrained router (sets model.moe_routing_imbalance)");
+                "MoE: check the busiest expert-parallel rank of an untrained router (the default under expert parallelism)");
+  sub->add_flag("--moe-balanced", args->balanced,
+                "MoE: check balanced routing instead of the busiest expert-parallel rank");
+  sub->add_option("--order", args->order,
+                  "narrowest (selective boundaries before whole-layer recompute, each by replay time; default) or replay-time")
+      ->check(CLI::IsMember({"narrowest", "replay-time"}));
   return [args] {
     std::vector<std::string> warnings;
     auto spec = load_spec(args->spec, args->sets, &warnings);
     if (!spec) return kExitInvalidInput;
-    if (args->busiest_rank && !apply_busiest_rank_routing(*spec)) return kExitInvalidInput;
+    if (args->busiest_rank && args->balanced) {
+      std::cerr << "error: --moe-busiest-rank and --moe-balanced: use one or the other\n";
+      return kExitInvalidInput;
+    }
+    // "Fits on every rank" includes the busiest expert-parallel rank: an untrained router does not
+    // split tokens evenly, so the check uses that rank's load unless the spec fixes one.
+    const bool ep_moe = spec->model.num_moe_experts && spec->model.expert_model_parallel_size > 1;
+    if (!args->balanced && (args->busiest_rank || (ep_moe && spec->model.moe_routing_imbalance == 1.0)) &&
+        !apply_busiest_rank_routing(*spec))
+      return kExitInvalidInput;
     if (args->budget_gb && !(*args->budget_gb > 0 && std::isfinite(*args->budget_gb))) {
       std::cerr << "error: --budget-gb: the budget must be a positive number of GB\n";
       return kExitInvalidInput;
@@ -101,7 +133,8 @@ Runner add_rank_command(CLI::App& app) {
       std::cerr << "error: --headroom-sigma: must be a number >= 0\n";
       return kExitInvalidInput;
     }
-    const sim::Ranking ranking = sim::rank_candidates(*spec, budget, args->headroom_sigma);
+    const sim::Ranking ranking = sim::rank_candidates(
+        *spec, budget, args->headroom_sigma, args->order == "replay-time" ? sim::RankOrder::replay_time : sim::RankOrder::narrowest);
     if (!args->html.empty() && !write_rank_html(args->html, *spec, ranking)) {
       std::cerr << "error: --html: cannot write " << args->html << "\n";
       return kExitInvalidInput;

@@ -69,7 +69,8 @@ void note_ineffective_tags(std::vector<RankedCandidate>& cands) {
       const auto it = selective_peaks.find(without);
       if (it == selective_peaks.end()) continue;
       const Bytes diff = c.max_peak > it->second ? c.max_peak - it->second : it->second - c.max_peak;
-      if (diff <= kSamePeakTolerance) c.ineffective_tags.push_back(c.choice.modules[i]);
+      const double relative = kSamePeakRelativeTolerance * static_cast<double>(max(c.max_peak, it->second).value);
+      if (diff <= kSamePeakTolerance || static_cast<double>(diff.value) <= relative) c.ineffective_tags.push_back(c.choice.modules[i]);
     }
   }
 }
@@ -94,25 +95,38 @@ std::string why_tag_has_no_effect(model::RecomputeTag t) {
   return "the peak does not depend on it here";
 }
 
-Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma) {
+std::string to_string(RankOrder o) { return o == RankOrder::narrowest ? "narrowest" : "replay_time"; }
+
+int boundary_tier(const RecomputeChoice& c) {
+  return c.cpu_offloading || c.granularity == model::RecomputeGranularity::full ? 1 : 0;
+}
+
+Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma, RankOrder order) {
   Ranking out;
   out.budget = budget;
   out.headroom_sigma = headroom_sigma;
+  out.order = order;
+  out.moe_routing_imbalance = spec.model.moe_routing_imbalance;
   CandidateSet set = enumerate_candidates(spec);
   out.rejected = std::move(set.rejected);
   Predictor predictor(spec);
   out.candidates.reserve(set.accepted.size());
   for (const auto& c : set.accepted) out.candidates.push_back(evaluate(predictor, c, budget, headroom_sigma));
   note_ineffective_tags(out.candidates);
-  std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
+  std::stable_sort(out.candidates.begin(), out.candidates.end(), [order](const RankedCandidate& a, const RankedCandidate& b) {
     if (a.viable != b.viable) return a.viable;
     if (a.viable) {
+      if (order == RankOrder::narrowest && boundary_tier(a.choice) != boundary_tier(b.choice))
+        return boundary_tier(a.choice) < boundary_tier(b.choice);
       if (a.replay_time_s != b.replay_time_s) return a.replay_time_s < b.replay_time_s;
       return a.max_peak < b.max_peak;
     }
     return a.max_peak < b.max_peak;
   });
   if (!out.candidates.empty() && out.candidates.front().viable) out.narrowest_viable = 0;
+  for (std::size_t i = 0; i < out.candidates.size() && out.candidates[i].viable; ++i)
+    if (!out.cheapest_viable || out.candidates[i].replay_time_s < out.candidates[*out.cheapest_viable].replay_time_s)
+      out.cheapest_viable = i;
   return out;
 }
 

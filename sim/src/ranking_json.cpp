@@ -34,6 +34,7 @@ nlohmann::json candidate_json(const RankedCandidate& c) {
   j["replay_time_s"] = c.replay_time_s;
   j["step_time_s"] = c.step_time_s;
   j["reason"] = c.reason;
+  j["boundary_tier"] = boundary_tier(c.choice);
   if (!c.viable) {
     j["breaking_pp_rank"] = c.breaking_pp_rank;
     j["breaking_phase"] = to_string(c.breaking_phase);
@@ -53,7 +54,10 @@ std::string to_json(const Ranking& r) {
   j["schema_version"] = 1;
   j["budget_bytes"] = r.budget.value;
   j["headroom_sigma"] = r.headroom_sigma;
+  j["order"] = to_string(r.order);
+  j["moe_routing_imbalance"] = r.moe_routing_imbalance;
   j["narrowest_viable"] = r.narrowest_viable ? candidate_json(r.candidates[*r.narrowest_viable]) : nlohmann::json(nullptr);
+  j["cheapest_viable"] = r.cheapest_viable ? candidate_json(r.candidates[*r.cheapest_viable]) : nlohmann::json(nullptr);
   nlohmann::json cands = nlohmann::json::array();
   for (const auto& c : r.candidates) cands.push_back(candidate_json(c));
   j["candidates"] = std::move(cands);

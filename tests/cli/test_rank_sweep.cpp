@@ -61,6 +61,52 @@ TEST_CASE("rank exits 0 when nothing is viable") {
   CHECK(j.at("candidates").at(0).at("reason").get<std::string>().find("pp_rank") != std::string::npos);
 }
 
+TEST_CASE("rank checks the busiest expert-parallel rank by default; --moe-balanced opts out") {
+  const std::string spec = src("configs/runs/moonlight-16b-8xh100.json");
+  const auto busiest = nlohmann::json::parse(run("rank " + spec + " --budget-gb 36 --json").out);
+  const auto balanced = nlohmann::json::parse(run("rank " + spec + " --budget-gb 36 --json --moe-balanced").out);
+  CHECK(busiest.at("moe_routing_imbalance").get<double>() > 1.0);
+  CHECK(balanced.at("moe_routing_imbalance").get<double>() == 1.0);
+  // The busiest rank holds more: the same policy peaks higher there.
+  CHECK(busiest.at("narrowest_viable").at("label") == balanced.at("narrowest_viable").at("label"));
+  const auto peak_of = [](const nlohmann::json& j, const std::string& label) {
+    for (const auto& c : j.at("candidates")) if (c.at("label") == label) return c.at("max_peak_allocated_bytes").get<long long>();
+    return -1LL;
+  };
+  CHECK(peak_of(busiest, "[]") > peak_of(balanced, "[]"));
+  // A spec that fixes the load keeps it.
+  const auto fixed = nlohmann::json::parse(run("rank " + spec + " --budget-gb 36 --json --set model.moe_routing_imbalance=1.5").out);
+  CHECK(fixed.at("moe_routing_imbalance").get<double>() == 1.5);
+  CHECK(run("rank " + spec + " --moe-balanced --moe-busiest-rank").status == 2);
+}
+
+TEST_CASE("rank --order: narrowest by default, replay-time on request") {
+  const std::string spec = src("configs/runs/moonlight-16b-8xh100.json");
+  const auto narrow = nlohmann::json::parse(run("rank " + spec + " --budget-gb 36 --json").out);
+  const auto by_time = nlohmann::json::parse(run("rank " + spec + " --budget-gb 36 --json --order replay-time").out);
+  CHECK(narrow.at("order") == "narrowest");
+  CHECK(by_time.at("order") == "replay_time");
+  // Replay-time order puts the cheapest viable first; both name the same cheapest one.
+  REQUIRE_FALSE(by_time.at("narrowest_viable").is_null());
+  CHECK(by_time.at("narrowest_viable").at("label") == by_time.at("cheapest_viable").at("label"));
+  CHECK(narrow.at("cheapest_viable").at("label") == by_time.at("cheapest_viable").at("label"));
+  double prev = -1;
+  for (const auto& c : by_time.at("candidates")) {
+    if (!c.at("viable").get<bool>()) break;
+    CHECK(c.at("replay_time_s").get<double>() >= prev);
+    prev = c.at("replay_time_s").get<double>();
+  }
+  // Narrowest order: no selective boundary after a whole-layer one among the viable.
+  int tier = 0;
+  for (const auto& c : narrow.at("candidates")) {
+    if (!c.at("viable").get<bool>()) break;
+    CHECK(c.at("boundary_tier").get<int>() >= tier);
+    tier = c.at("boundary_tier").get<int>();
+  }
+  CHECK(narrow.at("narrowest_viable").at("boundary_tier") == 0);
+  CHECK(run("rank " + spec + " --order fastest").status == 2);
+}
+
 TEST_CASE("rank rejects an invalid spec with status 2") {
   CHECK(run("rank " + src("configs/runs/moonlight-16b-8xh100.json") + " --set model.no_such_key=1").status == 2);
 }

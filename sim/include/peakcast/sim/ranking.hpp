@@ -59,20 +59,39 @@ struct RankedCandidate {
   std::vector<Bytes> rank_peaks;                      // per RankPrediction, in prediction order
 };
 
+// How viable candidates are ordered.
+// narrowest: the seed's escalation rule (decision guide, step 5: whole-layer recompute only when the
+//   targeted selective boundaries cannot make the run fit): selective boundaries first, then full
+//   recompute and CPU offloading; within each, cheapest replay first, then lower peak.
+// replay_time: cheapest replay first whatever the boundary, then lower peak.
+enum class RankOrder { narrowest, replay_time };
+std::string to_string(RankOrder o);
+
+// 0 for a targeted selective boundary (including the empty list), 1 for whole-layer recompute or
+// CPU offloading (the escalations).
+int boundary_tier(const RecomputeChoice& c);
+
 struct Ranking {
   Bytes budget;
+  RankOrder order = RankOrder::narrowest;
+  double moe_routing_imbalance = 1.0;  // the spec's MoE load on the ranked rank (1 = balanced)
   double headroom_sigma = 0;  // a rank fits when peak x (1 + k x sigma) + graph pools <= budget
-  std::vector<RankedCandidate> candidates;  // viable first by replay time, then peak; then the rest by peak
+  std::vector<RankedCandidate> candidates;  // viable first (in `order`); then the rest by peak
   std::vector<RejectedChoice> rejected;
-  std::optional<std::size_t> narrowest_viable;  // index into candidates
+  std::optional<std::size_t> narrowest_viable;  // index into candidates (the first viable one)
+  std::optional<std::size_t> cheapest_viable;   // the viable one with the least replay time
 };
 
-// Bytes within which two peaks count as equal for the "tag has no effect" note.
+// Two peaks count as equal for the "tag has no effect" note when they differ by at most 1 MB or
+// 0.1 % of the larger one: the seed calls core_attn's -0.01 % (4 MB of 36.6 GB) under fused
+// attention "no significant memory benefit".
 inline constexpr Bytes kSamePeakTolerance{1'000'000};
+inline constexpr double kSamePeakRelativeTolerance = 1e-3;
 
 // headroom_sigma k: each rank's peak is raised by k times the calibration profile's relative
 // residual sigma before the budget check (k = 2 is the OOM-safe bound of docs/calibration.md).
-Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma = 0);
+Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma = 0,
+                        RankOrder order = RankOrder::narrowest);
 
 // Why a tag can leave the peak unchanged, in a Megatron user's words.
 std::string why_tag_has_no_effect(model::RecomputeTag t);

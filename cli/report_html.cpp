@@ -89,6 +89,18 @@ bool write_rank_html(const std::string& path, const model::RunSpec& spec, const 
        << " viable, " << r.rejected.size() << " rejected by Megatron's rules. Narrowest viable: <b>"
        << (r.narrowest_viable ? html::escape(r.candidates[*r.narrowest_viable].label) : std::string("none"))
        << "</b>.</p>";
+  body << "<p>Order: " << (r.order == sim::RankOrder::narrowest
+                               ? "viable selective boundaries first, then whole-layer recompute and CPU offloading (the "
+                                 "seed's escalation rule), each by replay time, then peak"
+                               : "viable by replay time, then peak");
+  if (r.cheapest_viable && r.cheapest_viable != r.narrowest_viable)
+    body << ". Least replay time: <b>" << html::escape(r.candidates[*r.cheapest_viable].label) << "</b> ("
+         << num(r.candidates[*r.cheapest_viable].replay_time_s, "%.4f") << " s)";
+  body << ".";
+  if (r.moe_routing_imbalance != 1.0)
+    body << " MoE: every rank checked at the busiest expert-parallel rank's load, " << num(r.moe_routing_imbalance, "%.3f")
+         << " x balanced.";
+  body << "</p>";
   body << "<h2>Candidates: replay time vs peak</h2>" << html::candidates_svg(r);
   // The timelines of the narrowest viable policy (or the cheapest non-viable one when none fits).
   if (!r.candidates.empty()) {

@@ -37,16 +37,24 @@ std::pair<double, double> nice_axis(double v) {
 
 struct Frame {
   double x0 = 70, y0 = 20, w = 1000, h = 260;  // plot area
-  double xmax = 1, ymax = 1;
+  double xmax = 1, ymin = 0, ymax = 1;
   double x(double v) const { return x0 + w * v / xmax; }
-  double y(double v) const { return y0 + h - h * v / ymax; }
+  double y(double v) const { return y0 + h - h * (v - ymin) / (ymax - ymin); }
 };
 
+// Enough decimals to tell ticks `step` apart (36.0, 36.2, ... on a zoomed axis).
+const char* tick_format(double step) {
+  if (step >= 1) return "%.0f";
+  if (step >= 0.1) return "%.1f";
+  if (step >= 0.01) return "%.2f";
+  return "%.3g";
+}
+
 void y_axis(std::ostringstream& os, const Frame& fr, double step, const std::string& label) {
-  for (double v = 0; v <= fr.ymax + 1e-9; v += step) {
+  for (double v = fr.ymin; v <= fr.ymax + 1e-9; v += step) {
     os << "<line x1='" << fr.x0 << "' x2='" << fr.x0 + fr.w << "' y1='" << f(fr.y(v)) << "' y2='" << f(fr.y(v))
        << "' class='grid'/><text x='" << fr.x0 - 6 << "' y='" << f(fr.y(v) + 4) << "' class='tick' text-anchor='end'>"
-       << f(v, v < 10 && step < 1 ? "%.2g" : "%.0f") << "</text>";
+       << f(v, tick_format(step)) << "</text>";
   }
   os << "<text x='14' y='" << f(fr.y0 + fr.h / 2) << "' class='axis' transform='rotate(-90 14 " << f(fr.y0 + fr.h / 2)
      << ")' text-anchor='middle'>" << escape(label) << "</text>";
@@ -197,15 +205,20 @@ std::string candidates_svg(const sim::Ranking& r) {
   std::ostringstream os;
   Frame fr;
   fr.h = 380;
-  double xtop = 0, ytop = r.budget.gb();
+  double xtop = 0, ytop = r.budget.gb(), ybot = r.budget.gb();
   for (const auto& c : r.candidates) {
     xtop = std::max(xtop, c.replay_time_s);
     ytop = std::max(ytop, c.max_peak.gb());
+    ybot = std::min(ybot, c.max_peak.gb());
   }
   const auto [xmax, xstep] = nice_axis(xtop > 0 ? xtop * 1.05 : 1e-3);
-  const auto [ymax, ystep] = nice_axis(ytop * 1.05);
+  // Peaks often sit within a few percent of the budget: zoom the peak axis on them and the budget.
+  const double span = std::max(ytop - ybot, 0.01 * ytop);
+  const double ystep = nice_axis(span * 1.2).second;
   fr.xmax = xmax;
-  fr.ymax = ymax;
+  fr.ymin = std::max(0.0, std::floor((ybot - 0.1 * span) / ystep) * ystep);
+  fr.ymax = std::ceil((ytop + 0.1 * span) / ystep) * ystep;
+  if (fr.ymax <= fr.ymin) fr.ymax = fr.ymin + ystep;
   os << "<svg xmlns='http://www.w3.org/2000/svg' width='1100' height='490' role='img'>";
   y_axis(os, fr, ystep, "max peak GB");
   for (double v = 0; v <= xmax + 1e-12; v += xstep)
@@ -217,6 +230,7 @@ std::string candidates_svg(const sim::Ranking& r) {
   for (std::size_t i = r.candidates.size(); i-- > 0;) {
     const auto& c = r.candidates[i];
     const bool best = r.narrowest_viable && *r.narrowest_viable == i;
+    const bool cheapest = !best && r.cheapest_viable && *r.cheapest_viable == i;
     os << "<circle cx='" << f(fr.x(c.replay_time_s)) << "' cy='" << f(fr.y(c.max_peak.gb())) << "' r='" << (best ? 7 : 4)
        << "' class='" << (c.viable ? "ok" : "bad") << (best ? " best" : "") << "'><title>" << escape(c.label) << ": "
        << f(c.max_peak.gb(), "%.2f") << " GB, replay " << f(c.replay_time_s, "%.4f") << " s"
@@ -224,6 +238,9 @@ std::string candidates_svg(const sim::Ranking& r) {
     if (best)
       os << "<text x='" << f(fr.x(c.replay_time_s) + 10) << "' y='" << f(fr.y(c.max_peak.gb()) + 16)
          << "' class='best-label'>narrowest viable: " << escape(c.label) << "</text>";
+    if (cheapest)
+      os << "<text x='" << f(fr.x(c.replay_time_s) + 10) << "' y='" << f(fr.y(c.max_peak.gb()) - 10)
+         << "' class='best-label'>least replay: " << escape(c.label) << "</text>";
   }
   os << "<circle cx='" << fr.x0 + 10 << "' cy='" << fr.y0 + fr.h + 52 << "' r='5' class='ok'/><text x='" << fr.x0 + 20
      << "' y='" << fr.y0 + fr.h + 56 << "' class='tick'>viable</text><circle cx='" << fr.x0 + 90 << "' cy='"

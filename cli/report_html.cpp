@@ -145,7 +145,10 @@ bool write_sweep_html(const std::string& path, const sim::SweepResult& r) {
   body << "<h2>Fits</h2>" << html::sweep_heatmap_svg(r, false);
   body << "<h2>Headroom GB (limit minus max peak)</h2>" << html::sweep_heatmap_svg(r, true);
   body << "<h2>All points</h2><table><tr>";
-  for (const auto& a : r.axes) body << "<th class='l'>" << html::escape(a.key) << "</th>";
+  // The key's last segment heads the column (the full key is its tooltip): "model.seq_length" -> "seq_length".
+  for (const auto& a : r.axes)
+    body << "<th class='l' title='" << html::escape(a.key) << "'>" << html::escape(a.key.substr(a.key.rfind('.') + 1))
+         << "</th>";
   body << "<th class='l'>fits</th><th>max peak GB</th><th>headroom GB</th><th>peak pp_rank</th><th class='l'>phase</th>"
           "<th>step s</th><th>replay s</th><th class='l'>error</th></tr>";
   constexpr std::size_t kMaxRows = 5000;  // the CSV has them all; a page this long is unreadable anyway
@@ -158,7 +161,7 @@ bool write_sweep_html(const std::string& path, const sim::SweepResult& r) {
            << gb(p.headroom()) << "</td><td>" << p.peak_pp_rank << "</td><td class='l'>" << sim::to_string(p.peak_phase)
            << "</td><td>" << num(p.step_time_s, "%.3f") << "</td><td>" << num(p.replay_time_s, "%.4f") << "</td><td></td>";
     else
-      body << "<td class='l'>invalid</td><td></td><td></td><td></td><td></td><td></td><td></td><td class='l'>"
+      body << "<td class='l'>invalid</td><td></td><td></td><td></td><td></td><td></td><td></td><td class='l err'>"
            << html::escape(p.error) << "</td>";
     body << "</tr>";
   }

@@ -318,7 +318,7 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28
 .sub { color: #6b7280; font-size: 13px; margin-top: 0; }
 table { border-collapse: collapse; font-size: 12px; margin-top: 8px; }
 th, td { border: 1px solid #e5e7eb; padding: 3px 8px; text-align: right; } th { background: #f3f4f6; }
-td.l, th.l { text-align: left; }
+td.l, th.l { text-align: left; } td.err { min-width: 36em; }
 tr.bad td { color: #991b1b; } tr.ok td { color: #14532d; }
 svg text { font-family: inherit; }
 .grid { stroke: #e5e7eb; stroke-width: 1; } .tick { font-size: 11px; fill: #4b5563; } .axis { font-size: 12px; fill: #111827; }

@@ -28,7 +28,10 @@ std::optional<model::RunSpec> load_spec(const std::string& path, const std::vect
 // --moe-busiest-rank: set model.moe_routing_imbalance to the busiest expert-parallel rank's load
 // under an untrained router (the calibrated per-layer spread). False (message on stderr) when the
 // spec already sets that key.
-bool apply_busiest_rank_routing(model::RunSpec& spec);
+// Sets model.moe_routing_imbalance to the busiest EP rank's load under an untrained router.
+// `requested`: the user asked for it (an error when it cannot be computed); otherwise a default that
+// falls back to balanced routing with a note on stderr.
+bool apply_busiest_rank_routing(model::RunSpec& spec, bool requested = true);
 
 Runner add_predict_command(CLI::App& app);
 Runner add_rank_command(CLI::App& app);

@@ -121,7 +121,7 @@ Runner add_rank_command(CLI::App& app) {
     // split tokens evenly, so the check uses that rank's load unless the spec fixes one.
     const bool ep_moe = spec->model.num_moe_experts && spec->model.expert_model_parallel_size > 1;
     if (!args->balanced && (args->busiest_rank || (ep_moe && spec->model.moe_routing_imbalance == 1.0)) &&
-        !apply_busiest_rank_routing(*spec))
+        !apply_busiest_rank_routing(*spec, args->busiest_rank))
       return kExitInvalidInput;
     if (args->budget_gb && !(*args->budget_gb > 0 && std::isfinite(*args->budget_gb))) {
       std::cerr << "error: --budget-gb: the budget must be a positive number of GB\n";

@@ -48,7 +48,7 @@ std::optional<model::RunSpec> load_spec(const std::string& path, const std::vect
   return parsed.spec;
 }
 
-bool apply_busiest_rank_routing(model::RunSpec& spec) {
+bool apply_busiest_rank_routing(model::RunSpec& spec, bool requested) {
   if (spec.model.moe_routing_imbalance != 1.0) {
     std::cerr << "error: --moe-busiest-rank: model.moe_routing_imbalance is already set ("
               << spec.model.moe_routing_imbalance << "); use one or the other\n";
@@ -60,6 +60,11 @@ bool apply_busiest_rank_routing(model::RunSpec& spec) {
   }
   const std::string& score = spec.model.moe_router_score_function;
   const auto sigma = sim::untrained_expert_load_sigma(score);
+  if (!sigma && !requested) {
+    std::cerr << "MoE routing: no measured routing spread for " << score
+              << " routers in the calibration profile; every rank is checked at balanced routing\n";
+    return true;
+  }
   if (!sigma) {
     std::cerr << "error: --moe-busiest-rank: no measured routing spread for " << score
               << " routers in the calibration profile (configs/calibration/default.json, moe_routing)\n";

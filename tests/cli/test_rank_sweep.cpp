@@ -78,6 +78,12 @@ TEST_CASE("rank checks the busiest expert-parallel rank by default; --moe-balanc
   const auto fixed = nlohmann::json::parse(run("rank " + spec + " --budget-gb 36 --json --set model.moe_routing_imbalance=1.5").out);
   CHECK(fixed.at("moe_routing_imbalance").get<double>() == 1.5);
   CHECK(run("rank " + spec + " --moe-balanced --moe-busiest-rank").status == 2);
+  // A router without a measured spread: the default falls back to balanced; asking for it is an error.
+  const std::string sqrt_router = " --set model.moe_router_score_function='\"sqrtsoftplus\"'";
+  const Run fallback = run("rank " + spec + " --budget-gb 36 --json" + sqrt_router);
+  REQUIRE(fallback.status == 0);
+  CHECK(nlohmann::json::parse(fallback.out).at("moe_routing_imbalance").get<double>() == 1.0);
+  CHECK(run("rank " + spec + " --budget-gb 36 --moe-busiest-rank" + sqrt_router).status == 2);
 }
 
 TEST_CASE("rank --order: narrowest by default, replay-time on request") {

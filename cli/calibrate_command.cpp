@@ -8,10 +8,13 @@
 #include <memory>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "corpus_loading.hpp"
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
+#include "peakcast/calibration/attention_fit.hpp"
 #include "peakcast/calibration/stack_host_fit.hpp"
 #include "peakcast/calibration/step_fit.hpp"
 #include "peakcast/calibration/time_fit.hpp"
@@ -29,6 +32,7 @@ struct CalibrateArgs {
   std::string microbench;
   std::string timing;
   std::string time_out;
+  std::string attention;
   std::string stack_timing;
   std::vector<std::string> stack_timing_groups;
   std::string gpu = "h200-141gb";
@@ -51,6 +55,8 @@ Runner add_calibrate_command(CLI::App& app) {
   sub->add_option("--microbench", args->microbench, "CUDA replay microbenchmark JSON to fit time efficiencies from");
   sub->add_option("--timing", args->timing,
                   "Timed records (calibration/data/h200_timing.jsonl) to fit the host, comm and optimizer step terms from");
+  sub->add_option("--attention", args->attention,
+                  "Fused-attention timings (calibration/data/attention_h200.json) to fit its per-call time from");
   sub->add_option("--stack-timing", args->stack_timing,
                   "Published step times of the Transformer Engine stack (calibration/data/seed_h100.jsonl) to fit its host terms from");
   sub->add_option("--stack-timing-group", args->stack_timing_groups,
@@ -90,7 +96,8 @@ Runner add_calibrate_command(CLI::App& app) {
                                                           static_cast<double>(shipped.cublas_workspace.value), routing);
     if (args->out.empty()) std::cout << profile;
     else std::ofstream(args->out) << profile;
-    if (args->microbench.empty() && args->timing.empty() && args->stack_timing.empty()) return kExitOk;
+    if (args->microbench.empty() && args->timing.empty() && args->stack_timing.empty() && args->attention.empty())
+      return kExitOk;
     std::vector<std::string> ignored;
     const auto gspec = load_spec("", {"cluster.gpu=\"" + args->gpu + "\""}, &ignored);
     if (!gspec) return kExitInvalidInput;
@@ -98,6 +105,7 @@ Runner add_calibrate_command(CLI::App& app) {
     std::string tp;
     bool violated = false;
     std::optional<calibration::StepFit> local_host;
+    std::optional<calibration::AttentionFit> attention_fit;
     if (!args->microbench.empty()) {
       const auto text = read_text(args->microbench);
       if (!text) {
@@ -110,6 +118,27 @@ Runner add_calibrate_command(CLI::App& app) {
       tp = calibration::time_profile_json(tf, args->microbench, args->gpu);
     } else {
       tp = model::embedded_config("calibration/time.json").value_or("{}");
+    }
+    if (!args->attention.empty()) {
+      const auto text = read_text(args->attention);
+      if (!text) {
+        std::cerr << "error: --attention: cannot read " << args->attention << "\n";
+        return kExitInvalidInput;
+      }
+      const auto tj = nlohmann::json::parse(tp, nullptr, false);
+      const double ceiling = tj.is_object() && tj.contains("source")
+                                 ? tj["source"].value("measured_ceiling_gemm_bf16_tflops", 0.0) * 1e12 : 0.0;
+      const auto af = calibration::fit_fused_attention(*text, g.bf16_dense_tflops * 1e12, ceiling);
+      for (const auto& v : af.violations) std::cerr << "error: " << v << "\n";
+      violated = violated || !af.violations.empty();
+      std::cerr << "fused attention (" << af.backend << ", " << af.cases << " cases): forward " << af.forward.s_per_call * 1e6
+                << " us/call + FLOPs at " << af.forward.rate / 1e12 << " TFLOP/s (worst " << 100 * af.forward.worst_relative_error
+                << " %), backward " << af.backward.s_per_call * 1e6 << " us/call + forward FLOPs at " << af.backward.rate / 1e12
+                << " TFLOP/s (worst " << 100 * af.backward.worst_relative_error << " %)\n";
+      if (af.violations.empty()) {
+        tp = calibration::with_fused_attention(tp, af, args->attention);
+        attention_fit = af;
+      }
     }
     if (!args->timing.empty()) {
       std::vector<calibration::Record> timed;
@@ -136,6 +165,12 @@ Runner add_calibrate_command(CLI::App& app) {
       base.host_backward_s_per_call = local_host ? local_host->host_backward_s_per_call : loc.host_backward_s_per_call;
       base.host_s_per_microbatch = local_host ? local_host->host_s_per_microbatch : loc.host_s_per_microbatch;
       base.host_s_per_checkpoint = local_host ? local_host->host_s_per_checkpoint : loc.host_s_per_checkpoint;
+      if (attention_fit) {  // this run's fused-attention terms, not the shipped ones
+        base.fused_attention_efficiency = attention_fit->forward.efficiency;
+        base.fused_attention_s_per_call = attention_fit->forward.s_per_call;
+        base.fused_attention_backward_efficiency = attention_fit->backward.efficiency;
+        base.fused_attention_backward_s_per_call = attention_fit->backward.s_per_call;
+      }
       if (local_host) {
         base.gpu_time_scale = local_host->gpu_time_scale;
         base.comm_efficiency = local_host->comm_efficiency;

@@ -34,6 +34,12 @@ FittedConstants load_fitted_constants(const std::string& name, const std::string
     c.gemm_efficiency = t.value("gemm_efficiency", 0.0);
     c.attention_efficiency = t.value("attention_efficiency", 0.0);
     c.memory_efficiency = t.value("memory_efficiency", 0.0);
+    if (const auto& fa = t.value("fused_attention", nlohmann::json::object()); fa.is_object()) {
+      c.fused_attention_efficiency = fa.value("forward_efficiency", 0.0);
+      c.fused_attention_s_per_call = fa.value("forward_s_per_call", 0.0);
+      c.fused_attention_backward_efficiency = fa.value("backward_efficiency", 0.0);
+      c.fused_attention_backward_s_per_call = fa.value("backward_s_per_call", 0.0);
+    }
     const auto& st = t.value("step", nlohmann::json::object());
     c.host_forward_s_per_call = st.value("host_forward_s_per_call", 0.0);
     c.host_backward_s_per_call = st.value("host_backward_s_per_call", 0.0);

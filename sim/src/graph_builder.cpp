@@ -16,6 +16,7 @@ int GraphBuilder::op(const std::string& name, const OpArgs& a) {
   o.backward_workspace = a.bws;
   o.is_gemm = a.gemm;
   o.is_attention_core = a.attention;
+  o.is_fused_attention = a.fused_attention;
   o.grad_passthrough = a.passthrough;
   o.host_calls = a.calls;
   o.host_sync = a.sync;

@@ -29,6 +29,7 @@ class GraphBuilder {
     Bytes ws{}, bws{};
     double bytes_moved = -1;     // default: inputs read + outputs written
     bool gemm = false, attention = false, passthrough = false;
+    bool fused_attention = false;  // one fused kernel (cuDNN / flash), not the unfused batched GEMMs
     double calls = 1;            // host calls per forward (see OpNode::host_calls)
     bool sync = false;           // blocks the host on the GPU
     double comm = 0;             // collective bytes per rank, forward

@@ -150,6 +150,7 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
     p.forward_bytes_moved += op.forward_bytes_moved;
     const auto add_work = [&op](ModuleProfile::Work& w) {
       if (op.is_gemm) w.gemm_flops += op.forward_flops;
+      else if (op.is_fused_attention) { w.fused_attention_flops += op.forward_flops; w.fused_attention_calls += 1; }
       else if (op.is_attention_core) w.attention_flops += op.forward_flops;
       else { w.other_flops += op.forward_flops; w.other_bytes += op.forward_bytes_moved; }
       w.host_calls += op.host_calls;

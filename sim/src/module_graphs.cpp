@@ -191,7 +191,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     const int core = b.op("core_attention", {.in = {q, k, qkv}, .out = {ctx, lse}, .save = {q, k, qkv, ctx, lse},
                                              .region = kCoreAttn, .flops = causal_flops,
                                              .backward_flops = 2.5 * causal_flops, .ws = cp_ws, .bws = cp_ws,
-                                             .attention = true});
+                                             .attention = true, .fused_attention = true});
     (void)core;
   } else {
     // Local DotProductAttention (dot_product_attention.py): scores and probabilities of size E.
@@ -261,7 +261,7 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
     const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
     core = b.op("core_attention", {.in = {query, key, value}, .out = {ctx, lse}, .save = {query, key, value, ctx, lse},
                                    .region = kCoreAttn, .flops = flops, .backward_flops = 2.5 * flops,
-                                   .attention = true});
+                                   .attention = true, .fused_attention = true});
   } else {
     const double E = double(c.batch) * hq * c.seq * c.seq;
     const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };

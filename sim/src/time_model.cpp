@@ -13,6 +13,10 @@ TimeModel::TimeModel(const model::GpuSpec& gpu, const FittedConstants& f) {
   const double peak = gpu.bf16_dense_tflops * 1e12;
   gemm_flops_per_s_ = peak * f.gemm_efficiency;
   attention_flops_per_s_ = peak * f.attention_efficiency;
+  fused_flops_per_s_ = peak * f.fused_attention_efficiency;
+  fused_s_per_call_ = f.fused_attention_s_per_call;
+  fused_backward_flops_per_s_ = peak * f.fused_attention_backward_efficiency;
+  fused_backward_s_per_call_ = f.fused_attention_backward_s_per_call;
   bytes_per_s_ = gpu.hbm_bandwidth_gbps * 1e9 * f.memory_efficiency;
   // The preset's NVLink figure is both directions together; a ring collective moves its wire
   // bytes over one direction of each link.
@@ -30,6 +34,8 @@ double TimeModel::compute_seconds(const ModuleProfile::Work& w) const {
   if (gemm_flops_per_s_ > 0) t += w.gemm_flops / gemm_flops_per_s_;
   if (attention_flops_per_s_ > 0) t += w.attention_flops / attention_flops_per_s_;
   if (bytes_per_s_ > 0) t += w.other_bytes / bytes_per_s_;
+  if (fused_flops_per_s_ > 0) t += w.fused_attention_calls * fused_s_per_call_ + w.fused_attention_flops / fused_flops_per_s_;
+  else if (attention_flops_per_s_ > 0) t += w.fused_attention_flops / attention_flops_per_s_;
   return t;
 }
 
@@ -38,6 +44,10 @@ double TimeModel::backward_compute_seconds(const ModuleProfile::Work& w) const {
   if (gemm_flops_per_s_ > 0) t += 2.0 * w.gemm_flops / gemm_flops_per_s_;
   if (attention_flops_per_s_ > 0) t += kAttentionBackwardFactor * w.attention_flops / attention_flops_per_s_;
   if (bytes_per_s_ > 0) t += kOtherBackwardFactor * w.other_bytes / bytes_per_s_;
+  if (fused_backward_flops_per_s_ > 0)
+    t += w.fused_attention_calls * fused_backward_s_per_call_ + w.fused_attention_flops / fused_backward_flops_per_s_;
+  else if (attention_flops_per_s_ > 0)
+    t += kAttentionBackwardFactor * w.fused_attention_flops / attention_flops_per_s_;
   return t;
 }
 

@@ -111,3 +111,43 @@ TEST_CASE("a rank's step is its forward-backward, exposed grad sync and optimize
     CHECK(rk.replay_time_s < rk.time.forward_backward_s);
   }
 }
+
+TEST_CASE("a fused attention kernel costs its fixed part per call plus FLOPs at its own rate", "[sim][time]") {
+  auto f = constants();
+  f.fused_attention_efficiency = 0.5;             // 5e14 FLOP/s
+  f.fused_attention_s_per_call = 50e-6;
+  f.fused_attention_backward_efficiency = 0.2;    // 2e14 forward FLOP/s
+  f.fused_attention_backward_s_per_call = 100e-6;
+  const sim::TimeModel t(gpu(), f);
+  sim::ModuleProfile::Work w;
+  w.fused_attention_flops = 1e12;
+  w.fused_attention_calls = 2;
+  CHECK(t.compute_seconds(w) == Approx(2 * 50e-6 + 1e12 / 5e14));
+  CHECK(t.backward_compute_seconds(w) == Approx(2 * 100e-6 + 1e12 / 2e14));
+  // Without a fused-attention fit the kernel is timed like the unfused core (2.5x backward).
+  const sim::TimeModel plain(gpu(), constants());
+  CHECK(plain.compute_seconds(w) == Approx(1e12 / 5e14));
+  CHECK(plain.backward_compute_seconds(w) == Approx(2.5 * 1e12 / 5e14));
+}
+
+TEST_CASE("Transformer Engine attention goes to the fused class, the local core to the batched GEMMs", "[sim][time]") {
+  const auto work_of = [](const std::string& impl) {
+    auto r = model::parse_run_spec(R"({"model":{"preset":"llama3-8b","num_layers":2,"seq_length":4096,"bf16":true,
+      "transformer_impl":")" + impl + R"("},"train":{"micro_batch_size":1,"global_batch_size":1},
+      "cluster":{"num_gpus":1,"gpu":"h200-141gb"}})");
+    REQUIRE(r.spec);
+    const auto d = model::derive(*r.spec);
+    const auto ctx = sim::make_shape_context(*r.spec, d);
+    const model::LayerSpec layer{0, model::MixerKind::attention, model::FfnKind::dense, false};
+    return sim::profile_module(sim::build_layer_graph(*r.spec, d, ctx, layer, false), sim::CheckpointSet{}).forward_work;
+  };
+  const auto te = work_of("transformer_engine");
+  const auto local = work_of("local");
+  // 32 heads, s = 4096, d = 128, causal: 2 x 2 x h s^2 d / 2.
+  const double causal = 2.0 * 2.0 * 32 * 4096.0 * 4096.0 * 128 * 0.5;
+  CHECK(te.fused_attention_flops == Approx(causal));
+  CHECK(te.fused_attention_calls == 1);
+  CHECK(te.attention_flops == 0);
+  CHECK(local.fused_attention_flops == 0);
+  CHECK(local.attention_flops > 0);
+}

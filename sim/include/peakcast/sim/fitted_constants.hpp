@@ -20,6 +20,11 @@ struct FittedConstants {
   double gemm_efficiency = 0;
   double attention_efficiency = 0;
   double memory_efficiency = 0;    // fraction of HBM bandwidth reached by elementwise/norm ops
+  // Fused attention (cuDNN's kernel, as Transformer Engine runs it): time per call = a fixed part
+  // plus FLOPs at a fraction of the dense bf16 peak, forward and backward (measured on the H200,
+  // calibration/data/attention_h200.json). Zero efficiency: timed like the unfused core.
+  double fused_attention_efficiency = 0, fused_attention_s_per_call = 0;
+  double fused_attention_backward_efficiency = 0, fused_attention_backward_s_per_call = 0;
   // Time, fitted on measured Megatron Core step times (calibration/data/h200_timing.jsonl):
   double host_forward_s_per_call = 0;   // host cost of one forward op call (Python, autograd, launch)
   double host_backward_s_per_call = 0;  // host cost of its backward node

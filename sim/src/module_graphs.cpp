@@ -433,8 +433,15 @@ int mamba_block(GraphBuilder& b, const model::RunSpec& spec, int ln) {
   const std::int64_t ds = m.mamba_state_dim;
   const std::int64_t width = 2 * d_in + 2 * groups * ds + heads;
   const int zx = b.linear("mixer.in_proj", ln, h, width, Parallel::column);
-  const int zx_t = b.tensor("mixer.zxbcdt_contiguous", b.act(N, width));
-  b.op("mixer.transpose", {.in = {zx}, .out = {zx_t}});
+  // rearrange(zxBCdt, "l b d -> b l d").contiguous() (mamba_mixer.py:686) and its inverse on y
+  // (:722) copy only when b > 1: with one sequence per micro-batch the permuted tensor is already
+  // contiguous (dimensions of size 1 do not count), so .contiguous() returns it as it is.
+  const bool copies = c.batch > 1;
+  int zx_t = zx;
+  if (copies) {
+    zx_t = b.tensor("mixer.zxbcdt_contiguous", b.act(N, width));
+    b.op("mixer.transpose", {.in = {zx}, .out = {zx_t}});
+  }
   const int y = b.tensor("mixer.scan_out", b.act(N, d_in));
   const int out_x = b.tensor("mixer.out_x", b.act(N, d_in), false);
   const std::int64_t chunks = (c.seq + 127) / 128;
@@ -444,8 +451,11 @@ int mamba_block(GraphBuilder& b, const model::RunSpec& spec, int ln) {
   b.op("mixer.split_conv1d_scan", {.in = {zx_t}, .out = {y, out_x}, .save = {zx_t, out_x},
                                    .flops = 2.0 * N * d_in * ds * 3 + 2.0 * N * (d_in + 2 * groups * ds) * m.mamba_d_conv,
                                    .backward_flops = 2.0 * (2.0 * N * d_in * ds * 3), .ws = scan_ws, .bws = scan_ws});
-  const int y_t = b.tensor("mixer.y_contiguous", b.act(N, d_in));
-  b.op("mixer.y_transpose", {.in = {y}, .out = {y_t}});
+  int y_t = y;
+  if (copies) {
+    y_t = b.tensor("mixer.y_contiguous", b.act(N, d_in));
+    b.op("mixer.y_transpose", {.in = {y}, .out = {y_t}});
+  }
   const int yn = b.tensor("mixer.norm.out", b.act(N, d_in));
   b.op("mixer.norm", {.in = {y_t, zx_t}, .out = {yn}, .save = {y_t}, .flops = 8.0 * N * d_in});
   return b.linear("mixer.out_proj", yn, d_in, h, Parallel::row);

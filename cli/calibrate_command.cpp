@@ -15,6 +15,7 @@
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
 #include "peakcast/calibration/attention_fit.hpp"
+#include "peakcast/calibration/movement_fit.hpp"
 #include "peakcast/calibration/stack_host_fit.hpp"
 #include "peakcast/calibration/step_fit.hpp"
 #include "peakcast/calibration/time_fit.hpp"
@@ -33,6 +34,7 @@ struct CalibrateArgs {
   std::string timing;
   std::string time_out;
   std::string attention;
+  std::string movement;
   std::string stack_timing;
   std::vector<std::string> stack_timing_groups;
   std::string gpu = "h200-141gb";
@@ -57,6 +59,8 @@ Runner add_calibrate_command(CLI::App& app) {
                   "Timed records (calibration/data/h200_timing.jsonl) to fit the host, comm and optimizer step terms from");
   sub->add_option("--attention", args->attention,
                   "Fused-attention timings (calibration/data/attention_h200.json) to fit its per-call time from");
+  sub->add_option("--movement", args->movement,
+                  "Data-movement timings (calibration/data/movement_h200.json) to fit the gather / copy rate from");
   sub->add_option("--stack-timing", args->stack_timing,
                   "Published step times of the Transformer Engine stack (calibration/data/seed_h100.jsonl) to fit its host terms from");
   sub->add_option("--stack-timing-group", args->stack_timing_groups,
@@ -96,7 +100,8 @@ Runner add_calibrate_command(CLI::App& app) {
                                                           static_cast<double>(shipped.cublas_workspace.value), routing);
     if (args->out.empty()) std::cout << profile;
     else std::ofstream(args->out) << profile;
-    if (args->microbench.empty() && args->timing.empty() && args->stack_timing.empty() && args->attention.empty())
+    if (args->microbench.empty() && args->timing.empty() && args->stack_timing.empty() && args->attention.empty() &&
+        args->movement.empty())
       return kExitOk;
     std::vector<std::string> ignored;
     const auto gspec = load_spec("", {"cluster.gpu=\"" + args->gpu + "\""}, &ignored);
@@ -140,6 +145,25 @@ Runner add_calibrate_command(CLI::App& app) {
         attention_fit = af;
       }
     }
+    std::optional<calibration::MovementFit> movement_fit;
+    if (!args->movement.empty()) {
+      const auto text = read_text(args->movement);
+      if (!text) {
+        std::cerr << "error: --movement: cannot read " << args->movement << "\n";
+        return kExitInvalidInput;
+      }
+      const auto tj = nlohmann::json::parse(tp, nullptr, false);
+      const double ceiling = tj.is_object() && tj.contains("source") ? tj["source"].value("measured_ceiling_copy_gbps", 0.0) * 1e9 : 0.0;
+      const auto mf = calibration::fit_movement(*text, g.hbm_bandwidth_gbps * 1e9, ceiling);
+      for (const auto& v : mf.violations) std::cerr << "error: " << v << "\n";
+      violated = violated || !mf.violations.empty();
+      std::cerr << "data movement (" << mf.cases << " gather / copy / cat cases): " << mf.rate / 1e9 << " GB/s, "
+                << mf.efficiency << " of HBM (worst " << 100 * mf.worst_relative_error << " %)\n";
+      if (mf.violations.empty()) {
+        tp = calibration::with_movement(tp, mf, args->movement);
+        movement_fit = mf;
+      }
+    }
     if (!args->timing.empty()) {
       std::vector<calibration::Record> timed;
       if (!read_corpus({args->timing}, timed)) return kExitInvalidInput;
@@ -165,6 +189,7 @@ Runner add_calibrate_command(CLI::App& app) {
       base.host_backward_s_per_call = local_host ? local_host->host_backward_s_per_call : loc.host_backward_s_per_call;
       base.host_s_per_microbatch = local_host ? local_host->host_s_per_microbatch : loc.host_s_per_microbatch;
       base.host_s_per_checkpoint = local_host ? local_host->host_s_per_checkpoint : loc.host_s_per_checkpoint;
+      if (movement_fit) base.movement_efficiency = movement_fit->efficiency;
       if (attention_fit) {  // this run's fused-attention terms, not the shipped ones
         base.fused_attention_efficiency = attention_fit->forward.efficiency;
         base.fused_attention_s_per_call = attention_fit->forward.s_per_call;

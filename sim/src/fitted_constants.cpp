@@ -40,6 +40,8 @@ FittedConstants load_fitted_constants(const std::string& name, const std::string
       c.fused_attention_backward_efficiency = fa.value("backward_efficiency", 0.0);
       c.fused_attention_backward_s_per_call = fa.value("backward_s_per_call", 0.0);
     }
+    if (const auto& mv = t.value("movement", nlohmann::json::object()); mv.is_object())
+      c.movement_efficiency = mv.value("efficiency", 0.0);
     const auto& st = t.value("step", nlohmann::json::object());
     c.host_forward_s_per_call = st.value("host_forward_s_per_call", 0.0);
     c.host_backward_s_per_call = st.value("host_backward_s_per_call", 0.0);

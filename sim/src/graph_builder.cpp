@@ -17,6 +17,7 @@ int GraphBuilder::op(const std::string& name, const OpArgs& a) {
   o.is_gemm = a.gemm;
   o.is_attention_core = a.attention;
   o.is_fused_attention = a.fused_attention;
+  o.is_movement = a.movement;
   o.grad_passthrough = a.passthrough;
   o.host_calls = a.calls;
   o.host_sync = a.sync;

@@ -30,6 +30,7 @@ class GraphBuilder {
     double bytes_moved = -1;     // default: inputs read + outputs written
     bool gemm = false, attention = false, passthrough = false;
     bool fused_attention = false;  // one fused kernel (cuDNN / flash), not the unfused batched GEMMs
+    bool movement = false;         // moves rows without arithmetic (gathers, block copies): its own measured rate
     double calls = 1;            // host calls per forward (see OpNode::host_calls)
     bool sync = false;           // blocks the host on the GPU
     double comm = 0;             // collective bytes per rank, forward

@@ -152,6 +152,7 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
       if (op.is_gemm) w.gemm_flops += op.forward_flops;
       else if (op.is_fused_attention) { w.fused_attention_flops += op.forward_flops; w.fused_attention_calls += 1; }
       else if (op.is_attention_core) w.attention_flops += op.forward_flops;
+      else if (op.is_movement) { w.other_flops += op.forward_flops; w.movement_bytes += op.forward_bytes_moved; }
       else { w.other_flops += op.forward_flops; w.other_bytes += op.forward_bytes_moved; }
       w.host_calls += op.host_calls;
       if (op.host_sync) w.host_syncs += 1;

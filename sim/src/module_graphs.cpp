@@ -360,7 +360,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   const int permuted_probs = b.tensor("dispatch.permuted_probs", Bytes{T * k * kFp32});
   const int row_map = b.tensor("dispatch.row_id_map", Bytes{T * E * 4}, false);
   b.op("dispatch.permute", {.in = {ln, probs, routing_map}, .out = {permuted, permuted_probs, row_map},
-                            .save = {row_map}, .region = moe_region});
+                            .save = {row_map}, .region = moe_region, .movement = true});
   Bytes gather_ws{};
   if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
     gather_ws = b.act(T * c.ep * c.tp, h);  // hidden states gathered over the EP x TP group
@@ -383,7 +383,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   int expert_in = received;
   if (c.ep > 1 && local_experts > 1) {
     expert_in = b.tensor("dispatch.sorted", b.act(R, h));
-    b.op("dispatch.sort_chunks", {.in = {received}, .out = {expert_in}, .region = moe_region});
+    b.op("dispatch.sort_chunks", {.in = {received}, .out = {expert_in}, .region = moe_region, .movement = true});
   }
   const bool grouped = m.moe_grouped_gemm && c.te;
   const std::size_t first_expert_op = g.ops.size();
@@ -404,18 +404,19 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   if (!grouped) {
     // SequentialMLP concatenates the per-expert outputs into one tensor.
     expert_out = b.tensor("experts.cat", b.act(R, h));
-    b.op("experts.cat", {.in = {f2}, .out = {expert_out}, .region = moe_region});
+    b.op("experts.cat", {.in = {f2}, .out = {expert_out}, .region = moe_region, .movement = true});
   }
   int back = expert_out;
   if (c.ep > 1 && local_experts > 1) {
     back = b.tensor("combine.unsorted", b.act(R, h));
-    b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region});
+    b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region, .movement = true});
   }
   const int returned = b.tensor("combine.returned", b.act(T * k, h));
   b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0,
                               .comm = dispatch_comm});
   const int out = b.tensor("combine.unpermuted", b.act(T, h));
-  b.op("combine.unpermute", {.in = {returned}, .out = {out}, .region = moe_region, .flops = 1.0 * T * k * h});
+  b.op("combine.unpermute", {.in = {returned}, .out = {out}, .region = moe_region, .flops = 1.0 * T * k * h,
+                              .movement = true});
   if (shared_out < 0) return out;
   const int sum = b.tensor("moe.output", b.act(T, h));
   b.op("moe.add_shared", {.in = {out, shared_out}, .out = {sum}, .region = moe_region, .passthrough = true});
@@ -440,7 +441,7 @@ int mamba_block(GraphBuilder& b, const model::RunSpec& spec, int ln) {
   int zx_t = zx;
   if (copies) {
     zx_t = b.tensor("mixer.zxbcdt_contiguous", b.act(N, width));
-    b.op("mixer.transpose", {.in = {zx}, .out = {zx_t}});
+    b.op("mixer.transpose", {.in = {zx}, .out = {zx_t}, .movement = true});
   }
   const int y = b.tensor("mixer.scan_out", b.act(N, d_in));
   const int out_x = b.tensor("mixer.out_x", b.act(N, d_in), false);
@@ -454,7 +455,7 @@ int mamba_block(GraphBuilder& b, const model::RunSpec& spec, int ln) {
   int y_t = y;
   if (copies) {
     y_t = b.tensor("mixer.y_contiguous", b.act(N, d_in));
-    b.op("mixer.y_transpose", {.in = {y}, .out = {y_t}});
+    b.op("mixer.y_transpose", {.in = {y}, .out = {y_t}, .movement = true});
   }
   const int yn = b.tensor("mixer.norm.out", b.act(N, d_in));
   b.op("mixer.norm", {.in = {y_t, zx_t}, .out = {yn}, .save = {y_t}, .flops = 8.0 * N * d_in});

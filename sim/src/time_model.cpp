@@ -14,6 +14,7 @@ TimeModel::TimeModel(const model::GpuSpec& gpu, const FittedConstants& f) {
   gemm_flops_per_s_ = peak * f.gemm_efficiency;
   attention_flops_per_s_ = peak * f.attention_efficiency;
   fused_flops_per_s_ = peak * f.fused_attention_efficiency;
+  movement_bytes_per_s_ = gpu.hbm_bandwidth_gbps * 1e9 * (f.movement_efficiency > 0 ? f.movement_efficiency : f.memory_efficiency);
   fused_s_per_call_ = f.fused_attention_s_per_call;
   fused_backward_flops_per_s_ = peak * f.fused_attention_backward_efficiency;
   fused_backward_s_per_call_ = f.fused_attention_backward_s_per_call;
@@ -34,6 +35,7 @@ double TimeModel::compute_seconds(const ModuleProfile::Work& w) const {
   if (gemm_flops_per_s_ > 0) t += w.gemm_flops / gemm_flops_per_s_;
   if (attention_flops_per_s_ > 0) t += w.attention_flops / attention_flops_per_s_;
   if (bytes_per_s_ > 0) t += w.other_bytes / bytes_per_s_;
+  if (movement_bytes_per_s_ > 0) t += w.movement_bytes / movement_bytes_per_s_;
   if (fused_flops_per_s_ > 0) t += w.fused_attention_calls * fused_s_per_call_ + w.fused_attention_flops / fused_flops_per_s_;
   else if (attention_flops_per_s_ > 0) t += w.fused_attention_flops / attention_flops_per_s_;
   return t;
@@ -44,6 +46,7 @@ double TimeModel::backward_compute_seconds(const ModuleProfile::Work& w) const {
   if (gemm_flops_per_s_ > 0) t += 2.0 * w.gemm_flops / gemm_flops_per_s_;
   if (attention_flops_per_s_ > 0) t += kAttentionBackwardFactor * w.attention_flops / attention_flops_per_s_;
   if (bytes_per_s_ > 0) t += kOtherBackwardFactor * w.other_bytes / bytes_per_s_;
+  if (movement_bytes_per_s_ > 0) t += kOtherBackwardFactor * w.movement_bytes / movement_bytes_per_s_;
   if (fused_backward_flops_per_s_ > 0)
     t += w.fused_attention_calls * fused_backward_s_per_call_ + w.fused_attention_flops / fused_backward_flops_per_s_;
   else if (attention_flops_per_s_ > 0)

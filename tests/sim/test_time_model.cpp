@@ -151,3 +151,17 @@ TEST_CASE("Transformer Engine attention goes to the fused class, the local core 
   CHECK(local.fused_attention_flops == 0);
   CHECK(local.attention_flops > 0);
 }
+
+TEST_CASE("row gathers and block copies take the measured movement rate, other byte ops the memory one", "[sim][time]") {
+  auto f = constants();        // memory efficiency 0.5 of 4000 GB/s
+  f.movement_efficiency = 0.8;  // 3200 GB/s
+  const sim::TimeModel t(gpu(), f);
+  sim::ModuleProfile::Work w;
+  w.movement_bytes = 3.2e9;
+  w.other_bytes = 2e9;
+  CHECK(t.compute_seconds(w) == Approx(3.2e9 / 3200e9 + 2e9 / 2000e9));
+  CHECK(t.backward_compute_seconds(w) == Approx(2 * (3.2e9 / 3200e9 + 2e9 / 2000e9)));
+  // Without a movement fit they are timed like every other memory-bound op.
+  const sim::TimeModel plain(gpu(), constants());
+  CHECK(plain.compute_seconds(w) == Approx(5.2e9 / 2000e9));
+}

@@ -25,6 +25,9 @@ struct FittedConstants {
   // calibration/data/attention_h200.json). Zero efficiency: timed like the unfused core.
   double fused_attention_efficiency = 0, fused_attention_s_per_call = 0;
   double fused_attention_backward_efficiency = 0, fused_attention_backward_s_per_call = 0;
+  // Row gathers and block copies (MoE permutes, SequentialMLP's cat): fraction of HBM bandwidth
+  // (calibration/data/movement_h200.json). Zero: timed like the other memory-bound ops.
+  double movement_efficiency = 0;
   // Time, fitted on measured Megatron Core step times (calibration/data/h200_timing.jsonl):
   double host_forward_s_per_call = 0;   // host cost of one forward op call (Python, autograd, launch)
   double host_backward_s_per_call = 0;  // host cost of its backward node

@@ -56,6 +56,7 @@ struct OpNode {
   bool is_gemm = false;        // for the time model's efficiency classes
   bool is_attention_core = false;
   bool is_fused_attention = false;  // a fused attention kernel (timed by its own measured class)
+  bool is_movement = false;         // row gathers and block copies (timed by their measured rate)
   bool grad_passthrough = false;  // backward returns its output grad unchanged (views, residual adds)
 };
 
@@ -104,6 +105,7 @@ struct ModuleProfile {
   struct Work {
     double gemm_flops = 0, attention_flops = 0, other_flops = 0, other_bytes = 0;
     double fused_attention_flops = 0, fused_attention_calls = 0;  // fused kernels (not in attention_flops)
+    double movement_bytes = 0;  // read + written by row gathers and block copies (not in other_bytes)
     double host_calls = 0, host_syncs = 0;               // forward host calls and blocking syncs
     double comm_bytes = 0, backward_comm_bytes = 0;      // collective bytes per rank
     double checkpoint_regions = 0;  // replay only: checkpoint calls (each wrapper's fixed host cost)
@@ -111,6 +113,7 @@ struct ModuleProfile {
       gemm_flops += o.gemm_flops; attention_flops += o.attention_flops;
       other_flops += o.other_flops; other_bytes += o.other_bytes;
       fused_attention_flops += o.fused_attention_flops; fused_attention_calls += o.fused_attention_calls;
+      movement_bytes += o.movement_bytes;
       host_calls += o.host_calls; host_syncs += o.host_syncs;
       comm_bytes += o.comm_bytes; backward_comm_bytes += o.backward_comm_bytes;
       checkpoint_regions += o.checkpoint_regions;

@@ -34,6 +34,7 @@ class TimeModel {
 
  private:
   double gemm_flops_per_s_ = 0, attention_flops_per_s_ = 0, bytes_per_s_ = 0;
+  double movement_bytes_per_s_ = 0;
   double fused_flops_per_s_ = 0, fused_s_per_call_ = 0, fused_backward_flops_per_s_ = 0, fused_backward_s_per_call_ = 0;
   double link_bytes_per_s_ = 0, optimizer_bytes_per_s_ = 0, gpu_scale_ = 1;
   double host_forward_s_ = 0, host_backward_s_ = 0, host_microbatch_s_ = 0, host_checkpoint_s_ = 0;

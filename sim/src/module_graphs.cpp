@@ -373,6 +373,16 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
     const std::int64_t group = c.ep * c.tp;
     if (group > 1) dispatch_comm = static_cast<double>(gather_ws.value) * (group - 1) / group;
+  } else if (c.ep > 1 && m.moe_token_dispatcher_type == model::Dispatcher::flex) {
+    // DeepEP / HybridEP send a token once to each rank that holds one of its experts, not once per
+    // expert: with E experts over ep ranks and top-k routing spread evenly, a token reaches
+    // ep (1 - C(E - E/ep, k) / C(E, k)) ranks, (ep - 1) / ep of them remote.
+    const double E_ = static_cast<double>(E), per_rank = E_ / static_cast<double>(c.ep);
+    double miss = 1.0;  // C(E - E/ep, k) / C(E, k): no expert of a given rank among the k
+    for (std::int64_t i = 0; i < k; ++i) miss *= std::max(0.0, (E_ - per_rank - static_cast<double>(i)) / (E_ - static_cast<double>(i)));
+    const double ranks_hit = static_cast<double>(c.ep) * (1.0 - miss);
+    const double tokens_sent = static_cast<double>(R) / static_cast<double>(k) * ranks_hit;
+    dispatch_comm = static_cast<double>(b.act(1, h).value) * tokens_sent * (c.ep - 1) / c.ep;
   } else if (c.ep > 1) {
     dispatch_comm = static_cast<double>(b.act(R, h).value) * (c.ep - 1) / c.ep;
   }

@@ -93,6 +93,31 @@ TEST_CASE("EP8 alltoall moves the routed rows that leave the rank, priced as wir
   CHECK(collectives == 2);  // dispatch and combine
 }
 
+TEST_CASE("the flex dispatcher sends a token once per destination rank, not once per expert", "[sim][time]") {
+  auto r = model::parse_run_spec(R"({
+    "model": {"preset": "moonlight-16b", "seq_length": 4096, "bf16": true, "expert_model_parallel_size": 8,
+              "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep"},
+    "train": {"micro_batch_size": 1, "global_batch_size": 8},
+    "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})");
+  REQUIRE(r.spec);
+  const auto d = model::derive(*r.spec);
+  const auto ctx = sim::make_shape_context(*r.spec, d);
+  const auto g = sim::build_layer_graph(*r.spec, d, ctx, {1, model::MixerKind::mla, model::FfnKind::moe, false}, false);
+  // Moonlight: 64 experts, 8 per rank, top-6. P(no expert of a given rank among the 6) =
+  // C(56, 6) / C(64, 6) = (56 x 55 x 54 x 53 x 52 x 51) / (64 x 63 x 62 x 61 x 60 x 59).
+  const double miss = (56.0 * 55 * 54 * 53 * 52 * 51) / (64.0 * 63 * 62 * 61 * 60 * 59);
+  const double ranks_hit = 8 * (1 - miss);  // about 4.4 of the 6 routed copies
+  const double wire = 4096.0 * ranks_hit * 2048 * 2 * 7.0 / 8.0;
+  int collectives = 0;
+  for (const auto& op : g.ops) {
+    if (op.name.find("all_to_all") == std::string::npos) continue;
+    ++collectives;
+    CHECK(op.comm_bytes == Approx(wire));
+  }
+  CHECK(collectives == 2);
+  CHECK(ranks_hit < 6);
+}
+
 TEST_CASE("a rank's step is its forward-backward, exposed grad sync and optimizer step", "[sim][time]") {
   auto r = model::parse_run_spec(R"({
     "model": {"preset": "llama3-8b", "num_layers": 4, "seq_length": 2048, "bf16": true,

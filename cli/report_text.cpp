@@ -66,14 +66,14 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
 void print_module_table(std::ostream& os, const sim::Prediction& p) {
   char line[512];
   for (const auto& r : p.ranks) {
-    os << "\npp_rank " << r.rank.pp_rank << ": per micro-batch, GB\n";
-    std::snprintf(line, sizeof line, "%-6s %-40s %-10s %-10s %-10s %s\n", "chunk", "module", "saved", "fwd+", "bwd+",
-                  "replay GFLOP");
+    os << "\npp_rank " << r.rank.pp_rank << ": per micro-batch; memory in GB, time in ms\n";
+    std::snprintf(line, sizeof line, "%-6s %-40s %-10s %-10s %-10s %-13s %-8s %-8s %s\n", "chunk", "module", "saved", "fwd+",
+                  "bwd+", "replay GFLOP", "fwd ms", "bwd ms", "replay ms");
     os << line;
     for (const auto& m : r.modules) {
-      std::snprintf(line, sizeof line, "%-6d %-40s %-10s %-10s %-10s %.1f\n", m.chunk, m.name.c_str(),
+      std::snprintf(line, sizeof line, "%-6d %-40s %-10s %-10s %-10s %-13.1f %-8.3f %-8.3f %.3f\n", m.chunk, m.name.c_str(),
                     gb(m.held).c_str(), gb(m.forward_excess).c_str(), gb(m.backward_excess).c_str(),
-                    m.replay_flops / 1e9);
+                    m.replay_flops / 1e9, 1e3 * m.forward_s, 1e3 * m.backward_s, 1e3 * m.replay_s);
       os << line;
     }
     // What a module holds, once per distinct saved set (layers of one kind repeat it).

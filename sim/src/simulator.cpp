@@ -577,7 +577,8 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       for (const auto& s : chunks[ci].segments) {
         Bytes bwd{};
         for (const auto& part : s.parts) bwd = max(bwd, part.backward_excess);
-        rp.modules.push_back({s.name, static_cast<int>(ci), s.held, s.forward_peak_excess, bwd, s.replay_flops, {}});
+        rp.modules.push_back({s.name, static_cast<int>(ci), s.held, s.forward_peak_excess, bwd, s.replay_flops,
+                              s.forward_s, s.backward_s, s.replay_s, {}});
         if (options.record_held_tensors && s.held_tensors) rp.modules.back().held_tensors = *s.held_tensors;
       }
     }

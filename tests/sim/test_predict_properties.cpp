@@ -146,3 +146,25 @@ TEST_CASE("a moe checkpoint leaves its input and the input's gradient allocated 
   const std::vector<std::string> moe = {"model.recompute_granularity=selective", "model.recompute_modules=[\"moe\"]"};
   CHECK(optimizer_live(moe) - optimizer_live({}) == moe_layers * 2 * tokens * h * bf16);
 }
+
+TEST_CASE("the per-module replay times add up to the rank's replay time", "[sim][property][time]") {
+  // kDense: GBS 8 over DP 2 = 4 micro-batches per rank; `mlp` replays every layer's MLP.
+  const auto p = sim::predict(spec_from(kDense, {"model.recompute_granularity=\"selective\"", "model.recompute_modules=[\"mlp\"]"}));
+  for (const auto& r : p.ranks) {
+    double per_microbatch = 0;
+    int layers = 0;
+    for (const auto& m : r.modules) {
+      per_microbatch += m.replay_s;
+      if (m.name.rfind("L", 0) == 0) {
+        ++layers;
+        CHECK(m.replay_s > 0);
+        CHECK(m.forward_s > 0);
+        CHECK(m.backward_s > m.forward_s);  // dgrad + wgrad
+      } else {
+        CHECK(m.replay_s == 0);  // embedding and loss have no checkpoint
+      }
+    }
+    CHECK(layers == 4);
+    CHECK(r.replay_time_s == Approx(4 * per_microbatch));
+  }
+}

@@ -40,6 +40,8 @@ struct ModuleSummary {
   int chunk = 0;
   Bytes held, forward_excess, backward_excess;
   double replay_flops = 0;
+  // Per micro-batch, from the time model: forward, backward and what its checkpoints replay.
+  double forward_s = 0, backward_s = 0, replay_s = 0;
   std::vector<ModuleProfile::HeldTensor> held_tensors;  // a plain module's saved tensors, when asked for (PredictOptions)
 };
 

@@ -333,6 +333,22 @@ for r in (0, 1):
         set=dict(pp2, **{"model.virtual_pipeline_model_parallel_size": 2,
                          "train.micro_batch_size": 2, "train.global_batch_size": 16}), fake_rank=r)
 
+# ---- distribute_saved_activations (group "distribute", calibration/data/h200_distribute.jsonl) ----
+# Full recompute, TP2 without SP (the two exclude each other), gqa2b at sequence 16384 with 8 layers so
+# the checkpointed group inputs ([16384, 2048] bf16, 67 MB a layer) are large. Each pair differs only in
+# distribute_saved_activations; PP2 ranks 0 (pp 0) and 2 (pp 1) show whether a received input stays whole.
+dist = dict(full("uniform", 1), **{"model.tensor_model_parallel_size": 2, "model.sequence_parallel": False,
+                                   "model.seq_length": 16384, "model.num_layers": 8})
+for on in (False, True):
+    tag = "on" if on else "off"
+    add(f"distribute_tp2_{tag}_r0", "distribute", "gqa2b",
+        set=dict(dist, **{"model.distribute_saved_activations": on, "cluster.num_gpus": 2,
+                          "train.global_batch_size": 2}), fake_rank=0)
+    for r in (0, 2):
+        add(f"distribute_tp2_pp2_{tag}_r{r}", "distribute", "gqa2b",
+            set=dict(dist, **{"model.distribute_saved_activations": on, "model.pipeline_model_parallel_size": 2,
+                              "cluster.num_gpus": 4, "train.global_batch_size": 8}), fake_rank=r)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

@@ -69,6 +69,10 @@ struct Segment {
   struct Part { Bytes held, backward_excess, input_bytes, forward_excess; bool input_requires_grad = true; };
   std::vector<Part> parts;
   bool replay_group = false;
+  // distribute_saved_activations (full recompute, TP > 1): the checkpoint keeps a new buffer with
+  // this rank's 1/TP slice of the group input instead of the input (random.py:595-626), and
+  // all-gathers the full input into another new buffer at the group's backward.
+  bool distributed_input = false;
   bool graph_captured = false;  // saved set lives at addresses a CUDA-graph pool keeps reserved
   bool offloaded = false;       // cpu_offloading: its saved activations go to host memory
   // Tied embeddings on one chunk: autograd sums the output layer's weight gradient with the
@@ -143,6 +147,16 @@ Segment group_segment(ProfileCache& cache, const std::vector<const LayerGraph*>&
   return s;
 }
 
+// split_tensor_into_1d_equal_chunks: numel / TP elements per rank. The data swap acts on the tensor
+// the schedule or the embedding handed over, so the full input is freed on every stage (measured:
+// calibration/data/h200_distribute.jsonl and its memory histories).
+void distribute_group_input(Segment& s, std::int64_t tp) {
+  s.distributed_input = true;
+  s.input_held = false;
+  s.held = Bytes{s.input_bytes.value / tp};
+  s.replay_work.comm_bytes += static_cast<double>(s.input_bytes.value) * static_cast<double>(tp - 1) / static_cast<double>(tp);
+}
+
 struct ChunkModel {
   std::vector<Segment> segments;
   bool receives_input = false;  // input arrives from the previous pipeline stage
@@ -188,6 +202,7 @@ struct Builder {
           ++j;
         }
         cm.segments.push_back(group_segment(profiles, group, static_cast<int>(l.index)));
+        if (spec.model.distribute_saved_activations && d.tp > 1) distribute_group_input(cm.segments.back(), d.tp);
         cm.segments.back().name = "L" + std::to_string(l.index) + (group.size() > 1 ? "..L" + std::to_string(l.index + static_cast<std::int64_t>(group.size()) - 1) : "") + "(full recompute)";
         i = j;
         continue;
@@ -296,7 +311,10 @@ struct Walker {
       clock += s.forward_s;
       activations -= in_flight;  // the copy of the previous layer completes with this layer
       in_flight = Bytes{};
-      const bool input_kept = s.input_held || (i == 0 && cm.receives_input);
+      // The schedule keeps a received input for its backward, unless a distributing checkpoint
+      // swapped that very tensor's data for its slice (make_viewless_tensor returns a viewless
+      // input as it is; measured: the p2p receive buffer is gone at the peak).
+      const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
       const Bytes own = s.input_held ? s.held - s.input_bytes : s.held;
       activations += own + s.output_bytes;
       if (!input_kept) activations -= s.input_bytes;
@@ -339,7 +357,10 @@ struct Walker {
         // returns (the group input is already kept), then the layers' backwards release them.
         Bytes replayed{}, fwd{};
         for (const auto& p : s.parts) { replayed += p.held; fwd = max(fwd, p.forward_excess); }
-        replayed -= s.input_bytes;
+        replayed -= s.input_bytes;  // the group input is kept
+        // Only its slice was: the backward all-gathers the full input into a new buffer and swaps it
+        // in for the slice (random.py:640-645), which is freed at once.
+        if (s.distributed_input) activations += s.input_bytes - s.held;
         touch(fwd, Phase::backward, [&] { return s.name + ".replay"; }, s.layer, mb, c);
         clock += s.replay_s + s.backward_s;
         activations += replayed;
@@ -347,6 +368,7 @@ struct Walker {
           touch(s.parts[k].backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer + static_cast<int>(k), mb, c);
           activations -= s.parts[k].held;
         }
+        if (s.distributed_input) activations -= kept.segments[i] - s.held;  // nothing else, as kept holds only the slice
       } else {
         touch(s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
         take_pending_workspaces();

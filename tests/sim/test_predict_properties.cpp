@@ -168,3 +168,24 @@ TEST_CASE("the per-module replay times add up to the rank's replay time", "[sim]
     CHECK(r.replay_time_s == Approx(4 * per_microbatch));
   }
 }
+
+TEST_CASE("distribute_saved_activations keeps each checkpointed group input as a 1/TP slice", "[sim][property]") {
+  // The measured layout (calibration/data/h200_distribute.jsonl): 2B-class dense model, 8 layers,
+  // TP2 without SP, sequence 16384, full uniform 1, one micro-batch in flight. At the peak (the last
+  // group's backward) the other 7 groups hold half their input [16384, 2048] bf16; the last group
+  // has swapped its slice for the all-gathered input (random.py:640-645), so it saves nothing.
+  const std::string text = R"({"model":{"hidden_size":2048,"ffn_hidden_size":8192,"num_attention_heads":16,
+    "num_query_groups":4,"kv_channels":128,"vocab_size":32768,"num_layers":8,"seq_length":16384,"bf16":true,
+    "normalization":"RMSNorm","gated_linear_unit":true,"add_bias_linear":false,"transformer_impl":"local",
+    "tensor_model_parallel_size":2,"sequence_parallel":false,
+    "recompute_granularity":"full","recompute_method":"uniform","recompute_num_layers":1},
+    "train":{"micro_batch_size":1,"global_batch_size":1},"cluster":{"num_gpus":2,"gpu":"h200-141gb"}})";
+  const auto off = sim::predict(spec_from(text));
+  const auto on = sim::predict(spec_from(text, {"model.distribute_saved_activations=true"}));
+  REQUIRE(off.ranks.front().peak_phase == sim::Phase::backward);
+  REQUIRE(on.ranks.front().peak_phase == sim::Phase::backward);
+  const std::int64_t input = 16384LL * 2048 * 2;
+  CHECK((off.max_peak_allocated - on.max_peak_allocated).value == 7 * input / 2);
+  // The measured difference of the same pair: 28.329566720 - 28.094685696 GB = 7 x 33.55 MB.
+  CHECK((off.max_peak_allocated - on.max_peak_allocated).value == 28329566720LL - 28094685696LL);
+}

@@ -74,12 +74,14 @@ void report_stack_host(const calibration::StackHostFit& hf) {
 // The TE stack's fit starts from the local stack's host terms and every GPU term, as this run
 // fitted them (else as shipped).
 sim::FittedConstants stack_fit_base(const Fitted& f) {
-  auto base = sim::load_fitted_constants("default", "transformer_engine");
-  const auto loc = sim::load_fitted_constants("default", "local");
-  base.host_forward_s_per_call = f.step ? f.step->host_forward_s_per_call : loc.host_forward_s_per_call;
-  base.host_backward_s_per_call = f.step ? f.step->host_backward_s_per_call : loc.host_backward_s_per_call;
-  base.host_s_per_microbatch = f.step ? f.step->host_s_per_microbatch : loc.host_s_per_microbatch;
-  base.host_s_per_checkpoint = f.step ? f.step->host_s_per_checkpoint : loc.host_s_per_checkpoint;
+  auto local = sim::load_fitted_constants("default", "local");
+  if (f.step) {
+    local.host_forward_s_per_call = f.step->host_forward_s_per_call;
+    local.host_backward_s_per_call = f.step->host_backward_s_per_call;
+    local.host_s_per_microbatch = f.step->host_s_per_microbatch;
+    local.host_s_per_checkpoint = f.step->host_s_per_checkpoint;
+  }
+  auto base = calibration::with_local_host_terms(sim::load_fitted_constants("default", "transformer_engine"), local);
   if (f.step) {
     base.gpu_time_scale = f.step->gpu_time_scale;
     base.comm_efficiency = f.step->comm_efficiency;

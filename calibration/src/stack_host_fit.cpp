@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/calibration/evaluate.hpp"
+#include "peakcast/calibration/time_validation.hpp"
 #include "peakcast/sim/prediction.hpp"
 
 namespace peakcast::calibration {
@@ -71,6 +72,14 @@ Best grid_fit(const std::vector<Timed>& ts, const std::vector<bool>& use, const 
 
 }  // namespace
 
+sim::FittedConstants with_local_host_terms(sim::FittedConstants stack, const sim::FittedConstants& local) {
+  stack.host_forward_s_per_call = local.host_forward_s_per_call;
+  stack.host_backward_s_per_call = local.host_backward_s_per_call;
+  stack.host_s_per_microbatch = local.host_s_per_microbatch;
+  stack.host_s_per_checkpoint = local.host_s_per_checkpoint;
+  return stack;
+}
+
 sim::FittedConstants with_stack_host_terms(sim::FittedConstants c, double host_scale, double host_s_per_checkpoint) {
   c.host_forward_s_per_call *= host_scale;
   c.host_backward_s_per_call *= host_scale;
@@ -98,13 +107,10 @@ StackHostFit fit_stack_host_terms(const std::vector<Record>& records, const std:
     ts.push_back({&r, std::move(*spec), fitted, std::nullopt});
   }
   // Each row's control: its group's row without recompute, else the group's first timed row.
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    for (std::size_t j = 0; j < ts.size(); ++j)
-      if (ts[j].record->group == ts[i].record->group && runs_without_recompute(ts[j].spec)) { ts[i].control = j; break; }
-    if (!ts[i].control)
-      for (std::size_t j = 0; j < ts.size(); ++j)
-        if (ts[j].record->group == ts[i].record->group) { ts[i].control = j; break; }
-  }
+  for (std::size_t i = 0; i < ts.size(); ++i)
+    ts[i].control = control_row(
+        ts.size(), i, [&](std::size_t a, std::size_t b) { return ts[a].record->group == ts[b].record->group; },
+        [&](std::size_t j) { return runs_without_recompute(ts[j].spec); });
   std::vector<bool> use(ts.size());
   for (std::size_t i = 0; i < ts.size(); ++i) use[i] = ts[i].fitted;
   out.records = static_cast<int>(std::count(use.begin(), use.end(), true));

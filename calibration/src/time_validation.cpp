@@ -61,15 +61,15 @@ std::vector<StepRow> step_rows(const std::vector<Evaluation>& evals) {
     if (!m.step_time_s || m.fwd_bwd_time_s || m.oom || e.predicted_step_time_s <= 0) continue;
     rows.push_back({&e, *m.step_time_s, e.predicted_step_time_s, nullptr, 0, 0});
   }
-  for (auto& r : rows) {
-    const std::string key = run_key(*r.e->record);
-    const StepRow* control = nullptr;
-    for (const auto& c : rows)
-      if (c.e->without_recompute && run_key(*c.e->record) == key) { control = &c; break; }
-    if (!control)
-      for (const auto& c : rows)
-        if (run_key(*c.e->record) == key) { control = &c; break; }
-    if (!control || control->e == r.e) continue;
+  std::vector<std::string> keys;
+  for (const auto& r : rows) keys.push_back(run_key(*r.e->record));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    StepRow& r = rows[i];
+    const auto c = control_row(
+        rows.size(), i, [&](std::size_t a, std::size_t b) { return keys[a] == keys[b]; },
+        [&](std::size_t j) { return rows[j].e->without_recompute; });
+    if (!c || *c == i) continue;
+    const StepRow* control = &rows[*c];
     r.control = control->e;
     r.measured_overhead = r.measured_s / control->measured_s - 1.0;
     r.predicted_overhead = r.predicted_s / control->predicted_s - 1.0;

@@ -1,33 +1,25 @@
 // Fused attention time fitted on the H200 measurement (calibration/data/attention_h200.json).
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "peakcast/calibration/attention_fit.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
+#include "../source_file.hpp"
 
 using namespace peakcast;
 using namespace peakcast::calibration;
 
 namespace {
-std::string slurp(const std::string& rel) {
-  std::ifstream in(std::string(PEAKCAST_SOURCE_DIR) + "/" + rel);
-  std::ostringstream b;
-  b << in.rdbuf();
-  return b.str();
-}
 // The h200-141gb preset's bf16 dense peak, which the shipped efficiencies are relative to.
 double h200_peak() {
-  return nlohmann::json::parse(slurp("configs/gpus/h200-141gb.json")).at("bf16_dense_tflops").get<double>() * 1e12;
+  return nlohmann::json::parse(test::read_source_file("configs/gpus/h200-141gb.json")).at("bf16_dense_tflops").get<double>() * 1e12;
 }
 constexpr double kGemmCeiling = 784.25e12;  // the microbenchmark's measured 8192^3 GEMM
 }  // namespace
 
 TEST_CASE("fused attention fit: physical, close to every measured case, and shipped", "[calibration][time]") {
-  const std::string text = slurp("calibration/data/attention_h200.json");
+  const std::string text = test::read_source_file("calibration/data/attention_h200.json");
   const AttentionFit f = fit_fused_attention(text, h200_peak(), kGemmCeiling);
   CHECK(f.violations.empty());
   CHECK(f.cases >= 10);

@@ -1,30 +1,19 @@
 // The data-movement rate fitted on the H200 measurement (calibration/data/movement_h200.json).
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "peakcast/calibration/movement_fit.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
+#include "../source_file.hpp"
 
 using namespace peakcast;
 using namespace peakcast::calibration;
 
-namespace {
-std::string slurp(const std::string& rel) {
-  std::ifstream in(std::string(PEAKCAST_SOURCE_DIR) + "/" + rel);
-  std::ostringstream b;
-  b << in.rdbuf();
-  return b.str();
-}
-}  // namespace
-
 TEST_CASE("movement fit: below the copy ceiling, above the element-wise ops, and shipped", "[calibration][time]") {
-  const double hbm = nlohmann::json::parse(slurp("configs/gpus/h200-141gb.json")).at("hbm_bandwidth_gbps").get<double>() * 1e9;
+  const double hbm = nlohmann::json::parse(test::read_source_file("configs/gpus/h200-141gb.json")).at("hbm_bandwidth_gbps").get<double>() * 1e9;
   const double copy_ceiling = 4288.7e9;  // the microbenchmark's measured 4 GiB device-to-device copy
-  const MovementFit f = fit_movement(slurp("calibration/data/movement_h200.json"), hbm, copy_ceiling);
+  const MovementFit f = fit_movement(test::read_source_file("calibration/data/movement_h200.json"), hbm, copy_ceiling);
   CHECK(f.violations.empty());
   CHECK(f.cases >= 5);
   CHECK(f.rate <= copy_ceiling);

@@ -20,12 +20,8 @@ const StackHostFit& seed_fit() {
     REQUIRE(r.errors.empty());
     static const std::vector<Record> records = r.records;
     // Start from the local stack's shipped terms, as `peakcast calibrate --stack-timing` does.
-    auto base = sim::load_fitted_constants("default", "transformer_engine");
-    const auto loc = sim::load_fitted_constants("default", "local");
-    base.host_forward_s_per_call = loc.host_forward_s_per_call;
-    base.host_backward_s_per_call = loc.host_backward_s_per_call;
-    base.host_s_per_microbatch = loc.host_s_per_microbatch;
-    base.host_s_per_checkpoint = loc.host_s_per_checkpoint;
+    const auto base = with_local_host_terms(sim::load_fitted_constants("default", "transformer_engine"),
+                                            sim::load_fitted_constants("default", "local"));
     return fit_stack_host_terms(records, {"seed-moonlight-16b-h100"}, base);
   }();
   return fit;

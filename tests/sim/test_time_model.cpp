@@ -29,6 +29,18 @@ model::GpuSpec gpu() {
   g.nvlink_bandwidth_gbps = 800;  // 400 GB/s one direction
   return g;
 }
+// One MLA + MoE layer of Moonlight 16B on 8 EP ranks with the given token dispatcher (JSON fields).
+sim::LayerGraph moonlight_moe_layer(const std::string& dispatcher) {
+  auto r = model::parse_run_spec(R"({
+    "model": {"preset": "moonlight-16b", "seq_length": 4096, "bf16": true, "expert_model_parallel_size": 8, )" +
+                                 dispatcher + R"(},
+    "train": {"micro_batch_size": 1, "global_batch_size": 8},
+    "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})");
+  REQUIRE(r.spec);
+  const auto d = model::derive(*r.spec);
+  const auto ctx = sim::make_shape_context(*r.spec, d);
+  return sim::build_layer_graph(*r.spec, d, ctx, {1, model::MixerKind::mla, model::FfnKind::moe, false}, false);
+}
 }  // namespace
 
 TEST_CASE("a module takes the longer of its GPU and host time, and both when it blocks the host", "[sim][time]") {
@@ -71,15 +83,7 @@ TEST_CASE("TP2 with sequence parallelism moves each linear's gathered or scatter
 }
 
 TEST_CASE("EP8 alltoall moves the routed rows that leave the rank, priced as wire time only", "[sim][time]") {
-  auto r = model::parse_run_spec(R"({
-    "model": {"preset": "moonlight-16b", "seq_length": 4096, "bf16": true, "expert_model_parallel_size": 8,
-              "moe_token_dispatcher_type": "alltoall"},
-    "train": {"micro_batch_size": 1, "global_batch_size": 8},
-    "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})");
-  REQUIRE(r.spec);
-  const auto d = model::derive(*r.spec);
-  const auto ctx = sim::make_shape_context(*r.spec, d);
-  const auto g = sim::build_layer_graph(*r.spec, d, ctx, {1, model::MixerKind::mla, model::FfnKind::moe, false}, false);
+  const auto g = moonlight_moe_layer(R"("moe_token_dispatcher_type": "alltoall")");
   // 4096 tokens x top-6 routed rows of hidden 2048 in bf16; 7 of 8 destinations are other ranks.
   const double rows = 4096.0 * 6, wire = rows * 2048 * 2 * 7.0 / 8.0;
   int collectives = 0;
@@ -94,15 +98,7 @@ TEST_CASE("EP8 alltoall moves the routed rows that leave the rank, priced as wir
 }
 
 TEST_CASE("the flex dispatcher sends a token once per destination rank, not once per expert", "[sim][time]") {
-  auto r = model::parse_run_spec(R"({
-    "model": {"preset": "moonlight-16b", "seq_length": 4096, "bf16": true, "expert_model_parallel_size": 8,
-              "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep"},
-    "train": {"micro_batch_size": 1, "global_batch_size": 8},
-    "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})");
-  REQUIRE(r.spec);
-  const auto d = model::derive(*r.spec);
-  const auto ctx = sim::make_shape_context(*r.spec, d);
-  const auto g = sim::build_layer_graph(*r.spec, d, ctx, {1, model::MixerKind::mla, model::FfnKind::moe, false}, false);
+  const auto g = moonlight_moe_layer(R"("moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep")");
   // Moonlight: 64 experts, 8 per rank, top-6. P(no expert of a given rank among the 6) =
   // C(56, 6) / C(64, 6) = (56 x 55 x 54 x 53 x 52 x 51) / (64 x 63 x 62 x 61 x 60 x 59).
   const double miss = (56.0 * 55 * 54 * 53 * 52 * 51) / (64.0 * 63 * 62 * 61 * 60 * 59);

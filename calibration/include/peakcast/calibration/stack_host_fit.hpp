@@ -38,6 +38,9 @@ struct StackHostFit {
 StackHostFit fit_stack_host_terms(const std::vector<Record>& records, const std::vector<std::string>& fit_groups,
                                   const sim::FittedConstants& local_terms, const std::string& stack = "transformer_engine");
 
+// The fit's starting point: `stack`'s constants with the local stack's four host terms.
+sim::FittedConstants with_local_host_terms(sim::FittedConstants stack, const sim::FittedConstants& local);
+
 // Applies a fit to constants (what load_fitted_constants does with the profile's by_transformer_impl entry).
 sim::FittedConstants with_stack_host_terms(sim::FittedConstants c, double host_scale, double host_s_per_checkpoint);
 

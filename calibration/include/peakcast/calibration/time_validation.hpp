@@ -1,6 +1,8 @@
 #pragma once
 // Measured vs predicted forward-backward time: per record, and per pair of runs that differ only in
 // their recompute policy (is the predicted overhead in the measured order?).
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,17 @@ struct PolicyPair {
 // Timed records with a prediction, grouped by run (spec without recompute keys, measured rank).
 // Pairs within a run, in record order.
 std::vector<PolicyPair> policy_pairs(const std::vector<Evaluation>& evals);
+
+// A policy study's control for row i of n: the first row of the same run that runs without
+// recompute, else that run's first row (nullopt only when no row shares the run, never for i itself).
+template <class SameRun, class WithoutRecompute>
+std::optional<std::size_t> control_row(std::size_t n, std::size_t i, SameRun same_run, WithoutRecompute without_recompute) {
+  for (std::size_t j = 0; j < n; ++j)
+    if (same_run(i, j) && without_recompute(j)) return j;
+  for (std::size_t j = 0; j < n; ++j)
+    if (same_run(i, j)) return j;
+  return std::nullopt;
+}
 
 // Whole-step time of records that measured only that (published tables, e.g. the seed's), with the
 // overhead over their group's control: the row without recompute, else the group's first timed row.

@@ -349,6 +349,22 @@ for on in (False, True):
             set=dict(dist, **{"model.distribute_saved_activations": on, "model.pipeline_model_parallel_size": 2,
                               "cluster.num_gpus": 4, "train.global_batch_size": 8}), fake_rank=r)
 
+# ---- cross-entropy implementations (group "cross_entropy", calibration/data/h200_cross_entropy.jsonl) ----
+# gqa8b's 128256-token vocabulary at sequence 4096 makes the logits the largest tensors (fp32: 2.1 GB),
+# so the loss sets the peak. Megatron-Bridge's GPT provider defaults to cross_entropy_loss_fusion=True
+# with the native implementation (fused_cross_entropy.py, its helpers under jit_fuser = torch.compile);
+# Megatron Core's default is the unfused vocab_parallel_cross_entropy. Each pair differs only there.
+ce_fused = {"model.cross_entropy_loss_fusion": True, "model.cross_entropy_fusion_impl": "native"}
+for fused in (False, True):
+    tag = "fused" if fused else "unfused"
+    extra = ce_fused if fused else {}
+    add(f"ce_{tag}_gqa8b", "cross_entropy", "gqa8b", set=dict(extra))
+    add(f"ce_{tag}_gqa8b_mbs2", "cross_entropy", "gqa8b",
+        set=dict(extra, **{"train.micro_batch_size": 2, "train.global_batch_size": 4}))
+    add(f"ce_{tag}_gqa8b_tp2_r0", "cross_entropy", "gqa8b",
+        set=dict(extra, **{"model.tensor_model_parallel_size": 2, "cluster.num_gpus": 2}), fake_rank=0)
+add("ce_fused_gqa8b_loss_recompute", "cross_entropy", "gqa8b", set=dict(ce_fused, **full("uniform", 1)))
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

@@ -595,9 +595,16 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
   } else {
     // vocab_parallel_cross_entropy: an fp32 copy turned into the softmax in place and saved; its
     // backward writes the fp32 gradient in place and casts it to a bf16 gradient of the logits.
+    // The fused native path (fused_cross_entropy.py) runs the same steps as torch.compile'd helpers
+    // (jit_fuser), and compiled calculate_gradients does not write into the saved softmax: it builds
+    // the fp32 gradient in a new [tokens, V/tp] buffer (cross_entropy.py:111) before the bf16 cast.
+    // Measured: exactly one fp32 logits more at that backward, at TP1, TP2 and micro-batch 2
+    // (calibration/data/h200_cross_entropy.jsonl).
+    const bool fused_native = m.cross_entropy_loss_fusion;
     const int softmax = b.tensor("cross_entropy.softmax_fp32", Bytes{N * V * kFp32}, false);
     const int mask = b.tensor("cross_entropy.target_mask", Bytes{N * 9}, false);
-    b.op("cross_entropy", {.in = {logits}, .out = {loss, softmax, mask}, .save = {softmax, mask}, .flops = 6.0 * N * V});
+    b.op("cross_entropy", {.in = {logits}, .out = {loss, softmax, mask}, .save = {softmax, mask},
+                           .flops = 6.0 * N * V, .bws = fused_native ? Bytes{N * V * kFp32} : Bytes{}});
   }
   g.output = loss;
   return g;

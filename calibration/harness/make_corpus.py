@@ -365,6 +365,40 @@ for fused in (False, True):
         set=dict(extra, **{"model.tensor_model_parallel_size": 2, "cluster.num_gpus": 2}), fake_rank=0)
 add("ce_fused_gqa8b_loss_recompute", "cross_entropy", "gqa8b", set=dict(ce_fused, **full("uniform", 1)))
 
+# ---- expert tensor parallelism (group "etp", calibration/data/h200_etp.jsonl) ----
+# moonlight4 (SequentialMLP experts, 64 experts, top-6, alltoall) with the expert MLPs split over ETP
+# ranks: the dispatcher all-gathers the received tokens over the ETP group after the all-to-all and
+# reduce-scatters the experts' output (token_dispatcher.py), and each expert's fc1/fc2 are split by ETP.
+# Fake process groups, rank 0. ETP2 with TP2 + SP (the Megatron default ETP = TP), ETP1 at the same
+# TP for comparison, ETP2 at TP1, the allgather dispatcher, and the moe recompute tag.
+etp_base = dict(tp2sp, **{"model.expert_model_parallel_size": 2, "model.expert_tensor_parallel_size": 2,
+                          "cluster.num_gpus": 4, "train.global_batch_size": 4})
+add("etp_tp2sp_etp2_ep1_r0", "etp", "moonlight4",
+    set=dict(tp2sp, **{"model.expert_model_parallel_size": 1, "model.expert_tensor_parallel_size": 2,
+                       "cluster.num_gpus": 2, "train.global_batch_size": 2}), fake_rank=0)
+add("etp_tp2sp_etp2_ep2_r0", "etp", "moonlight4", set=dict(etp_base), fake_rank=0)
+add("etp_tp2sp_etp1_ep2_r0", "etp", "moonlight4",
+    set=dict(tp2sp, **{"model.expert_model_parallel_size": 2, "model.expert_tensor_parallel_size": 1,
+                       "cluster.num_gpus": 2, "train.global_batch_size": 2}), fake_rank=0)
+add("etp_tp2sp_etp2_ep2_allgather_r0", "etp", "moonlight4",
+    set=dict(etp_base, **{"model.moe_token_dispatcher_type": "allgather"}), fake_rank=0)
+add("etp_tp2sp_etp2_ep2_moe_r0", "etp", "moonlight4", set=dict(etp_base, **sel("moe")), fake_rank=0)
+add("etp_tp1_etp2_ep1_r0", "etp", "moonlight4",
+    set={"model.expert_model_parallel_size": 1, "model.expert_tensor_parallel_size": 2,
+         "cluster.num_gpus": 2, "train.global_batch_size": 2}, fake_rank=0)
+# Session 6, second call: the fake process group's uneven all-gather used to leave the other ETP
+# ranks' rows uninitialised (NaN after iteration 1 in the cases above); with it filled, the same
+# layouts at micro-batch 2 (the forward-backward, not the first step, sets the peak) and lr 1e-8.
+for name, s in (("etp_tp2sp_etp2_ep1", dict(tp2sp, **{"model.expert_model_parallel_size": 1,
+                                                      "model.expert_tensor_parallel_size": 2})),
+                ("etp_tp2sp_etp2_ep2", dict(etp_base)),
+                ("etp_tp2sp_etp2_ep2_allgather", dict(etp_base, **{"model.moe_token_dispatcher_type": "allgather"})),
+                ("etp_tp2sp_etp2_ep2_moe", dict(etp_base, **sel("moe")))):
+    dp = s["cluster.num_gpus"] // 2
+    add(f"{name}_mbs2_r0", "etp", "moonlight4",
+        set=dict(s, **{"train.micro_batch_size": 2, "train.global_batch_size": 4 * dp, "optimizer.lr": 1e-8}),
+        fake_rank=0)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

@@ -14,7 +14,8 @@ Workarounds (the three gaps of the pinned revision without TE):
 
 For fake-process-group runs (one GPU plays one rank of a larger world) the collectives are
 replaced by a *symmetric-rank emulation*: every other rank is assumed to hold exactly what this
-rank holds, so all-gathers repeat the local input, reduce-scatters keep the local chunk,
+rank holds, so all-gathers repeat the local input (uneven ones fill the other ranks' slots with
+random values), reduce-scatters keep the local chunk,
 all-to-alls return the local chunk for this rank, all-reduces/broadcasts leave the local value,
 and point-to-point receives are filled with random data. Shapes (hence memory) are what a real
 run with balanced ranks produces; values are not. Nothing is sent anywhere.
@@ -154,10 +155,18 @@ def install_fake_collectives():
         return _ret(async_op)
 
     def all_gather(tensor_list, tensor, group=None, async_op=False):
+        # Uneven gathers (the MoE dispatcher's ETP all-gather with output_split_sizes) get other
+        # ranks' slots of another size: fill them like all_to_all_single does, so no uninitialised
+        # memory (NaN) reaches the model.
         with torch.no_grad():
             for t in tensor_list:
                 if t.numel() == tensor.numel():
                     t.copy_(tensor.view_as(t))
+                elif t.numel() > 0:
+                    if t.is_floating_point():
+                        t.normal_(0.0, 0.02)
+                    else:
+                        t.zero_()
         return _ret(async_op)
 
     def reduce_scatter_tensor(output, input, op=None, group=None, async_op=False):

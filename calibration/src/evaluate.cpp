@@ -42,8 +42,13 @@ std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not)
   }
   model::RunSpec spec = *parsed.spec;
   // The routing the measured peak came from (dropless MoE), unless the spec fixes one itself.
-  if (m.moe_routing_imbalance && !spec_sets_routing(r.spec_json))
-    spec.model.moe_routing_imbalance = std::min(*m.moe_routing_imbalance, static_cast<double>(std::max<std::int64_t>(1, spec.model.expert_model_parallel_size)));
+  // The harness counts received rows after the dispatcher's ETP all-gather, which the model
+  // applies itself: the imbalance is the expert-parallel part, received / (routed x ETP).
+  if (m.moe_routing_imbalance && !spec_sets_routing(r.spec_json)) {
+    const auto etp = static_cast<double>(spec.model.expert_tensor_parallel_size.value_or(spec.model.tensor_model_parallel_size));
+    spec.model.moe_routing_imbalance = std::min(*m.moe_routing_imbalance / etp,
+                                                static_cast<double>(std::max<std::int64_t>(1, spec.model.expert_model_parallel_size)));
+  }
   // A record of the largest rank (rank: null, e.g. the seed's Moonlight table, the maximum of every
   // rank's report) without measured routing: under expert parallelism that is the busiest
   // expert-parallel rank, at an untrained router's expected load (sim/moe_routing.hpp, the spread

@@ -67,6 +67,14 @@ RoutingFit fit_routing(const std::vector<Record>& records) {
     const model::ModelSpec& m = parsed.spec->model;
     const std::int64_t ep = m.expert_model_parallel_size, experts = m.num_moe_experts.value_or(0);
     if (ep <= 1 || experts < ep) continue;
+    // A layer whose tokens all went to the same top-k experts routed identical inputs (a fake
+    // process group's stand-in data), not an untrained router's spread.
+    if (r.measured.first_iteration_min_active_experts &&
+        *r.measured.first_iteration_min_active_experts <= m.moe_router_topk) continue;
+    // Under ETP the harness's fake process group fills the other ETP ranks' gathered rows with
+    // stand-in data, which then reaches the later layers' routers: not an untrained router's spread.
+    // (All our ETP records are fake-process-group runs, calibration/data/h200_etp.jsonl.)
+    if (m.expert_tensor_parallel_size.value_or(m.tensor_model_parallel_size) > 1) continue;
     const std::string& score = m.moe_router_score_function;
     const double local = static_cast<double>(experts / ep);
     auto& [ss, spread] = acc[score];

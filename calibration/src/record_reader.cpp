@@ -100,6 +100,21 @@ void derive_from_phases(const json& m, Measurement& out) {
       }
       const auto rows = routing_rows(it);
       const auto imbalance = routing_imbalance(rows);
+      if (n == 1 && it.contains("moe_routing") && it.at("moe_routing").is_array()) {
+        for (const auto& l : it.at("moe_routing")) {
+          if (!l.contains("expert_counts")) continue;
+          const json& counts = l.at("expert_counts");
+          if (!counts.is_array()) throw LineError("measured.iterations[].moe_routing[].expert_counts must be an array");
+          std::int64_t active = 0;
+          for (const auto& c : counts) {
+            if (!c.is_number_integer() || c.get<std::int64_t>() < 0)
+              throw LineError("measured.iterations[].moe_routing[].expert_counts[] must be non-negative integers");
+            if (c.get<std::int64_t>() > 0) ++active;
+          }
+          out.first_iteration_min_active_experts =
+              std::min(out.first_iteration_min_active_experts.value_or(active), active);
+        }
+      }
       if (n == 1) {
         first_routing = imbalance;
         if (first_routing)

@@ -307,11 +307,15 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   const std::int64_t Fe = d.moe_ffn / c.etp;
   const bool gated = m.gated_linear_unit;
   // Dropless routing: each routed token-expert pair becomes one row on the receiving rank.
-  std::int64_t R = static_cast<std::int64_t>(std::ceil(double(T) * k * c.moe_routing_imbalance));
+  std::int64_t R_ep = static_cast<std::int64_t>(std::ceil(double(T) * k * c.moe_routing_imbalance));
   if (m.moe_expert_capacity_factor && m.moe_pad_expert_input_to_capacity) {
     const auto cap = static_cast<std::int64_t>(std::ceil(double(T) * k / E * *m.moe_expert_capacity_factor));
-    R = cap * E;  // every rank sends full capacity to every expert
+    R_ep = cap * E;  // every rank sends full capacity to every expert
   }
+  // Under expert tensor parallelism the dispatcher all-gathers the received rows over the ETP group
+  // (dispatch_postprocess, token_dispatcher.py:738): every ETP rank runs its slice of the experts
+  // on the rows of all of them, and reduce-scatters the output back (combine_preprocess).
+  const std::int64_t R = R_ep * c.etp;
   const std::uint32_t moe_region = kMoe;
 
   int shared_out = -1;
@@ -363,7 +367,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
                             .save = {row_map}, .region = moe_region, .movement = true});
   Bytes gather_ws{};
   if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
-    gather_ws = b.act(T * c.ep * c.tp, h);  // hidden states gathered over the EP x TP group
+    gather_ws = b.act(T * c.ep * c.etp, h);  // hidden states gathered over the EP x ETP group (tp_ep_group)
   }
   const int received = b.tensor("dispatch.received", b.act(R, h));
   const int recv_probs = b.tensor("dispatch.received_probs", Bytes{R * kFp32});
@@ -384,14 +388,21 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     const double tokens_sent = static_cast<double>(R) / static_cast<double>(k) * ranks_hit;
     dispatch_comm = static_cast<double>(b.act(1, h).value) * tokens_sent * (c.ep - 1) / c.ep;
   } else if (c.ep > 1) {
-    dispatch_comm = static_cast<double>(b.act(R, h).value) * (c.ep - 1) / c.ep;
+    dispatch_comm = static_cast<double>(b.act(R_ep, h).value) * (c.ep - 1) / c.ep;
   }
+  // The ETP all-gather after the all-to-all (and its reduce-scatter in the combine): a ring moves
+  // (etp - 1) of the etp shares to each rank.
+  if (m.moe_token_dispatcher_type != model::Dispatcher::allgather && c.etp > 1)
+    dispatch_comm += static_cast<double>(b.act(R_ep, h).value) * static_cast<double>(c.etp - 1);
   // The token counts per expert go to the host before the experts run (alltoall splits,
   // SequentialMLP's and the grouped GEMM's per-expert row counts): one blocking sync per layer.
   b.op("dispatch.all_to_all", {.in = {permuted, permuted_probs}, .out = {received, recv_probs}, .region = moe_region,
                                .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0, .sync = true, .comm = dispatch_comm});
   int expert_in = received;
-  if (c.ep > 1 && local_experts > 1) {
+  // Rows arrive grouped by source rank (EP, then ETP); more than one local expert needs them
+  // regrouped by expert, a copy (sort_chunks_by_idxs, token_dispatcher.py:779).
+  const bool sorts = (c.ep > 1 || c.etp > 1) && local_experts > 1;
+  if (sorts) {
     expert_in = b.tensor("dispatch.sorted", b.act(R, h));
     b.op("dispatch.sort_chunks", {.in = {received}, .out = {expert_in}, .region = moe_region, .movement = true});
   }
@@ -417,7 +428,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     b.op("experts.cat", {.in = {f2}, .out = {expert_out}, .region = moe_region, .movement = true});
   }
   int back = expert_out;
-  if (c.ep > 1 && local_experts > 1) {
+  if (sorts) {
     back = b.tensor("combine.unsorted", b.act(R, h));
     b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region, .movement = true});
   }

@@ -97,6 +97,27 @@ TEST_CASE("untrained-router spread: rms of (layer load - 1) x sqrt(local experts
   }
 }
 
+TEST_CASE("untrained-router spread leaves out ETP runs and layers that sent every token to the same experts") {
+  const auto line = [](const std::string& name, const std::string& model_extra, const std::string& counts) {
+    return R"({"record_version":1,"case":")" + name + R"(","spec":{"model":{"num_moe_experts":8,"moe_router_topk":2,)"
+           R"("expert_model_parallel_size":2,"moe_router_score_function":"softmax")" + model_extra +
+           R"(}},"measured":{"max_allocated_bytes":900,"iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,)"
+           R"("moe_routing":[{"routed_rows":100,"received_rows":120,"expert_counts":)" + counts + "}]}]}}\n";
+  };
+  // Spread over 3 experts: kept. Every token on the same 2 (= top-k) experts: left out. ETP 2:
+  // the harness's stand-in gathered rows reach later routers, left out.
+  const auto r = read_records(line("kept", "", "[30,30,40,0,0,0,0,0]") +
+                              line("collapsed", "", "[100,100,0,0,0,0,0,0]") +
+                              line("etp", R"(,"expert_tensor_parallel_size":2)", "[30,30,40,0,0,0,0,0]"));
+  REQUIRE(r.records.size() == 3);
+  CHECK(*r.records[0].measured.first_iteration_min_active_experts == 3);
+  CHECK(*r.records[1].measured.first_iteration_min_active_experts == 2);
+  const auto f = fit_routing(r.records);
+  REQUIRE(f.by_score_function.size() == 1);
+  CHECK(f.by_score_function[0].second.records == 1);
+  CHECK(f.by_score_function[0].second.expert_load_sigma == Approx(0.2 * std::sqrt(4.0)));
+}
+
 TEST_CASE("record reader rejects bad lines with their line numbers") {
   const std::string text = "not json\n"
                            R"({"record_version":2,"case":"x",)" + kSpec + R"(,"measured":{}})" "\n" +

@@ -128,3 +128,26 @@ TEST_CASE("the shared experts' side stream adds a cuBLAS workspace forward and b
   const auto workspace = sim::load_fitted_constants("default", "local").cublas_workspace;
   CHECK((a.ranks.front().breakdown.other - b.ranks.front().breakdown.other) == workspace * 2);
 }
+
+TEST_CASE("expert tensor parallelism gathers the received rows over the ETP group", "[sim][moe][etp]") {
+  // EP 1, TP 1 (no SP): each rank routes its T x k rows; ETP 2 all-gathers them over both ETP
+  // ranks and runs half of every expert's width on all of them (token_dispatcher.py:738).
+  const char* kEtp = R"({
+    "model": {"preset": "moonlight-16b", "num_layers": 2, "seq_length": 2048, "bf16": true,
+              "transformer_impl": "local", "attention_backend": "unfused", "moe_grouped_gemm": false,
+              "moe_permute_fusion": false, "bias_activation_fusion": false,
+              "moe_token_dispatcher_type": "alltoall"},
+    "train": {"micro_batch_size": 1, "global_batch_size": 2},
+    "cluster": {"num_gpus": 2, "gpu": "h100-sxm-80gb"}})";
+  const double T = 2048, k = 6, h = 2048, F = 1408;
+  const Bytes etp1 = held_by_layer(parse(kEtp, {"model.expert_tensor_parallel_size=1"}), model::FfnKind::moe);
+  const Bytes etp2 = held_by_layer(parse(kEtp, {"model.expert_tensor_parallel_size=2"}), model::FfnKind::moe);
+  // Per received row (as in the first test): the sorted input, h wide; fc1's output, 2 F / etp;
+  // four F / etp wide activation tensors; the fp32 probability. ETP 2 doubles the rows and halves F.
+  const auto per_rows = [&](double rows, double etp) {
+    return rows * (2 * h + 2 * (2 * F / etp) + 4 * (2 * F / etp) + 4);
+  };
+  // ETP 1 with EP 1 keeps the rows in place (one source rank, no regrouping copy); ETP 2 regroups
+  // the gathered rows by expert into a new tensor, which fc1 then saves (the same h-wide row).
+  CHECK(static_cast<double>((etp2 - etp1).value) == Approx(per_rows(2 * T * k, 2) - per_rows(T * k, 1)));
+}

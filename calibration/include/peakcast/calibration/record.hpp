@@ -30,6 +30,10 @@ struct Measurement {
   bool diverged_in_first_iteration = false;  // not a training step at all: the record is skipped
   // received / routed rows of each MoE layer in iteration 1 (the router as initialised).
   std::vector<double> first_iteration_layer_loads;
+  // Fewest experts any MoE layer of iteration 1 sent tokens to (measured.iterations[].moe_routing[]
+  // .expert_counts); none when not recorded. At most top-k means every token went to the same
+  // experts: the router saw identical inputs, not an untrained router's spread.
+  std::optional<std::int64_t> first_iteration_min_active_experts;
 };
 
 struct Record {

@@ -85,8 +85,13 @@ Runner add_calibrate_command(CLI::App& app) {
     for (const auto& [score, sp] : routing.by_score_function)
       std::cerr << "MoE routing of untrained " << score << " routers: expert load sigma " << sp.expert_load_sigma
                 << " over " << sp.layers << " layers of " << sp.records << " records\n";
+    const auto reserved = calibration::fit_reserved(records);
+    if (reserved.records > 0)
+      std::cerr << "reserved / allocated peak over " << reserved.records << " records: median " << reserved.median
+                << ", p90 " << reserved.p90 << ", max " << reserved.max << "\n";
     const std::string profile = calibration::profile_json(fits, "transformer_engine", args->corpus,
-                                                          static_cast<double>(shipped.cublas_workspace.value), routing);
+                                                          static_cast<double>(shipped.cublas_workspace.value), routing,
+                                                          reserved);
     if (args->out.empty()) std::cout << profile;
     else std::ofstream(args->out) << profile;
     const TimeInputs time_inputs{args->microbench, args->attention, args->movement, args->timing, args->stack_timing,

@@ -48,8 +48,11 @@ Runner add_predict_command(CLI::App& app) {
     opt.record_held_tensors = args->explain;
     if (!args->html.empty() && !write_predict_html(args->html, *spec, sim::predict(*spec, opt))) return kExitInvalidInput;
     sim::Prediction p = sim::predict(*spec, opt);
+    // The spec's validation warnings first, then what the simulation itself found (fragmentation risk).
+    const model::Diagnostics found = p.warnings;
     p.warnings = model::validate(*spec);
     std::erase_if(p.warnings, [](const model::Diagnostic& d) { return d.severity != model::Severity::warning; });
+    p.warnings.insert(p.warnings.end(), found.begin(), found.end());
     if (!args->timeline.empty()) {
       std::ofstream out(args->timeline);
       if (!out) {
@@ -63,6 +66,7 @@ Runner add_predict_command(CLI::App& app) {
     } else {
       for (const auto& w : warnings) std::cerr << w << "\n";
       print_prediction_table(std::cout, *spec, p);
+      for (const auto& w : found) std::cout << "warning: " << w.message << "\n";
       // At balanced routing every EP rank looks alike; say what the busiest one of an untrained router needs.
       if (!args->busiest_rank && spec->model.moe_routing_imbalance == 1.0) {
         if (const auto load = sim::untrained_busiest_rank_load(*spec)) {

@@ -48,6 +48,16 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
                 gb(p.max_peak_allocated).c_str(), p.fits ? "fits on every rank" : "DOES NOT FIT", p.step_time_s,
                 p.replay_time_s, p.replay_flops);
   os << line;
+  // The allocator's reserved memory at the largest peak, as our measured runs reserved over allocated.
+  const sim::RankPrediction* largest = nullptr;
+  for (const auto& r : p.ranks) if (!largest || r.peak_allocated > largest->peak_allocated) largest = &r;
+  if (largest && largest->estimated_peak_reserved.value > 0) {
+    std::snprintf(line, sizeof line,
+                  "reserved by the caching allocator at that peak (estimate from measured runs): %s GB, %s GB at the "
+                  "90th percentile\n",
+                  gb(largest->estimated_peak_reserved).c_str(), gb(largest->estimated_peak_reserved_p90).c_str());
+    os << line;
+  }
   // The busiest rank's step, split as the time model builds it.
   const sim::RankPrediction* busiest = nullptr;
   for (const auto& r : p.ranks) if (!busiest || r.step_time_s > busiest->step_time_s) busiest = &r;

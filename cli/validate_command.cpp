@@ -17,6 +17,7 @@
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
 #include "peakcast/calibration/time_validation.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
 
 namespace peakcast::cli {
 
@@ -140,6 +141,8 @@ Runner add_validate_command(CLI::App& app) {
     }
     std::vector<Row> rows;
     std::map<std::string, std::vector<double>> group_errors;
+    std::vector<double> reserved_errors;  // |estimated - measured| / measured reserved peak
+    int reserved_within_p90 = 0;
     std::map<std::string, std::pair<int, int>> group_phase, group_fit;  // agree, compared
     nlohmann::json out_records = nlohmann::json::array();
     for (std::size_t i = 0; i < evals.size(); ++i) {
@@ -174,6 +177,18 @@ Runner add_validate_command(CLI::App& app) {
       }
       group_errors[r.group].push_back(std::fabs(row.rel_error));
       group_errors["(all)"].push_back(std::fabs(row.rel_error));
+      // Reserved memory: the predicted peak times the profile's measured reserved / allocated ratios.
+      if (!e.measured_first_iteration_only && r.measured.peak_reserved_bytes) {
+        const auto fc = sim::load_fitted_constants("default", e.stack);
+        if (fc.reserved_ratio_median > 0) {
+          const double measured = static_cast<double>(*r.measured.peak_reserved_bytes);
+          const double estimate = row.predicted * fc.reserved_ratio_median;
+          reserved_errors.push_back(std::fabs(estimate - measured) / measured);
+          reserved_within_p90 += measured <= row.predicted * fc.reserved_ratio_p90;
+          jr["measured_reserved_bytes"] = *r.measured.peak_reserved_bytes;
+          jr["predicted_reserved_bytes"] = std::llround(estimate);
+        }
+      }
       jr["measured_bytes"] = std::llround(e.measured_peak);
       jr["measured_first_iteration_only"] = e.measured_first_iteration_only;
       jr["relative_error"] = row.rel_error;
@@ -187,6 +202,11 @@ Runner add_validate_command(CLI::App& app) {
                     row.phase_ok ? (*row.phase_ok ? " ok" : " DIFFERS") : "", row.fit_ok ? (*row.fit_ok ? "ok" : "DIFFERS") : "-");
     }
     bool broken = false;
+    const auto rs = calibration::error_stats(reserved_errors);
+    if (!args->json && rs.n > 0)
+      std::printf("\nreserved memory, estimated as the predicted peak x the measured reserved / allocated median (in-sample): "
+                  "%d records, median %.2f %%, p90 %.2f %%, worst %.2f %%; measured at most the p90 estimate on %d\n",
+                  rs.n, 100 * rs.median, 100 * rs.p90, 100 * rs.worst, reserved_within_p90);
     nlohmann::json out_groups = nlohmann::json::object();
     if (!args->json) std::printf("\n%-34s %5s %9s %9s %9s %11s %9s\n", "group", "n", "median%", "p90%", "worst%", "phase ok", "fit ok");
     for (const auto& [g, errs] : group_errors) {
@@ -204,7 +224,9 @@ Runner add_validate_command(CLI::App& app) {
     }
     if (args->json)
       std::cout << nlohmann::json{{"records", out_records}, {"groups", out_groups}, {"within_bounds", !broken},
-                                  {"cross_validate", args->cross_validate}}.dump(2) << "\n";
+                                  {"cross_validate", args->cross_validate},
+                                  {"reserved", {{"n", rs.n}, {"median", rs.median}, {"p90", rs.p90}, {"worst", rs.worst},
+                                                {"within_p90_estimate", reserved_within_p90}}}}.dump(2) << "\n";
     return broken ? 1 : kExitOk;
   };
 }

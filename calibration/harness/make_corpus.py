@@ -399,6 +399,18 @@ for name, s in (("etp_tp2sp_etp2_ep1", dict(tp2sp, **{"model.expert_model_parall
         set=dict(s, **{"train.micro_batch_size": 2, "train.global_batch_size": 4 * dp, "optimizer.lr": 1e-8}),
         fake_rank=0)
 
+# ---- router spread under TP2 + SP, real against fake (group "routing_tp", calibration/data/h200_routing_tp2sp.jsonl) ----
+# The fake process group's SP all-gather repeats the rank's own shard; do its routers spread the load
+# like real ranks? Real 2-GPU TP2 + SP EP2 runs (both ranks) and their fake twins, with the seed's
+# sigmoid router (seedlike settings) and with the default softmax router, lr 1e-8.
+tp2sp_ep2 = dict(tp2sp, **{"model.expert_model_parallel_size": 2, "model.expert_tensor_parallel_size": 1,
+                           "train.global_batch_size": 2, "optimizer.lr": 1e-8})
+seedlike_router = {k: v for k, v in seedlike.items() if k.startswith("model.moe_router")}
+for name, s in (("sigmoid", dict(tp2sp_ep2, **seedlike_router)), ("softmax", dict(tp2sp_ep2))):
+    add(f"routing_real_tp2sp_ep2_{name}", "routing_tp", "moonlight4", set=s, gpus=2, iterations=3)
+    for r in (0, 1):
+        add(f"routing_fake_tp2sp_ep2_{name}_r{r}", "routing_tp", "moonlight4", set=s, fake_rank=r, iterations=3)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

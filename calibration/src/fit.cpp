@@ -92,9 +92,32 @@ RoutingFit fit_routing(const std::vector<Record>& records) {
   return f;
 }
 
+ReservedFit fit_reserved(const std::vector<Record>& records) {
+  std::vector<double> ratios;
+  for (const auto& r : records) {
+    const auto& m = r.measured;
+    if (m.oom || !m.peak_allocated_bytes || !m.peak_reserved_bytes || *m.peak_allocated_bytes <= 0) continue;
+    ratios.push_back(static_cast<double>(*m.peak_reserved_bytes) / static_cast<double>(*m.peak_allocated_bytes));
+  }
+  ReservedFit f;
+  if (ratios.empty()) return f;
+  std::sort(ratios.begin(), ratios.end());
+  const auto quantile = [&](double q) {
+    const double pos = q * static_cast<double>(ratios.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const auto hi = std::min(lo + 1, ratios.size() - 1);
+    return ratios[lo] + (pos - static_cast<double>(lo)) * (ratios[hi] - ratios[lo]);
+  };
+  f.records = static_cast<int>(ratios.size());
+  f.median = quantile(0.5);
+  f.p90 = quantile(0.9);
+  f.max = ratios.back();
+  return f;
+}
+
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
                          const std::vector<std::string>& corpus_files, double cublas_workspace_bytes,
-                         const RoutingFit& routing) {
+                         const RoutingFit& routing, const ReservedFit& reserved) {
   nlohmann::json by = nlohmann::json::object();
   const StackFit* def = nullptr;
   for (const auto& f : fits) {
@@ -120,6 +143,15 @@ std::string profile_json(const std::vector<StackFit>& fits, const std::string& d
                  {"peak_relative_sigma", def ? def->relative_sigma : 0.0},
                  {"residual_sigma_bytes", def ? std::llround(def->sigma) : 0},
                  {"by_transformer_impl", by}};
+  if (reserved.records > 0) {
+    j["memory"]["reserved_over_allocated"] = {
+        {"description",
+         "max_memory_reserved() / max_memory_allocated() of whole measured runs (PyTorch's caching "
+         "allocator, default settings, no expandable_segments): quantiles over the records. predict "
+         "multiplies a rank's allocated peak by them for its reserved estimate and warns when the p90 "
+         "one no longer fits."},
+        {"median", reserved.median}, {"p90", reserved.p90}, {"max", reserved.max}, {"records", reserved.records}};
+  }
   if (!routing.by_score_function.empty()) {
     nlohmann::json by = nlohmann::json::object();
     for (const auto& [score, sp] : routing.by_score_function)

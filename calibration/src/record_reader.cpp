@@ -172,6 +172,7 @@ Measurement parse_measured(const json& m) {
   Measurement out;
   out.peak_allocated_bytes = opt_int(m, "max_allocated_bytes", "measured");
   out.first_iteration_peak_bytes = opt_int(m, "first_iteration_max_allocated_bytes", "measured");
+  out.peak_reserved_bytes = opt_int(m, "max_reserved_bytes", "measured");
   out.step_time_s = opt_number(m, "step_time_s", "measured");
   out.peak_phase = opt_string(m, "peak_phase", "measured");
   out.oom_phase = opt_string(m, "oom_phase", "measured");

@@ -24,6 +24,10 @@ FittedConstants load_fitted_constants(const std::string& name, const std::string
     c.peak_relative_sigma = t.value("peak_relative_sigma", c.peak_relative_sigma);
     c.profile = c.profile + " (" + stack + ")";
   }
+  if (const auto ro = m.value("reserved_over_allocated", nlohmann::json::object()); ro.is_object()) {
+    c.reserved_ratio_median = ro.value("median", 0.0);
+    c.reserved_ratio_p90 = ro.value("p90", 0.0);
+  }
   if (const auto r = j.value("moe_routing", nlohmann::json::object()); r.is_object() && r.contains("by_score_function"))
     for (const auto& [score, v] : r.at("by_score_function").items())
       c.moe_expert_load_sigma.emplace_back(score, v.value("untrained_expert_load_sigma", 0.0));

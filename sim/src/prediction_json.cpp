@@ -36,6 +36,8 @@ std::string to_json(const Prediction& p, bool with_timeline) {
     x["peak_op"] = r.peak_op;
     x["breakdown_bytes"] = breakdown_json(r.breakdown);
     x["reserved_outside_allocated_bytes"] = r.reserved_outside_allocated.value;
+    x["estimated_peak_reserved_bytes"] = r.estimated_peak_reserved.value;
+    x["estimated_peak_reserved_p90_bytes"] = r.estimated_peak_reserved_p90.value;
     x["fits"] = r.fits;
     x["replay_flops"] = r.replay_flops;
     x["step_time_s"] = r.step_time_s;

@@ -2,6 +2,8 @@
 // recompute policy, then walks Megatron's schedule for two iterations (first and steady) with the
 // rank's static memory, the gradient sync and the optimizer step.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -92,6 +94,18 @@ struct Segment {
 
 using ProfileKey = std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool>;
 using ProfileCache = std::map<ProfileKey, ModuleProfile>;
+
+std::string fmt_gb(Bytes b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(b.value) / 1e9);
+  return buf;
+}
+
+std::string fmt_percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * fraction);
+  return buf;
+}
 
 const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt) {
   const ProfileKey key{&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module};
@@ -594,6 +608,12 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     const std::int64_t per_chunk_in_flight = (in_flight + static_cast<int>(chunks.size()) - 1) / static_cast<int>(chunks.size());
     rp.reserved_outside_allocated = captured * per_chunk_in_flight;
     rp.fits = rp.peak_allocated + rp.reserved_outside_allocated <= out.capacity;
+    const auto scaled = [&](double ratio) {
+      return ratio > 0 ? Bytes{std::llround(static_cast<double>(rp.peak_allocated.value) * ratio)} + rp.reserved_outside_allocated
+                       : Bytes{};
+    };
+    rp.estimated_peak_reserved = scaled(fitted.reserved_ratio_median);
+    rp.estimated_peak_reserved_p90 = scaled(fitted.reserved_ratio_p90);
 
     for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
       for (const auto& s : chunks[ci].segments) {
@@ -646,6 +666,18 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
   for (const auto& r : out.ranks) {
     out.max_peak_allocated = max(out.max_peak_allocated, r.peak_allocated);
     if (!r.fits) out.fits = false;
+    // Fits by allocated bytes, but not once the allocator's cache is counted as in most measured runs.
+    if (r.fits && r.estimated_peak_reserved_p90 > out.capacity) {
+      out.warnings.push_back({model::Severity::warning, "ranks.pp_rank_" + std::to_string(r.rank.pp_rank),
+                              "fragmentation_risk",
+                              "pp rank " + std::to_string(r.rank.pp_rank) + " fits by allocated bytes (" +
+                                  fmt_gb(r.peak_allocated + r.reserved_outside_allocated) + " GB of " + fmt_gb(out.capacity) +
+                                  "), but the caching allocator reserved up to " +
+                                  fmt_percent(fitted.reserved_ratio_p90 - 1.0) +
+                                  " more than it allocated in 90 % of our measured runs (" + fmt_gb(r.estimated_peak_reserved_p90) +
+                                  " GB): it may run out of memory from fragmentation; "
+                                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids most of it"});
+    }
     if (r.step_time_s >= out.step_time_s) {
       out.step_time_s = r.step_time_s;
       out.replay_time_s = r.replay_time_s;

@@ -200,3 +200,22 @@ TEST_CASE("error statistics on a tiny corpus") {
   CHECK(s.p90 == Approx(0.05 + 0.6 * 0.05));  // position 3.6 between 0.05 and 0.10
   CHECK(s.worst == Approx(0.10));
 }
+
+TEST_CASE("reserved / allocated quantiles over whole measured runs") {
+  const auto line = [](const std::string& name, const std::string& measured) {
+    return R"({"record_version":1,"case":")" + name + R"(",)" + kSpec + R"(,"measured":)" + measured + "}\n";
+  };
+  // Ratios 1.0, 1.1, 1.2, 1.3, 1.4; then an OOM run and a run without max_reserved_bytes, left out.
+  std::string text;
+  for (int i = 0; i < 5; ++i)
+    text += line("r" + std::to_string(i), R"({"max_allocated_bytes":1000,"max_reserved_bytes":)" + std::to_string(1000 + 100 * i) + "}");
+  text += line("oom", R"({"oom":true,"max_reserved_bytes":5000})");
+  text += line("plain", R"({"max_allocated_bytes":1000})");
+  const auto r = read_records(text);
+  REQUIRE(r.records.size() == 7);
+  const auto f = fit_reserved(r.records);
+  CHECK(f.records == 5);
+  CHECK(f.median == Approx(1.2));
+  CHECK(f.p90 == Approx(1.3 + 0.6 * 0.1));  // position 0.9 x 4 = 3.6 between 1.3 and 1.4
+  CHECK(f.max == Approx(1.4));
+}

@@ -47,11 +47,22 @@ struct Record;
 // Over the records whose spec has expert_model_parallel_size > 1 (with EP 1 every load is 1).
 RoutingFit fit_routing(const std::vector<Record>& records);
 
+// The caching allocator's reserved memory over its allocated peak (max_memory_reserved() /
+// max_memory_allocated()) in whole measured runs: segments it keeps cached and free blocks it cannot
+// hand out for a larger request (fragmentation). Quantiles over the records that measured both.
+struct ReservedFit {
+  int records = 0;
+  double median = 0, p90 = 0, max = 0;
+};
+// Records with a whole-run peak_allocated_bytes and peak_reserved_bytes (not first-iteration-only,
+// not out of memory).
+ReservedFit fit_reserved(const std::vector<Record>& records);
+
 // The profile JSON `sim::load_fitted_constants` reads. The top-level memory terms are the
 // `default_stack` fit (used by predict); every stack's fit is kept under memory.by_transformer_impl.
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
                          const std::vector<std::string>& corpus_files, double cublas_workspace_bytes,
-                         const RoutingFit& routing = {});
+                         const RoutingFit& routing = {}, const ReservedFit& reserved = {});
 
 }  // namespace peakcast::calibration
 

@@ -12,6 +12,7 @@ namespace peakcast::calibration {
 struct Measurement {
   std::optional<std::int64_t> peak_allocated_bytes;        // whole run (cumulative max_memory_allocated)
   std::optional<std::int64_t> first_iteration_peak_bytes;  // up to the end of iteration 1
+  std::optional<std::int64_t> peak_reserved_bytes;         // whole run (cumulative max_memory_reserved)
   std::optional<double> step_time_s;                       // steady iterations, when timed
   // Medians over the steady iterations (3 on when there are at least two, else 2 on), when timed.
   std::optional<double> fwd_bwd_time_s, optimizer_time_s;

@@ -39,6 +39,9 @@ struct FittedConstants {
   double optimizer_memory_efficiency = 0;  // fraction of HBM bandwidth the optimizer step reaches
   // Spread of the fit, for prediction intervals (relative, one sigma).
   double peak_relative_sigma = 0;
+  // Reserved over allocated peak in whole measured runs (the caching allocator's cache and
+  // fragmentation): median and 90th percentile; 0 when the profile has none.
+  double reserved_ratio_median = 0, reserved_ratio_p90 = 0;
   // Untrained routers: spread of one expert's load (per router score function), measured; a rank's
   // layer load spreads by this / sqrt(local experts).
   std::vector<std::pair<std::string, double>> moe_expert_load_sigma;

@@ -59,6 +59,9 @@ struct RankPrediction {
   // CUDA-graph private pools keep the addresses of every captured region's tensors reserved.
   Bytes reserved_outside_allocated;
   bool fits = true;             // peak_allocated + reserved_outside_allocated <= capacity
+  // What the caching allocator would reserve at that peak, from the measured reserved / allocated
+  // ratios (median and 90th percentile, FittedConstants), plus the graph pools; 0 without a profile.
+  Bytes estimated_peak_reserved, estimated_peak_reserved_p90;
   double replay_flops = 0;      // per iteration
   double step_time_s = 0;
   double replay_time_s = 0;

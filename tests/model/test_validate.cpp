@@ -171,6 +171,8 @@ const std::vector<RuleCase>& cases() {
       {"cpu_offloading_needs_te", "model.cpu_offloading", Severity::error, {"model.cpu_offloading=true", "model.transformer_impl=local"}, {"model.cpu_offloading=true"}},
       {"fine_grained_offloading_vs_cpu_offloading", "model.fine_grained_activation_offloading", Severity::error,
        {"model.cpu_offloading=true", "model.fine_grained_activation_offloading=true"}, {"model.fine_grained_activation_offloading=true"}},
+      {"fine_grained_offloading_not_simulated", "model.fine_grained_activation_offloading", Severity::warning,
+       {"model.fine_grained_activation_offloading=true", R"(model.offload_modules=["core_attn"])"}, {"model.cpu_offloading=true"}},
       {"full_recompute_needs_method", "model.recompute_method", Severity::error, {"model.recompute_granularity=full", "model.recompute_num_layers=1"},
        {"model.recompute_granularity=full", "model.recompute_num_layers=1", "model.recompute_method=block"}},
       {"full_recompute_needs_num_layers", "model.recompute_num_layers", Severity::error, {"model.recompute_granularity=full", "model.recompute_method=uniform"},

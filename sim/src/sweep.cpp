@@ -50,6 +50,8 @@ SweepPoint evaluate_point(const model::SpecText& spec_text, const std::vector<st
     const RankPrediction* top = nullptr;
     for (const auto& r : p.ranks)
       if (!top || r.peak_allocated > top->peak_allocated) top = &r;
+    for (const auto& r : p.ranks) pt.reserved_p90 = max(pt.reserved_p90, r.estimated_peak_reserved_p90);
+    pt.fragmentation_risk = pt.fits && pt.reserved_p90 > pt.limit;
     if (top) {
       pt.peak_pp_rank = top->rank.pp_rank;
       pt.peak_phase = top->peak_phase;

@@ -62,7 +62,7 @@ TEST_CASE("sweep CSV: axis keys then the fixed columns, one row per point") {
   std::getline(in, header);
   CHECK(header ==
         "train.micro_batch_size,valid,fits,max_peak_bytes,max_peak_gb,limit_bytes,headroom_gb,peak_pp_rank,peak_phase,"
-        "peak_op,step_time_s,replay_time_s,error");
+        "peak_op,step_time_s,replay_time_s,reserved_p90_gb,fragmentation_risk,error");
   int rows = 0;
   for (std::string line; std::getline(in, line);) ++rows;
   CHECK(rows == 2);
@@ -76,6 +76,20 @@ TEST_CASE("sweep budget overrides the GPU capacity") {
   REQUIRE(r.points.size() == 1);
   CHECK(r.points[0].limit == Bytes{1'000'000'000});
   CHECK_FALSE(r.points[0].fits);
+}
+
+TEST_CASE("sweep flags a point that fits by allocated bytes but not by the p90 reserved estimate") {
+  const std::string text(model::default_run_spec_text());
+  const auto free_run = sim::run_sweep(text, {}, {{"model.seq_length", {"4096"}}});
+  REQUIRE(free_run.points.size() == 1);
+  const auto& pt = free_run.points[0];
+  REQUIRE(pt.reserved_p90 > pt.max_peak);
+  CHECK_FALSE(pt.fragmentation_risk);
+  sim::SweepOptions opt;
+  opt.budget = Bytes{(pt.max_peak.value + pt.reserved_p90.value) / 2};
+  const auto tight = sim::run_sweep(text, {}, {{"model.seq_length", {"4096"}}}, opt);
+  CHECK(tight.points[0].fits);
+  CHECK(tight.points[0].fragmentation_risk);
 }
 
 namespace {

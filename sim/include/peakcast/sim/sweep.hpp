@@ -40,6 +40,10 @@ struct SweepPoint {
   Phase peak_phase = Phase::forward;
   std::string peak_op;
   double step_time_s = 0, replay_time_s = 0;
+  // Largest rank's reserved estimate at the p90 reserved / allocated ratio (RankPrediction); a point
+  // that fits by allocated bytes but not by this is at risk of fragmentation.
+  Bytes reserved_p90;
+  bool fragmentation_risk = false;
   Bytes headroom() const { return limit - max_peak; }
 };
 
@@ -60,7 +64,8 @@ SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>
                       const std::vector<SweepAxis>& axes, const SweepOptions& options = {});
 
 // One row per point; columns: the axis keys, then valid, fits, max_peak_bytes, max_peak_gb,
-// limit_bytes, headroom_gb, peak_pp_rank, peak_phase, peak_op, step_time_s, replay_time_s, error.
+// limit_bytes, headroom_gb, peak_pp_rank, peak_phase, peak_op, step_time_s, replay_time_s,
+// reserved_p90_gb, fragmentation_risk, error.
 std::string sweep_csv(const SweepResult& r);
 std::string to_json(const SweepResult& r);
 

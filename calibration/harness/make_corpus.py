@@ -411,6 +411,21 @@ for name, s in (("sigmoid", dict(tp2sp_ep2, **seedlike_router)), ("softmax", dic
     for r in (0, 1):
         add(f"routing_fake_tp2sp_ep2_{name}_r{r}", "routing_tp", "moonlight4", set=s, fake_rank=r, iterations=3)
 
+# ---- fine-grained activation offloading (group "offload", calibration/data/h200_offload.jsonl) ----
+# Megatron's module-level offload manager (pipeline_parallel/fine_grained_activation_offload.py) on
+# gqa8b: each offload module alone, all five, micro-batch 2, and PP2 (fake process group, both stages).
+def fgo(*mods):
+    return {"model.fine_grained_activation_offloading": True, "model.offload_modules": list(mods)}
+for mod in ("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm"):
+    add(f"fgo_gqa8b_{mod}", "offload", "gqa8b", set=fgo(mod), iterations=3)
+add("fgo_gqa8b_all", "offload", "gqa8b",
+    set=fgo("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm"), iterations=3)
+add("fgo_gqa8b_core_attn_mbs2", "offload", "gqa8b",
+    set=dict(fgo("core_attn"), **{"train.micro_batch_size": 2, "train.global_batch_size": 4}), iterations=3)
+for r in (0, 1):
+    add(f"fgo_gqa8b_core_attn_pp2_r{r}", "offload", "gqa8b", set=dict(pp2, **fgo("core_attn")),
+        fake_rank=r, iterations=3)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

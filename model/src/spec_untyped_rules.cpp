@@ -31,6 +31,11 @@ class Model {
     if (v == nullptr || !v->is_number_integer()) return std::nullopt;
     return v->get<std::int64_t>();
   }
+  std::optional<double> number(const char* key) const {
+    const json* v = get(key);
+    if (v == nullptr || !v->is_number()) return std::nullopt;
+    return v->get<double>();
+  }
   bool has_string_in(const char* key, const char* item) const {
     const json* v = get(key);
     if (v == nullptr || !v->is_array()) return false;
@@ -114,6 +119,50 @@ void check_untyped_rules(const json& doc, Diagnostics& out) {
   // moe_paged_stash excludes layer-level CPU offloading (transformer_config.py:1930-1932)
   if (m.flag("moe_paged_stash") && m.flag("cpu_offloading")) {
     error(out, "moe_paged_stash", "paged_stash_vs_cpu_offloading", "moe_paged_stash cannot be enabled with cpu_offloading. (transformer_config.py:1932)");
+  }
+  // Fine-grained activation offloading's own checks (transformer_config.py:1874-1929).
+  if (m.flag("fine_grained_activation_offloading")) {
+    const json* mods = m.get("offload_modules");
+    if (mods == nullptr || !mods->is_array() || mods->empty()) {
+      error(out, "offload_modules", "offload_modules_required",
+            "fine_grained_activation_offloading needs a non-empty offload_modules. (transformer_config.py:1878)");
+    } else {
+      static const char* const kAllowed[] = {"core_attn", "attn_proj", "expert_fc1", "fused_group_mlp",
+                                             "moe_act",   "attn_norm", "mlp_norm",   "qkv_linear"};
+      for (std::size_t i = 0; i < mods->size(); ++i) {
+        const json& e = (*mods)[i];
+        bool ok = false;
+        if (e.is_string())
+          for (const char* a : kAllowed) ok = ok || e.get<std::string>() == a;
+        if (!ok)
+          out.push_back({Severity::error, "model.offload_modules[" + std::to_string(i) + "]", "offload_module_unknown",
+                         "Invalid choice for offload_modules: " + e.dump() +
+                             ". Allowed modules are: core_attn, attn_proj, expert_fc1, fused_group_mlp, moe_act, "
+                             "attn_norm, mlp_norm, qkv_linear. (transformer_config.py:1889)"});
+      }
+      if (m.has_string_in("offload_modules", "attn_proj") && !m.has_string_in("offload_modules", "core_attn"))
+        error(out, "offload_modules", "attn_proj_offload_needs_core_attn",
+              "attn_proj cannot be set to offload_modules alone without core_attn because the input of attn_proj is "
+              "the output of core_attn, which is needed in core_attn.backward(). (transformer_config.py:1895)");
+      if (m.has_string_in("offload_modules", "fused_group_mlp")) {
+        if (!m.flag("use_transformer_engine_op_fuser"))
+          error(out, "offload_modules", "fused_group_mlp_needs_op_fuser",
+                "fused_group_mlp requires use_transformer_engine_op_fuser. (transformer_config.py:1923)");
+        if (m.has_string_in("offload_modules", "expert_fc1") || m.has_string_in("offload_modules", "moe_act"))
+          error(out, "offload_modules", "fused_group_mlp_vs_partial",
+                "fused_group_mlp offloads the whole fused grouped MLP and cannot be combined with expert_fc1 or "
+                "moe_act. (transformer_config.py:1925)");
+      }
+    }
+    if (m.integer("min_offloaded_tensor_size").value_or(0) < 0)
+      error(out, "min_offloaded_tensor_size", "min_offloaded_tensor_size_range",
+            "min_offloaded_tensor_size must be non-negative. (transformer_config.py:1912)");
+    if (const auto f = m.number("activation_offload_fraction"); f && (*f < 0.0 || *f > 1.0))
+      error(out, "activation_offload_fraction", "activation_offload_fraction_range",
+            "activation_offload_fraction must be in range [0, 1]. (transformer_config.py:1915)");
+    if (m.integer("delta_offload_bytes_across_pp_ranks").value_or(0) < 0)
+      error(out, "delta_offload_bytes_across_pp_ranks", "delta_offload_bytes_range",
+            "delta_offload_bytes_across_pp_ranks must be non-negative. (transformer_config.py:1918)");
   }
   // Fine-grained offloading inside a recomputed MoE (rule 19, transformer_config.py:1900-1908)
   if (m.flag("fine_grained_activation_offloading") && m.str("recompute_granularity") == "selective" &&

@@ -190,6 +190,14 @@ void validate_recompute(const RunSpec& spec, RuleSink& sink) {
                  "fine-grained activation offloading is not simulated: the prediction keeps the offload_modules' "
                  "saved tensors on the GPU, an upper bound on the peak with them offloaded");
   }
+  if (m.fine_grained_activation_offloading && m.transformer_impl == TransformerImpl::local) {
+    // Measured on the H200 without Transformer Engine: the first offload context raises at the first
+    // forward (fine_grained_activation_offload.py:784-788 sets TE's cpu_offload.CPUOffloadEnabled).
+    sink.warning("model.fine_grained_activation_offloading", "fine_grained_offloading_needs_te",
+                 "fine-grained activation offloading needs Transformer Engine installed, also with the local "
+                 "transformer_impl: its context sets TE's cpu_offload flag and raises \"TE CPU offload is not "
+                 "available\" at the first forward without it (fine_grained_activation_offload.py:788)");
+  }
   if (m.moe_layer_recompute) {
     // Rule 18 (transformer_config.py:1861-1865); the message names a tag that does not exist ("moe_layer").
     sink.warning("model.moe_layer_recompute", "moe_layer_recompute_deprecated",

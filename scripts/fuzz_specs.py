@@ -52,7 +52,37 @@ INSERT_KEYS = [("model", "pipeline_model_parallel_layout"), ("model", "hybrid_ov
                ("model", "moe_routing_imbalance"), ("model", "cpu_offloading_num_layers")]
 
 
+def valid_layout(doc, rng):
+    """A well-formed pipeline layout for the doc's layer count, with a VPP size that may disagree with it
+    (a mismatch once crashed the simulator instead of failing validation)."""
+    model = doc.get("model")
+    if not isinstance(model, dict):
+        return
+    layers = model.get("num_layers")
+    if not isinstance(layers, int) or isinstance(layers, bool) or not 1 <= layers <= 256:
+        layers = rng.choice([4, 8, 12])
+        model["num_layers"] = layers
+    pp = rng.choice([2, 4])
+    stages = pp * rng.choice([1, 2, 3])
+    counts = [layers // stages + (1 if i < layers % stages else 0) for i in range(stages)]
+    parts = ["t" * c for c in counts]
+    parts[0] = "E" + parts[0]
+    parts[-1] = parts[-1] + "L"
+    model["pipeline_model_parallel_size"] = pp
+    model["pipeline_model_parallel_layout"] = "|".join(parts)
+    for key in ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage"):
+        model.pop(key, None)
+    vpp = rng.choice([None, 1, 2, 3, 4])
+    if vpp is None:
+        model.pop("virtual_pipeline_model_parallel_size", None)
+    else:
+        model["virtual_pipeline_model_parallel_size"] = vpp
+
+
 def mutate(doc, rng):
+    if rng.random() < 0.05:
+        valid_layout(doc, rng)
+        return
     if rng.random() < 0.2:
         section, key = rng.choice(INSERT_KEYS)
         if isinstance(doc.get(section, {}), dict):  # an earlier mutation may have replaced the section

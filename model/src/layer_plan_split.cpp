@@ -166,6 +166,11 @@ std::string pipeline_layout_problem(const ModelSpec& m) {
   if (first_mtp != std::string::npos && flat.find(kLayoutDecoder, first_mtp) != std::string::npos)
     return "decoder layers must be placed before MTP layers (pipeline_parallel_layer_layout.py:116)";
   const std::size_t vpp = stages.size() / pp;
+  // The layout fixes the virtual stages per rank; an explicit VPP size must agree (transformer_config.py:2000).
+  if (m.virtual_pipeline_model_parallel_size && static_cast<std::size_t>(*m.virtual_pipeline_model_parallel_size) != vpp)
+    return "virtual_pipeline_model_parallel_size conflicts with pipeline_model_parallel_layout "
+           "(virtual_pipeline_model_parallel_size=" + std::to_string(*m.virtual_pipeline_model_parallel_size) +
+           ", the layout gives " + std::to_string(vpp) + " virtual stages per rank) (transformer_config.py:2000)";
   for (std::size_t r = 0; r < pp; ++r)
     for (std::size_t v = 0; v + 1 < vpp; ++v)
       if (stages[v * pp + r].find(kLayoutMtp) != std::string::npos)

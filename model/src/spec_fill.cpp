@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "layer_plan_internal.hpp"
 #include "spec_parser_detail.hpp"
 #include "spec_schema.hpp"
 #include "spec_suggest.hpp"
@@ -241,6 +242,16 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
         }
       }
       m.pipeline_model_parallel_layout = layout;
+    }
+  }
+  // A layout fixes the virtual stages per rank: without an explicit VPP size Megatron takes the
+  // layout's (transformer_config.py:2006-2007). A malformed layout is left to validation.
+  if (m.pipeline_model_parallel_layout && !m.virtual_pipeline_model_parallel_size && m.pipeline_model_parallel_size > 1) {
+    try {
+      const auto stages = static_cast<std::int64_t>(expand_pipeline_layout(*m.pipeline_model_parallel_layout).size());
+      if (stages % m.pipeline_model_parallel_size == 0 && stages / m.pipeline_model_parallel_size > 1)
+        m.virtual_pipeline_model_parallel_size = stages / m.pipeline_model_parallel_size;
+    } catch (const std::exception&) {
     }
   }
   r.read("num_layers_in_first_pipeline_stage", m.num_layers_in_first_pipeline_stage);

@@ -120,6 +120,27 @@ void check_untyped_rules(const json& doc, Diagnostics& out) {
   if (m.flag("moe_paged_stash") && m.flag("cpu_offloading")) {
     error(out, "moe_paged_stash", "paged_stash_vs_cpu_offloading", "moe_paged_stash cannot be enabled with cpu_offloading. (transformer_config.py:1932)");
   }
+  // A capacity factor needs a load-balancing type it can count tokens with (transformer_config.py:1686-1710).
+  if (const auto cf = m.number("moe_expert_capacity_factor"); cf && *cf >= 0) {
+    std::vector<std::string> types;
+    const json* lb = m.get("moe_router_load_balancing_type");
+    if (lb == nullptr) types.push_back("aux_loss");
+    else if (lb->is_string()) types.push_back(lb->get<std::string>());
+    else if (lb->is_array())
+      for (const auto& e : *lb) if (e.is_string()) types.push_back(e.get<std::string>());
+    for (const auto& t : types)
+      if (t != "aux_loss" && t != "seq_aux_loss" && t != "global_aux_loss" && t != "none") {
+        error(out, "moe_router_load_balancing_type", "capacity_factor_load_balancing",
+              "moe_expert_capacity_factor only works with aux_loss, seq_aux_loss, global_aux_loss or none load "
+              "balancing, got '" + t + "'. (transformer_config.py:1697)");
+        break;
+      }
+  }
+  // The allgather dispatcher cannot take variable sequence lengths (transformer_config.py:2668-2674).
+  if (dispatcher == "allgather" && m.flag("variable_seq_lengths"))
+    error(out, "variable_seq_lengths", "allgather_no_variable_seq_lengths",
+          "Token dispatcher type: allgather does not support variable sequence length, please use alltoall "
+          "dispatcher instead. (transformer_config.py:2672)");
   // Fine-grained activation offloading's own checks (transformer_config.py:1874-1929).
   if (m.flag("fine_grained_activation_offloading")) {
     const json* mods = m.get("offload_modules");

@@ -274,3 +274,17 @@ TEST_CASE("the shipped run specs parse", "[spec][runs]") {
   }
   CHECK(default_run_spec_text().find("moonlight-16b") != std::string_view::npos);
 }
+
+TEST_CASE("a pipeline layout without a VPP size sets it, as Megatron does", "[spec]") {
+  // Four stages over PP 2: two virtual stages per rank (transformer_config.py:2006-2007).
+  const auto r = parse_run_spec(tiny_spec(), {"model.num_layers=8", "model.pipeline_model_parallel_size=2",
+                                              "model.pipeline_model_parallel_layout=Ett|tt|tt|ttL"});
+  INFO(dump(r));
+  REQUIRE(r.spec.has_value());
+  CHECK(r.spec->model.virtual_pipeline_model_parallel_size == 2);
+  // Two stages over PP 2: no virtual stages, the size stays unset.
+  const auto one = parse_run_spec(tiny_spec(), {"model.num_layers=8", "model.pipeline_model_parallel_size=2",
+                                                "model.pipeline_model_parallel_layout=Etttt|ttttL"});
+  REQUIRE(one.spec.has_value());
+  CHECK_FALSE(one.spec->model.virtual_pipeline_model_parallel_size.has_value());
+}

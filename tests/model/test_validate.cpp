@@ -331,7 +331,15 @@ const std::vector<RuleCase>& cases() {
       {"pipeline_layout_invalid", "model.pipeline_model_parallel_layout", Severity::error,
        {"model.pipeline_model_parallel_size=2", "model.pipeline_model_parallel_layout=Etttt|tttt|L"},
        {"model.pipeline_model_parallel_size=2", "model.pipeline_model_parallel_layout=Ett|tt|tt|ttL"}},
+      {"pipeline_layout_invalid", "model.pipeline_model_parallel_layout", Severity::error,
+       {"model.pipeline_model_parallel_size=2", "model.virtual_pipeline_model_parallel_size=4", "model.pipeline_model_parallel_layout=Ett|tt|tt|ttL"},
+       {"model.pipeline_model_parallel_size=2", "model.virtual_pipeline_model_parallel_size=2", "model.pipeline_model_parallel_layout=Ett|tt|tt|ttL"}},
       {"value_out_of_range", "model.rotary_percent", Severity::error, {"model.rotary_percent=0"}, {"model.rotary_percent=0.5"}},
+      {"capacity_factor_load_balancing", "model.moe_router_load_balancing_type", Severity::error,
+       plus(kMoe, {"model.moe_expert_capacity_factor=1.0", "model.moe_router_load_balancing_type=sinkhorn"}),
+       plus(kMoe, {"model.moe_expert_capacity_factor=1.0", "model.moe_router_load_balancing_type=seq_aux_loss"})},
+      {"allgather_no_variable_seq_lengths", "model.variable_seq_lengths", Severity::error,
+       {"model.variable_seq_lengths=true"}, {"model.variable_seq_lengths=true", "model.moe_token_dispatcher_type=alltoall"}},
   };
   return k;
 }

@@ -24,7 +24,7 @@ struct CalibrateArgs {
                                   "calibration/data/h200_seedlike.jsonl", "calibration/data/h200_routing.jsonl",
                                   "calibration/data/h200_seedllama.jsonl", "calibration/data/h200_variants.jsonl",
                                   "calibration/data/h200_distribute.jsonl", "calibration/data/h200_cross_entropy.jsonl",
-                                  "calibration/data/h200_etp.jsonl"};
+                                  "calibration/data/h200_etp.jsonl", "calibration/data/h200_fp8_store.jsonl"};
   std::string out;
   std::string microbench;
   std::string timing;

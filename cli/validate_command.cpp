@@ -27,7 +27,7 @@ struct ValidateArgs {
                                   "calibration/data/h200_seedlike.jsonl", "calibration/data/h200_routing.jsonl",
                                   "calibration/data/h200_seedllama.jsonl", "calibration/data/h200_variants.jsonl",
                                   "calibration/data/h200_distribute.jsonl", "calibration/data/h200_cross_entropy.jsonl",
-                                  "calibration/data/h200_etp.jsonl"};
+                                  "calibration/data/h200_etp.jsonl", "calibration/data/h200_fp8_store.jsonl"};
   bool json = false;
   double max_median = -1, max_worst = -1;
   int cross_validate = 0;

@@ -426,6 +426,17 @@ for r in (0, 1):
     add(f"fgo_gqa8b_core_attn_pp2_r{r}", "offload", "gqa8b", set=dict(pp2, **fgo("core_attn")),
         fake_rank=r, iterations=3)
 
+# ---- activation_func_fp8_input_store (group "fp8_store", calibration/data/h200_fp8_store.jsonl) ----
+# The fused SwiGLU (bias_activation_fusion) saves its input as FP8 instead of bf16
+# (fused_bias_swiglu.py:117, :195): dense gqa8b and the SequentialMLP experts of moonlight4, each with
+# and without the FP8 store.
+for base in ("gqa8b", "moonlight4"):
+    for store in (False, True):
+        add(f"fp8store_{base}_{'on' if store else 'off'}", "fp8_store", base,
+            set=dict({"model.bias_activation_fusion": True, "model.activation_func_fp8_input_store": store},
+                     **({"train.micro_batch_size": 2, "train.global_batch_size": 4} if base == "moonlight4" else {})),
+            iterations=3)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

@@ -331,6 +331,7 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   r.read("attention_softmax_in_fp32", m.attention_softmax_in_fp32);
   r.read("bias_dropout_fusion", m.bias_dropout_fusion);
   r.read("bias_activation_fusion", m.bias_activation_fusion);
+  r.read("activation_func_fp8_input_store", m.activation_func_fp8_input_store);
   r.read("apply_rope_fusion", m.apply_rope_fusion);
   r.read("rotary_percent", m.rotary_percent);
   r.read("cross_entropy_loss_fusion", m.cross_entropy_loss_fusion);

@@ -14,6 +14,11 @@ void validate_precision(const RunSpec& spec, RuleSink& sink) {
   if (m.fp8_param && !m.fp8) {
     sink.error("model.fp8_param", "fp8_param_needs_fp8", "fp8_param must be used together with fp8 mode. (transformer_config.py:1440)");
   }
+  // transformer_config.py:2187-2189
+  if (m.activation_func_fp8_input_store && (m.activation_func != Activation::silu || !m.gated_linear_unit)) {
+    sink.error("model.activation_func_fp8_input_store", "fp8_input_store_needs_swiglu",
+               "Storing activation input in FP8 is supported only for SwiGLU. (transformer_config.py:2189)");
+  }
   if (m.fp8) {
     // FP8 compute happens inside TE modules (fp8_autocast); the local spec has no FP8 path.
     if (m.transformer_impl == TransformerImpl::local) {

@@ -67,15 +67,22 @@ int residual_add(GraphBuilder& b, const std::string& name, int residual, int bra
 
 // Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units).
 int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn,
-               bool gated, bool fused, std::uint32_t region, int probs = -1) {
+               bool gated, bool fused, std::uint32_t region, int probs = -1, bool fp8_input_store = false) {
   const int out = b.tensor(name + ".out", b.act(rows, ffn));
   const double flops = (gated ? 6.0 : 3.0) * rows * ffn;
   if (fused || !gated) {
-    // bias_swiglu / weighted_swiglu / squared ReLU fusions save only their inputs.
+    // bias_swiglu / weighted_swiglu / squared ReLU fusions save only their inputs. With
+    // activation_func_fp8_input_store the SwiGLU saves an FP8 copy of its input instead
+    // (fused_bias_swiglu.py:117, :195): one byte an element, and fc1's bf16 output is let go.
+    int saved = fc1;
+    if (fused && gated && fp8_input_store) {
+      saved = b.tensor(name + ".input_fp8", Bytes{rows * 2 * ffn}, false);
+      b.op(name + ".to_fp8", {.in = {fc1}, .out = {saved}, .region = region, .flops = 2.0 * rows * ffn});
+    }
     if (probs >= 0) {
-      b.op(name, {.in = {fc1, probs}, .out = {out}, .save = {fc1, probs}, .region = region, .flops = flops});
+      b.op(name, {.in = {saved, probs}, .out = {out}, .save = {saved, probs}, .region = region, .flops = flops});
     } else {
-      b.op(name, {.in = {fc1}, .out = {out}, .save = {fc1}, .region = region, .flops = flops});
+      b.op(name, {.in = {saved}, .out = {out}, .save = {saved}, .region = region, .flops = flops});
     }
     return out;
   }
@@ -293,7 +300,7 @@ int dense_mlp_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   const bool gated = m.gated_linear_unit;
   const int fc1 = b.linear("mlp.linear_fc1", ln, h, (gated ? 2 : 1) * F, Parallel::column, kMlp);
   const bool fused = fused_activation(m);
-  const int a = activation(b, "mlp.activation", fc1, N, F, gated, fused, kMlp);
+  const int a = activation(b, "mlp.activation", fc1, N, F, gated, fused, kMlp, -1, m.activation_func_fp8_input_store);
   return b.linear("mlp.linear_fc2", a, F, h, Parallel::row, kMlp);
 }
 
@@ -334,7 +341,8 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
       no_sp.sequence_parallel = false;
       GraphBuilder gb(g, no_sp, g.name + ".");
       const int f1 = gb.linear("shared_experts.linear_fc1", fc1_in, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
-      const int a = activation(gb, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region);
+      const int a = activation(gb, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region, -1,
+                               m.activation_func_fp8_input_store);
       const int full = gb.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
       // The output is reduce-scattered back to the sequence-parallel shard in the combine.
       shared_out = b.tensor("shared_experts.output", b.act(c.local_tokens, h));
@@ -346,7 +354,8 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     const std::int64_t Fs = *m.moe_shared_expert_intermediate_size / c.tp;
     const std::uint32_t region = moe_region | (m.moe_shared_expert_overlap ? 0u : kSharedExperts);
     const int f1 = b.linear("shared_experts.linear_fc1", ln, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
-    const int a = activation(b, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region);
+    const int a = activation(b, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region, -1,
+                             m.activation_func_fp8_input_store);
     shared_out = b.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
   }
 
@@ -413,9 +422,10 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   if (grouped) {
     // TEGroupedMLP applies the probs inside the weighted activation (experts.py:728-900).
     a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m),
-                   moe_region | kMoeAct, recv_probs);
+                   moe_region | kMoeAct, recv_probs, m.activation_func_fp8_input_store);
   } else {
-    a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, recv_probs);
+    a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, recv_probs,
+                   m.activation_func_fp8_input_store);
   }
   const int f2 = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
   // SequentialMLP runs each local expert's MLP in a Python loop (experts.py SequentialMLP.forward).

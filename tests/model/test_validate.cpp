@@ -338,6 +338,9 @@ const std::vector<RuleCase>& cases() {
       {"capacity_factor_load_balancing", "model.moe_router_load_balancing_type", Severity::error,
        plus(kMoe, {"model.moe_expert_capacity_factor=1.0", "model.moe_router_load_balancing_type=sinkhorn"}),
        plus(kMoe, {"model.moe_expert_capacity_factor=1.0", "model.moe_router_load_balancing_type=seq_aux_loss"})},
+      {"fp8_input_store_needs_swiglu", "model.activation_func_fp8_input_store", Severity::error,
+       {"model.activation_func_fp8_input_store=true", "model.activation_func=gelu"},
+       {"model.activation_func_fp8_input_store=true", "model.activation_func=silu", "model.gated_linear_unit=true"}},
       {"allgather_no_variable_seq_lengths", "model.variable_seq_lengths", Severity::error,
        {"model.variable_seq_lengths=true"}, {"model.variable_seq_lengths=true", "model.moe_token_dispatcher_type=alltoall"}},
   };

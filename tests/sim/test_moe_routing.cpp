@@ -151,3 +151,17 @@ TEST_CASE("expert tensor parallelism gathers the received rows over the ETP grou
   // the gathered rows by expert into a new tensor, which fc1 then saves (the same h-wide row).
   CHECK(static_cast<double>((etp2 - etp1).value) == Approx(per_rows(2 * T * k, 2) - per_rows(T * k, 1)));
 }
+
+TEST_CASE("activation_func_fp8_input_store: the fused SwiGLU keeps an FP8 copy of its input", "[sim][fp8store]") {
+  // Dense layer 0 of the Moonlight-shaped model with the fused bias-SwiGLU: fc1's output [N, 2F]
+  // was saved in bf16; with the FP8 store the activation saves a one-byte copy and fc1's output goes.
+  const double N = 2048, F = 11264;
+  const Bytes bf16 = held_by_layer(parse(kLocalMoe, {"model.bias_activation_fusion=true"}), model::FfnKind::dense);
+  const Bytes fp8 = held_by_layer(parse(kLocalMoe, {"model.bias_activation_fusion=true",
+                                                    "model.activation_func_fp8_input_store=true"}), model::FfnKind::dense);
+  CHECK(static_cast<double>((bf16 - fp8).value) == Approx(N * 2 * F * (2 - 1)));
+  // The unfused GLU ignores the flag (mlp.py only passes it to the fused kernels).
+  const Bytes unfused = held_by_layer(parse(kLocalMoe), model::FfnKind::dense);
+  const Bytes unfused_store = held_by_layer(parse(kLocalMoe, {"model.activation_func_fp8_input_store=true"}), model::FfnKind::dense);
+  CHECK(unfused == unfused_store);
+}

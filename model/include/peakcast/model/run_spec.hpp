@@ -153,6 +153,7 @@ struct ModelSpec {
   bool attention_softmax_in_fp32 = true;
   bool bias_dropout_fusion = false;
   bool bias_activation_fusion = false;  // fused bias+GLU saves only its input
+  bool activation_func_fp8_input_store = false;  // the fused SwiGLU saves its input as FP8 (1 byte)
   bool apply_rope_fusion = false;
   double rotary_percent = 1.0;  // fraction of each head's channels RoPE rotates (rotary_pos_embedding.py)
   bool cross_entropy_loss_fusion = false;

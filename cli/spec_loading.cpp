@@ -58,6 +58,11 @@ bool apply_busiest_rank_routing(model::RunSpec& spec, bool requested) {
     std::cerr << "MoE routing: no expert parallelism here; --moe-busiest-rank changes nothing\n";
     return true;
   }
+  if (spec.model.moe_router_force_load_balancing) {
+    std::cerr << "MoE routing: moe_router_force_load_balancing draws random router logits (router.py:859-861); "
+                 "every rank is checked at balanced routing\n";
+    return true;
+  }
   const std::string& score = spec.model.moe_router_score_function;
   const auto sigma = sim::untrained_expert_load_sigma(score);
   if (!sigma && !requested) {

@@ -192,6 +192,7 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   r.read("moe_latent_size", m.moe_latent_size);
   r.read("moe_routing_imbalance", m.moe_routing_imbalance);
   if (auto n = r.name("moe_router_score_function")) m.moe_router_score_function = *n;
+  r.read("moe_router_force_load_balancing", m.moe_router_force_load_balancing);
   r.read("use_te_activation_func", m.use_te_activation_func);
 
   // Hybrid Mamba / GDN; hybrid_layer_pattern is the Bridge name, hybrid_override_pattern the old one.

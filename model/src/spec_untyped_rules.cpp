@@ -53,8 +53,47 @@ void error(Diagnostics& out, const char* key, const char* rule, const std::strin
 
 }  // namespace
 
+// Fields that change what a rank holds but that the simulation does not model yet: set away from
+// their pinned default, they get a warning instead of being silently ignored.
+struct Unsimulated {
+  const char* key;
+  const char* default_json;  // the pinned default, as JSON
+  const char* what;
+};
+constexpr Unsimulated kUnsimulated[] = {
+    {"fp32_residual_connection", "false", "the residual stream is kept in fp32"},
+    {"apply_residual_connection_post_layernorm", "false", "the residual is taken after the layernorm"},
+    {"attention_output_gate", "false", "a gate projection and its saved output in every attention layer"},
+    {"num_microbatches_with_partial_activation_checkpoints", "null",
+     "full recompute checkpoints fewer layers on some micro-batches"},
+    {"defer_embedding_wgrad_compute", "false",
+     "the output layer keeps its inputs and output gradients for a deferred weight gradient"},
+    {"moe_apply_probs_on_input", "false", "the router probabilities scale the experts' input"},
+    {"moe_paged_stash", "false", "routed-expert activations live in a paged stash buffer"},
+    {"mlp_chunks_for_training", "1", "the MLP runs in chunks along the sequence"},
+    {"use_mamba_mem_eff_path", "true", "Mamba layers take the unfused path, which saves more"},
+    {"fp8_dot_product_attention", "false", "attention runs in FP8"},
+    {"fp8_multi_head_attention", "false", "attention runs in FP8"},
+    {"tp_comm_overlap", "false", "Transformer Engine's userbuffers for tensor-parallel overlap"},
+    {"moe_expert_rank_capacity_factor", "null", "expert ranks drop tokens above a capacity"},
+    {"moe_token_dropping", "false", "experts drop and pad tokens to a capacity"},
+    {"mtp_use_repeated_layer", "false", "MTP depths share one layer's weights"},
+};
+
+void warn_unsimulated(const Model& m, Diagnostics& out) {
+  for (const auto& u : kUnsimulated) {
+    const json* v = m.get(u.key);
+    if (v == nullptr) continue;  // absent or null: the default (or null, itself the default here)
+    if (*v == json::parse(u.default_json)) continue;
+    out.push_back({Severity::warning, std::string("model.") + u.key, "not_simulated",
+                   std::string(u.key) + " = " + v->dump() + " changes what a rank holds (" + u.what +
+                       ") but is not simulated yet: the prediction assumes " + u.default_json});
+  }
+}
+
 void check_untyped_rules(const json& doc, Diagnostics& out) {
   const Model m(doc);
+  warn_unsimulated(m, out);
   const std::string dispatcher = m.str("moe_token_dispatcher_type", "allgather");
   const std::string backend = m.str("moe_flex_dispatcher_backend", "deepep");
 

@@ -53,6 +53,7 @@ std::optional<double> untrained_expert_load_sigma(const std::string& score_funct
 
 std::optional<double> untrained_busiest_rank_load(const model::RunSpec& spec) {
   if (!spec.model.num_moe_experts || spec.model.expert_model_parallel_size <= 1) return std::nullopt;
+  if (spec.model.moe_router_force_load_balancing) return 1.0;  // random logits: balanced
   const auto sigma = untrained_expert_load_sigma(spec.model.moe_router_score_function);
   if (!sigma) return std::nullopt;
   return busiest_rank_routing_load(spec, *sigma);

@@ -341,6 +341,10 @@ const std::vector<RuleCase>& cases() {
       {"fp8_input_store_needs_swiglu", "model.activation_func_fp8_input_store", Severity::error,
        {"model.activation_func_fp8_input_store=true", "model.activation_func=gelu"},
        {"model.activation_func_fp8_input_store=true", "model.activation_func=silu", "model.gated_linear_unit=true"}},
+      {"not_simulated", "model.fp32_residual_connection", Severity::warning,
+       {"model.fp32_residual_connection=true"}, {"model.fp32_residual_connection=false"}},
+      {"not_simulated", "model.mlp_chunks_for_training", Severity::warning,
+       {"model.mlp_chunks_for_training=4"}, {"model.mlp_chunks_for_training=1"}},
       {"allgather_no_variable_seq_lengths", "model.variable_seq_lengths", Severity::error,
        {"model.variable_seq_lengths=true"}, {"model.variable_seq_lengths=true", "model.moe_token_dispatcher_type=alltoall"}},
   };

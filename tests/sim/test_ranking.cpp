@@ -251,3 +251,15 @@ TEST_CASE("headroom raises each peak by K sigma before the budget check") {
   CHECK(viable_none(1.0));
   CHECK_FALSE(viable_none(2.0));
 }
+
+TEST_CASE("moe_router_force_load_balancing checks every rank at balanced routing", "[moe]") {
+  model::RunSpec spec = load("configs/runs/moonlight-16b-8xh100.json");
+  const auto untrained = sim::untrained_busiest_rank_load(spec);
+  REQUIRE(untrained);
+  CHECK(*untrained > 1.0);
+  // Random router logits (router.py:859-861): no router preference to make one rank busier.
+  spec.model.moe_router_force_load_balancing = true;
+  const auto forced = sim::untrained_busiest_rank_load(spec);
+  REQUIRE(forced);
+  CHECK(*forced == 1.0);
+}

@@ -93,6 +93,9 @@ struct ModelSpec {
   // dropless routing makes expert activations follow the actual load, which training decides.
   double moe_routing_imbalance = 1.0;
   std::string moe_router_score_function = "softmax";  // softmax | sigmoid | sqrtsoftplus
+  // Benchmark routing: random router logits (router.py:859-861), so expert loads are balanced
+  // up to sampling noise and the untrained router's spread does not apply.
+  bool moe_router_force_load_balancing = false;
   bool use_te_activation_func = false;  // TE's activation op (treated as a fused kernel)
 
   // Hybrid Mamba / GDN

@@ -26,7 +26,8 @@ double busiest_rank_routing_load(const model::RunSpec& spec, double expert_load_
 std::optional<double> untrained_expert_load_sigma(const std::string& score_function);
 
 // busiest_rank_routing_load at the shipped spread for the spec's router; nothing without MoE expert
-// parallelism or without a measured spread for that router.
+// parallelism or without a measured spread for that router; 1 (balanced) under
+// moe_router_force_load_balancing, whose random logits leave no router preference.
 std::optional<double> untrained_busiest_rank_load(const model::RunSpec& spec);
 
 }  // namespace peakcast::sim

@@ -57,6 +57,17 @@ void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
   os << "\nnarrowest viable: "
      << (r.narrowest_viable ? r.candidates[*r.narrowest_viable].label : std::string("none (nothing fits the budget)"))
      << "\n";
+  if (r.narrowest_viable) {
+    const auto& c = r.candidates[*r.narrowest_viable];
+    if (c.reserved_p90 > r.budget) {
+      std::snprintf(line, sizeof line,
+                    "  fragmentation risk: %.3f GB allocated fits, but the caching allocator reserved up to %.3f GB "
+                    "at this peak in 90 %% of our measured runs; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                    "avoids most of it\n",
+                    c.max_peak.gb(), c.reserved_p90.gb());
+      os << line;
+    }
+  }
   if (r.cheapest_viable && r.cheapest_viable != r.narrowest_viable) {
     const auto& c = r.candidates[*r.cheapest_viable];
     std::snprintf(line, sizeof line,

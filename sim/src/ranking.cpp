@@ -35,6 +35,7 @@ RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, By
   };
   for (const auto& r : p.ranks) {
     rc.rank_peaks.push_back(r.peak_allocated);
+    rc.reserved_p90 = max(rc.reserved_p90, r.estimated_peak_reserved_p90);
     const Bytes need = need_of(r);
     if (need > budget) {
       ++rc.ranks_over_budget;

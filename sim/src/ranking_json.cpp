@@ -30,6 +30,7 @@ nlohmann::json candidate_json(const RankedCandidate& c) {
   j["label"] = c.label;
   j["viable"] = c.viable;
   j["max_peak_allocated_bytes"] = c.max_peak.value;
+  j["estimated_peak_reserved_p90_bytes"] = c.reserved_p90.value;
   j["replay_flops"] = c.replay_flops;
   j["replay_time_s"] = c.replay_time_s;
   j["step_time_s"] = c.step_time_s;

@@ -263,3 +263,14 @@ TEST_CASE("moe_router_force_load_balancing checks every rank at balanced routing
   REQUIRE(forced);
   CHECK(*forced == 1.0);
 }
+
+TEST_CASE("every candidate carries the p90 reserved estimate of its largest rank", "[rank]") {
+  model::RunSpec spec = load("configs/runs/moonlight-16b-8xh100.json");
+  const sim::Ranking r = sim::rank_candidates(spec, Bytes{36'000'000'000});
+  const auto fc = sim::load_fitted_constants("default", "transformer_engine");
+  REQUIRE(fc.reserved_ratio_p90 > 1.0);
+  for (const auto& c : r.candidates) {
+    // Single pipeline stage and no CUDA graphs here: the estimate is the peak times the p90 ratio.
+    CHECK(c.reserved_p90.value == std::llround(static_cast<double>(c.max_peak.value) * fc.reserved_ratio_p90));
+  }
+}

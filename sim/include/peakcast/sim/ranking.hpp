@@ -57,6 +57,9 @@ struct RankedCandidate {
   std::string reason;  // empty when viable
   std::vector<model::RecomputeTag> ineffective_tags;  // removing the tag changes the peak by <= 1 MB
   std::vector<Bytes> rank_peaks;                      // per RankPrediction, in prediction order
+  // Largest rank's reserved-memory estimate at the p90 reserved / allocated ratio (RankPrediction);
+  // a viable candidate above the budget by it is at risk of fragmentation.
+  Bytes reserved_p90;
 };
 
 // How viable candidates are ordered.

@@ -67,6 +67,9 @@ def valid_layout(doc, rng):
     counts = [layers // stages + (1 if i < layers % stages else 0) for i in range(stages)]
     parts = ["t" * c for c in counts]
     parts[0] = "E" + parts[0]
+    if rng.random() < 0.3:  # an MTP depth on the last stage, declared or not
+        parts[-1] = parts[-1] + "m"
+        model["mtp_num_layers"] = rng.choice([1, 1, 2])
     parts[-1] = parts[-1] + "L"
     model["pipeline_model_parallel_size"] = pp
     model["pipeline_model_parallel_layout"] = "|".join(parts)
@@ -80,7 +83,7 @@ def valid_layout(doc, rng):
 
 
 def mutate(doc, rng):
-    if rng.random() < 0.05:
+    if rng.random() < 0.08:
         valid_layout(doc, rng)
         return
     if rng.random() < 0.2:

@@ -24,7 +24,8 @@ struct CalibrateArgs {
                                   "calibration/data/h200_seedlike.jsonl", "calibration/data/h200_routing.jsonl",
                                   "calibration/data/h200_seedllama.jsonl", "calibration/data/h200_variants.jsonl",
                                   "calibration/data/h200_distribute.jsonl", "calibration/data/h200_cross_entropy.jsonl",
-                                  "calibration/data/h200_etp.jsonl", "calibration/data/h200_fp8_store.jsonl"};
+                                  "calibration/data/h200_etp.jsonl", "calibration/data/h200_fp8_store.jsonl",
+                                  "calibration/data/h200_expandable.jsonl"};
   std::string out;
   std::string microbench;
   std::string timing;
@@ -63,7 +64,7 @@ Runner add_calibrate_command(CLI::App& app) {
     std::map<std::string, std::vector<calibration::FitPoint>> by_stack;
     std::map<std::string, std::vector<const calibration::Evaluation*>> used;
     for (const auto& e : evals) {
-      if (!e.usable || e.measured_first_iteration_only || e.record->measured.oom) {
+      if (!e.fits_fixed_term()) {
         if (!e.usable) std::cerr << "not fitted: " << e.record->name << ": " << e.why_unusable << "\n";
         continue;
       }
@@ -86,12 +87,14 @@ Runner add_calibrate_command(CLI::App& app) {
       std::cerr << "MoE routing of untrained " << score << " routers: expert load sigma " << sp.expert_load_sigma
                 << " over " << sp.layers << " layers of " << sp.records << " records\n";
     const auto reserved = calibration::fit_reserved(records);
-    if (reserved.records > 0)
-      std::cerr << "reserved / allocated peak over " << reserved.records << " records: median " << reserved.median
-                << ", p90 " << reserved.p90 << ", max " << reserved.max << "\n";
+    const auto reserved_expandable = calibration::fit_reserved(records, true);
+    for (const auto& [label, f] : {std::pair{"default allocator", reserved}, std::pair{"expandable_segments", reserved_expandable}})
+      if (f.records > 0)
+        std::cerr << "reserved / allocated peak, " << label << ", over " << f.records << " records: median " << f.median
+                  << ", p90 " << f.p90 << ", max " << f.max << "\n";
     const std::string profile = calibration::profile_json(fits, "transformer_engine", args->corpus,
                                                           static_cast<double>(shipped.cublas_workspace.value), routing,
-                                                          reserved);
+                                                          reserved, reserved_expandable);
     if (args->out.empty()) std::cout << profile;
     else std::ofstream(args->out) << profile;
     const TimeInputs time_inputs{args->microbench, args->attention, args->movement, args->timing, args->stack_timing,

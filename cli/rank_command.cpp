@@ -26,7 +26,7 @@ struct RankArgs {
   std::string order = "narrowest";
 };
 
-void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
+void print_ranking_table(std::ostream& os, const sim::Ranking& r, bool expandable_segments) {
   char line[512];
   std::snprintf(line, sizeof line, "budget %.3f GB per GPU, %zu candidates evaluated, %zu rejected by Megatron\n",
                 r.budget.gb(), r.candidates.size(), r.rejected.size());
@@ -62,9 +62,11 @@ void print_ranking_table(std::ostream& os, const sim::Ranking& r) {
     if (c.reserved_p90 > r.budget) {
       std::snprintf(line, sizeof line,
                     "  fragmentation risk: %.3f GB allocated fits, but the caching allocator reserved up to %.3f GB "
-                    "at this peak in 90 %% of our measured runs; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-                    "avoids most of it\n",
-                    c.max_peak.gb(), c.reserved_p90.gb());
+                    "at this peak in 90 %% of our measured runs%s\n",
+                    c.max_peak.gb(), c.reserved_p90.gb(),
+                    expandable_segments ? " with expandable_segments"
+                                        : "; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (cluster.expandable_segments) "
+                                          "avoids most of it");
       os << line;
     }
   }
@@ -154,7 +156,7 @@ Runner add_rank_command(CLI::App& app) {
       std::cout << sim::to_json(ranking) << "\n";
     } else {
       for (const auto& w : warnings) std::cerr << w << "\n";
-      print_ranking_table(std::cout, ranking);
+      print_ranking_table(std::cout, ranking, spec->cluster.expandable_segments);
     }
     return kExitOk;
   };

@@ -27,7 +27,8 @@ struct ValidateArgs {
                                   "calibration/data/h200_seedlike.jsonl", "calibration/data/h200_routing.jsonl",
                                   "calibration/data/h200_seedllama.jsonl", "calibration/data/h200_variants.jsonl",
                                   "calibration/data/h200_distribute.jsonl", "calibration/data/h200_cross_entropy.jsonl",
-                                  "calibration/data/h200_etp.jsonl", "calibration/data/h200_fp8_store.jsonl"};
+                                  "calibration/data/h200_etp.jsonl", "calibration/data/h200_fp8_store.jsonl",
+                                  "calibration/data/h200_expandable.jsonl"};
   bool json = false;
   double max_median = -1, max_worst = -1;
   int cross_validate = 0;
@@ -131,7 +132,7 @@ Runner add_validate_command(CLI::App& app) {
         std::map<std::string, std::vector<calibration::FitPoint>> train;
         for (std::size_t i = 0; i < evals.size(); ++i) {
           const auto& e = evals[i];
-          if (static_cast<int>(i % k) == fold || !e.usable || e.measured_first_iteration_only || e.record->measured.oom) continue;
+          if (static_cast<int>(i % k) == fold || !e.fits_fixed_term()) continue;
           train[e.stack].push_back({e.uncalibrated_peak(), e.measured_peak});
         }
         for (std::size_t i = 0; i < evals.size(); ++i)
@@ -180,11 +181,13 @@ Runner add_validate_command(CLI::App& app) {
       // Reserved memory: the predicted peak times the profile's measured reserved / allocated ratios.
       if (!e.measured_first_iteration_only && r.measured.peak_reserved_bytes) {
         const auto fc = sim::load_fitted_constants("default", e.stack);
-        if (fc.reserved_ratio_median > 0) {
+        const double median = e.expandable_segments ? fc.reserved_ratio_median_expandable : fc.reserved_ratio_median;
+        const double p90 = e.expandable_segments ? fc.reserved_ratio_p90_expandable : fc.reserved_ratio_p90;
+        if (median > 0) {
           const double measured = static_cast<double>(*r.measured.peak_reserved_bytes);
-          const double estimate = row.predicted * fc.reserved_ratio_median;
+          const double estimate = row.predicted * median;
           reserved_errors.push_back(std::fabs(estimate - measured) / measured);
-          reserved_within_p90 += measured <= row.predicted * fc.reserved_ratio_p90;
+          reserved_within_p90 += measured <= row.predicted * p90;
           jr["measured_reserved_bytes"] = *r.measured.peak_reserved_bytes;
           jr["predicted_reserved_bytes"] = std::llround(estimate);
         }

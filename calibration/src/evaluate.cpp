@@ -85,6 +85,7 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
     return e;
   }
   const model::RunSpec& spec = *prepared;
+  e.expandable_segments = spec.cluster.expandable_segments;
   e.stack = spec.model.transformer_impl == model::TransformerImpl::local ? "local" : "transformer_engine";
   const sim::Prediction p = sim::predict(spec);
   e.predicted_fits = p.fits;

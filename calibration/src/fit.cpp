@@ -67,6 +67,9 @@ RoutingFit fit_routing(const std::vector<Record>& records) {
     const model::ModelSpec& m = parsed.spec->model;
     const std::int64_t ep = m.expert_model_parallel_size, experts = m.num_moe_experts.value_or(0);
     if (ep <= 1 || experts < ep) continue;
+    // expandable_segments records repeat cases of the other corpora for the allocator (same seed,
+    // same routing): counting them would weigh those layers twice.
+    if (parsed.spec->cluster.expandable_segments) continue;
     // A layer whose tokens all went to the same top-k experts routed identical inputs (a fake
     // process group's stand-in data), not an untrained router's spread.
     if (r.measured.first_iteration_min_active_experts &&
@@ -92,11 +95,13 @@ RoutingFit fit_routing(const std::vector<Record>& records) {
   return f;
 }
 
-ReservedFit fit_reserved(const std::vector<Record>& records) {
+ReservedFit fit_reserved(const std::vector<Record>& records, bool expandable_segments) {
   std::vector<double> ratios;
   for (const auto& r : records) {
     const auto& m = r.measured;
     if (m.oom || !m.peak_allocated_bytes || !m.peak_reserved_bytes || *m.peak_allocated_bytes <= 0) continue;
+    const auto parsed = model::parse_run_spec(r.spec_json);
+    if (!parsed.spec || parsed.spec->cluster.expandable_segments != expandable_segments) continue;
     ratios.push_back(static_cast<double>(*m.peak_reserved_bytes) / static_cast<double>(*m.peak_allocated_bytes));
   }
   ReservedFit f;
@@ -117,7 +122,8 @@ ReservedFit fit_reserved(const std::vector<Record>& records) {
 
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
                          const std::vector<std::string>& corpus_files, double cublas_workspace_bytes,
-                         const RoutingFit& routing, const ReservedFit& reserved) {
+                         const RoutingFit& routing, const ReservedFit& reserved,
+                         const ReservedFit& reserved_expandable) {
   nlohmann::json by = nlohmann::json::object();
   const StackFit* def = nullptr;
   for (const auto& f : fits) {
@@ -151,6 +157,14 @@ std::string profile_json(const std::vector<StackFit>& fits, const std::string& d
          "multiplies a rank's allocated peak by them for its reserved estimate and warns when the p90 "
          "one no longer fits."},
         {"median", reserved.median}, {"p90", reserved.p90}, {"max", reserved.max}, {"records", reserved.records}};
+  }
+  if (reserved_expandable.records > 0) {
+    j["memory"]["reserved_over_allocated_expandable"] = {
+        {"description",
+         "The same ratio for runs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the spec's "
+         "cluster.expandable_segments); predict uses it for such specs."},
+        {"median", reserved_expandable.median}, {"p90", reserved_expandable.p90}, {"max", reserved_expandable.max},
+        {"records", reserved_expandable.records}};
   }
   if (!routing.by_score_function.empty()) {
     nlohmann::json by = nlohmann::json::object();

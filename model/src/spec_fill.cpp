@@ -461,6 +461,7 @@ void fill_ddp(const json& doc, DdpSpec& d, ModelSpec& m, Diagnostics& out) {
 void fill_cluster(const json& doc, ClusterSpec& c, Diagnostics& out) {
   const Reader r(doc, "cluster", out);
   r.read("num_gpus", c.num_gpus);
+  r.read("expandable_segments", c.expandable_segments);
   if (const json* gpu = r.find("gpu")) fill_gpu(*gpu, c.gpu, out);
   else fill_gpu(json("h100-sxm-80gb"), c.gpu, out);
 }

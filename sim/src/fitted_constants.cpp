@@ -28,6 +28,10 @@ FittedConstants load_fitted_constants(const std::string& name, const std::string
     c.reserved_ratio_median = ro.value("median", 0.0);
     c.reserved_ratio_p90 = ro.value("p90", 0.0);
   }
+  if (const auto re = m.value("reserved_over_allocated_expandable", nlohmann::json::object()); re.is_object()) {
+    c.reserved_ratio_median_expandable = re.value("median", 0.0);
+    c.reserved_ratio_p90_expandable = re.value("p90", 0.0);
+  }
   if (const auto r = j.value("moe_routing", nlohmann::json::object()); r.is_object() && r.contains("by_score_function"))
     for (const auto& [score, v] : r.at("by_score_function").items())
       c.moe_expert_load_sigma.emplace_back(score, v.value("untrained_expert_load_sigma", 0.0));

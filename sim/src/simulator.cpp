@@ -612,8 +612,9 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       return ratio > 0 ? Bytes{std::llround(static_cast<double>(rp.peak_allocated.value) * ratio)} + rp.reserved_outside_allocated
                        : Bytes{};
     };
-    rp.estimated_peak_reserved = scaled(fitted.reserved_ratio_median);
-    rp.estimated_peak_reserved_p90 = scaled(fitted.reserved_ratio_p90);
+    const bool expandable = spec.cluster.expandable_segments;
+    rp.estimated_peak_reserved = scaled(expandable ? fitted.reserved_ratio_median_expandable : fitted.reserved_ratio_median);
+    rp.estimated_peak_reserved_p90 = scaled(expandable ? fitted.reserved_ratio_p90_expandable : fitted.reserved_ratio_p90);
 
     for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
       for (const auto& s : chunks[ci].segments) {
@@ -668,15 +669,19 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     if (!r.fits) out.fits = false;
     // Fits by allocated bytes, but not once the allocator's cache is counted as in most measured runs.
     if (r.fits && r.estimated_peak_reserved_p90 > out.capacity) {
+      const bool expandable = spec.cluster.expandable_segments;
+      const double p90 = expandable ? fitted.reserved_ratio_p90_expandable : fitted.reserved_ratio_p90;
       out.warnings.push_back({model::Severity::warning, "ranks.pp_rank_" + std::to_string(r.rank.pp_rank),
                               "fragmentation_risk",
                               "pp rank " + std::to_string(r.rank.pp_rank) + " fits by allocated bytes (" +
                                   fmt_gb(r.peak_allocated + r.reserved_outside_allocated) + " GB of " + fmt_gb(out.capacity) +
-                                  "), but the caching allocator reserved up to " +
-                                  fmt_percent(fitted.reserved_ratio_p90 - 1.0) +
-                                  " more than it allocated in 90 % of our measured runs (" + fmt_gb(r.estimated_peak_reserved_p90) +
-                                  " GB): it may run out of memory from fragmentation; "
-                                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids most of it"});
+                                  "), but the caching allocator reserved up to " + fmt_percent(p90 - 1.0) +
+                                  " more than it allocated in 90 % of our measured runs" +
+                                  (expandable ? " with expandable_segments" : "") + " (" +
+                                  fmt_gb(r.estimated_peak_reserved_p90) + " GB): it may run out of memory from fragmentation" +
+                                  (expandable ? std::string("")
+                                              : std::string("; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (cluster."
+                                                            "expandable_segments) avoids most of it"))});
     }
     if (r.step_time_s >= out.step_time_s) {
       out.step_time_s = r.step_time_s;

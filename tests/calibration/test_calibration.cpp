@@ -215,7 +215,17 @@ TEST_CASE("reserved / allocated quantiles over whole measured runs") {
   REQUIRE(r.records.size() == 7);
   const auto f = fit_reserved(r.records);
   CHECK(f.records == 5);
+  CHECK(fit_reserved(r.records, true).records == 0);  // none of them ran with expandable_segments
   CHECK(f.median == Approx(1.2));
   CHECK(f.p90 == Approx(1.3 + 0.6 * 0.1));  // position 0.9 x 4 = 3.6 between 1.3 and 1.4
   CHECK(f.max == Approx(1.4));
+}
+
+TEST_CASE("reserved ratios are fitted apart for runs with expandable_segments") {
+  const std::string plain = R"({"record_version":1,"case":"p","spec":{"model":{"num_layers":2}},"measured":{"max_allocated_bytes":1000,"max_reserved_bytes":1100}})";
+  const std::string grown = R"({"record_version":1,"case":"g","spec":{"model":{"num_layers":2},"cluster":{"expandable_segments":true}},"measured":{"max_allocated_bytes":1000,"max_reserved_bytes":1010}})";
+  const auto r = read_records(plain + "\n" + grown + "\n");
+  REQUIRE(r.records.size() == 2);
+  CHECK(fit_reserved(r.records).median == Approx(1.1));
+  CHECK(fit_reserved(r.records, true).median == Approx(1.01));
 }

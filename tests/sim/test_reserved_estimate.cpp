@@ -58,3 +58,23 @@ TEST_CASE("fragmentation warning only when the allocated peak fits and the p90 r
   CHECK_FALSE(small.fits);
   CHECK_FALSE(warns_fragmentation(small));
 }
+
+TEST_CASE("with expandable_segments the estimate takes the ratios measured with it", "[sim][reserved]") {
+  const auto fc = sim::load_fitted_constants("default", "transformer_engine");
+  REQUIRE(fc.reserved_ratio_median_expandable > 1.0);
+  REQUIRE(fc.reserved_ratio_median_expandable < fc.reserved_ratio_median);
+  model::RunSpec spec = dense_on(80'000'000'000);
+  spec.cluster.expandable_segments = true;
+  const auto p = sim::predict(spec);
+  REQUIRE(p.ranks.size() == 1);
+  const auto& r = p.ranks[0];
+  CHECK(r.estimated_peak_reserved.value ==
+        std::llround(static_cast<double>(r.peak_allocated.value) * fc.reserved_ratio_median_expandable));
+  // A capacity between the allocated peak and the p90 estimate: the warning no longer suggests the
+  // setting the run already has.
+  spec.cluster.gpu.memory_bytes = Bytes{(r.peak_allocated.value + r.estimated_peak_reserved_p90.value) / 2};
+  const auto tight = sim::predict(spec);
+  REQUIRE(warns_fragmentation(tight));
+  for (const auto& w : tight.warnings)
+    if (w.rule == "fragmentation_risk") CHECK(w.message.find("avoids most of it") == std::string::npos);
+}

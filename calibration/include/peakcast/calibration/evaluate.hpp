@@ -24,8 +24,14 @@ struct Evaluation {
   double predicted_step_time_s = 0;
   bool without_recompute = false;  // no recompute and no offloading: a policy study's control row
   sim::RankPrediction::StepTime predicted_time;  // the measured rank's step-time parts
+  bool expandable_segments = false;  // the run's allocator grew segments (spec cluster.expandable_segments)
   // The prediction with the profile's fixed term removed: the fit's regressor.
   double uncalibrated_peak() const { return predicted_peak - profile_fixed; }
+  // Whether the record enters the fixed-term fit: a whole-run peak, not out of memory, and the
+  // default allocator (the simulated allocator slack assumes it).
+  bool fits_fixed_term() const {
+    return usable && !measured_first_iteration_only && !record->measured.oom && !expandable_segments;
+  }
 };
 
 // The record's spec as the simulator should see it: parsed, with the measured MoE routing (or, for a

@@ -55,14 +55,15 @@ struct ReservedFit {
   double median = 0, p90 = 0, max = 0;
 };
 // Records with a whole-run peak_allocated_bytes and peak_reserved_bytes (not first-iteration-only,
-// not out of memory).
-ReservedFit fit_reserved(const std::vector<Record>& records);
+// not out of memory) whose spec's cluster.expandable_segments equals `expandable_segments`.
+ReservedFit fit_reserved(const std::vector<Record>& records, bool expandable_segments = false);
 
 // The profile JSON `sim::load_fitted_constants` reads. The top-level memory terms are the
 // `default_stack` fit (used by predict); every stack's fit is kept under memory.by_transformer_impl.
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
                          const std::vector<std::string>& corpus_files, double cublas_workspace_bytes,
-                         const RoutingFit& routing = {}, const ReservedFit& reserved = {});
+                         const RoutingFit& routing = {}, const ReservedFit& reserved = {},
+                         const ReservedFit& reserved_expandable = {});
 
 }  // namespace peakcast::calibration
 

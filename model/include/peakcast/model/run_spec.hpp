@@ -213,6 +213,9 @@ struct GpuSpec {
 struct ClusterSpec {
   std::int64_t num_gpus = 1;
   GpuSpec gpu;
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows segments instead
+  // of caching fixed-size ones; it changes the reserved estimate (not the simulated allocated peak).
+  bool expandable_segments = false;
 };
 
 struct RunSpec {

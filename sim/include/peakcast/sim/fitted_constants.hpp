@@ -42,6 +42,7 @@ struct FittedConstants {
   // Reserved over allocated peak in whole measured runs (the caching allocator's cache and
   // fragmentation): median and 90th percentile; 0 when the profile has none.
   double reserved_ratio_median = 0, reserved_ratio_p90 = 0;
+  double reserved_ratio_median_expandable = 0, reserved_ratio_p90_expandable = 0;  // expandable_segments runs
   // Untrained routers: spread of one expert's load (per router score function), measured; a rank's
   // layer load spreads by this / sqrt(local experts).
   std::vector<std::pair<std::string, double>> moe_expert_load_sigma;

@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/cli/peakcast}
 "$bin" validate --max-median-error 0.02 --max-worst-error 0.05 > /tmp/peakcast_validate.txt
-tail -12 /tmp/peakcast_validate.txt
+tail -20 /tmp/peakcast_validate.txt
 "$bin" validate --cross-validate 5 --max-median-error 0.02 --max-worst-error 0.05 > /tmp/peakcast_validate_cv.txt
-tail -12 /tmp/peakcast_validate_cv.txt
+tail -20 /tmp/peakcast_validate_cv.txt
 # Step time: every resolved pair of policies on the same run has its predicted overhead in the
 # measured order (exit 1 otherwise).
 "$bin" validate --time --corpus calibration/data/h200_timing.jsonl > /tmp/peakcast_validate_time.txt

@@ -115,6 +115,15 @@ TimeProfileResult build_time_profile(const TimeInputs& in, const model::GpuSpec&
     }
     return text;
   };
+  // Timed records of one corpus file; nothing (and an input error) when it does not read.
+  const auto read_timed = [&](const std::string& path) -> std::optional<std::vector<calibration::Record>> {
+    std::vector<calibration::Record> timed;
+    if (!read_corpus({path}, timed)) {
+      out.input_error = true;
+      return std::nullopt;
+    }
+    return timed;
+  };
   if (!in.microbench.empty()) {
     const auto text = read(in.microbench, "--microbench");
     if (!text) return out;
@@ -156,25 +165,19 @@ TimeProfileResult build_time_profile(const TimeInputs& in, const model::GpuSpec&
     }
   }
   if (!in.timing.empty()) {
-    std::vector<calibration::Record> timed;
-    if (!read_corpus({in.timing}, timed)) {
-      out.input_error = true;
-      return out;
-    }
-    const auto sf = calibration::fit_step_terms(calibration::evaluate_records(timed), g.hbm_bandwidth_gbps * 1e9,
+    const auto timed = read_timed(in.timing);
+    if (!timed) return out;
+    const auto sf = calibration::fit_step_terms(calibration::evaluate_records(*timed), g.hbm_bandwidth_gbps * 1e9,
                                                 g.nvlink_bandwidth_gbps * 1e9 / 2.0);
     report_step_terms(sf);
     out.json = calibration::with_step_terms(out.json, sf, in.timing);
     fitted.step = sf;
   }
   if (!in.stack_timing.empty()) {
-    std::vector<calibration::Record> timed;
-    if (!read_corpus({in.stack_timing}, timed)) {
-      out.input_error = true;
-      return out;
-    }
+    const auto timed = read_timed(in.stack_timing);
+    if (!timed) return out;
     const auto base = stack_fit_base(fitted);
-    const auto hf = calibration::fit_stack_host_terms(timed, in.stack_timing_groups, base);
+    const auto hf = calibration::fit_stack_host_terms(*timed, in.stack_timing_groups, base);
     report_stack_host(hf);
     if (hf.records >= 3) out.json = calibration::with_stack_host_terms_json(out.json, hf, base, in.stack_timing);
   }

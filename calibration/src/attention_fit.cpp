@@ -1,4 +1,5 @@
 #include "peakcast/calibration/attention_fit.hpp"
+#include "profile_object.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -74,8 +75,7 @@ AttentionFit fit_fused_attention(const std::string& text, double peak_flops, dou
 }
 
 std::string with_fused_attention(const std::string& time_profile_json, const AttentionFit& fit, const std::string& source) {
-  auto j = nlohmann::json::parse(time_profile_json, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+  auto j = detail::profile_object(time_profile_json);
   j["fused_attention"] = {
       {"description",
        "Written by `peakcast calibrate --attention`: cuDNN fused attention (PyTorch SDPA, the kernels Transformer "

@@ -45,7 +45,7 @@ std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not)
   // The harness counts received rows after the dispatcher's ETP all-gather, which the model
   // applies itself: the imbalance is the expert-parallel part, received / (routed x ETP).
   if (m.moe_routing_imbalance && !spec_sets_routing(r.spec_json)) {
-    const auto etp = static_cast<double>(spec.model.expert_tensor_parallel_size.value_or(spec.model.tensor_model_parallel_size));
+    const auto etp = static_cast<double>(model::derive(spec).etp);
     spec.model.moe_routing_imbalance = std::min(*m.moe_routing_imbalance / etp,
                                                 static_cast<double>(std::max<std::int64_t>(1, spec.model.expert_model_parallel_size)));
   }

@@ -77,7 +77,7 @@ RoutingFit fit_routing(const std::vector<Record>& records) {
     // Under ETP the harness's fake process group fills the other ETP ranks' gathered rows with
     // stand-in data, which then reaches the later layers' routers: not an untrained router's spread.
     // (All our ETP records are fake-process-group runs, calibration/data/h200_etp.jsonl.)
-    if (m.expert_tensor_parallel_size.value_or(m.tensor_model_parallel_size) > 1) continue;
+    if (model::derive(*parsed.spec).etp > 1) continue;
     const std::string& score = m.moe_router_score_function;
     const double local = static_cast<double>(experts / ep);
     auto& [ss, spread] = acc[score];
@@ -104,20 +104,9 @@ ReservedFit fit_reserved(const std::vector<Record>& records, bool expandable_seg
     if (!parsed.spec || parsed.spec->cluster.expandable_segments != expandable_segments) continue;
     ratios.push_back(static_cast<double>(*m.peak_reserved_bytes) / static_cast<double>(*m.peak_allocated_bytes));
   }
-  ReservedFit f;
-  if (ratios.empty()) return f;
-  std::sort(ratios.begin(), ratios.end());
-  const auto quantile = [&](double q) {
-    const double pos = q * static_cast<double>(ratios.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(pos));
-    const auto hi = std::min(lo + 1, ratios.size() - 1);
-    return ratios[lo] + (pos - static_cast<double>(lo)) * (ratios[hi] - ratios[lo]);
-  };
-  f.records = static_cast<int>(ratios.size());
-  f.median = quantile(0.5);
-  f.p90 = quantile(0.9);
-  f.max = ratios.back();
-  return f;
+  // The same order statistics as the error report: median, 90th percentile and largest.
+  const ErrorStats s = error_stats(std::move(ratios));
+  return {s.n, s.median, s.p90, s.worst};
 }
 
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,

@@ -1,4 +1,5 @@
 #include "peakcast/calibration/movement_fit.hpp"
+#include "profile_object.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -41,8 +42,7 @@ MovementFit fit_movement(const std::string& text, double hbm_bytes_per_s, double
 }
 
 std::string with_movement(const std::string& time_profile_json, const MovementFit& fit, const std::string& source) {
-  auto j = nlohmann::json::parse(time_profile_json, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+  auto j = detail::profile_object(time_profile_json);
   j["movement"] = {
       {"description",
        "Written by `peakcast calibrate --movement`: row gathers, copies and cat (PyTorch kernels on the H200), "

@@ -1,4 +1,5 @@
 #include "peakcast/calibration/stack_host_fit.hpp"
+#include "profile_object.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -155,8 +156,7 @@ StackHostFit fit_stack_host_terms(const std::vector<Record>& records, const std:
 
 std::string with_stack_host_terms_json(const std::string& time_profile_json, const StackHostFit& fit,
                                        const sim::FittedConstants& local_terms, const std::string& source) {
-  auto j = nlohmann::json::parse(time_profile_json, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+  auto j = detail::profile_object(time_profile_json);
   const auto c = with_stack_host_terms(local_terms, fit.host_scale, fit.host_s_per_checkpoint);
   nlohmann::json held_out = nlohmann::json::array(), fitted = nlohmann::json::array();
   for (const auto& p : fit.points) (p.fitted ? fitted : held_out).push_back(p.name);

@@ -1,4 +1,5 @@
 #include "peakcast/calibration/step_fit.hpp"
+#include "profile_object.hpp"
 
 #include <Eigen/Dense>
 #include <nlohmann/json.hpp>
@@ -98,8 +99,7 @@ StepFit fit_step_terms(const std::vector<Evaluation>& evals, double hbm_bytes_pe
 }
 
 std::string with_step_terms(const std::string& time_profile_json, const StepFit& f, const std::string& source) {
-  auto j = nlohmann::json::parse(time_profile_json, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+  auto j = detail::profile_object(time_profile_json);
   j["step"] = {
       {"description",
        "Written by `peakcast calibrate --timing`: host cost per forward op call, per backward op call, "

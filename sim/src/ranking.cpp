@@ -2,20 +2,16 @@
 // profiles), decides viability against the budget and orders the list.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "peakcast/sim/ranking.hpp"
+#include "text_format.hpp"
 
 namespace peakcast::sim {
 
 namespace {
 
-std::string gb_text(Bytes b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", b.gb());
-  return buf;
-}
+using detail::gb_text;
 
 RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, Bytes budget, double headroom_sigma) {
   const Prediction p = predictor.run(choice);

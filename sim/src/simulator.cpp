@@ -3,7 +3,6 @@
 // rank's static memory, the gradient sync and the optimizer step.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +15,7 @@
 #include "peakcast/sim/prediction.hpp"
 #include "peakcast/sim/schedule.hpp"
 #include "peakcast/sim/time_model.hpp"
+#include "text_format.hpp"
 
 namespace peakcast::sim {
 
@@ -94,18 +94,6 @@ struct Segment {
 
 using ProfileKey = std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool>;
 using ProfileCache = std::map<ProfileKey, ModuleProfile>;
-
-std::string fmt_gb(Bytes b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(b.value) / 1e9);
-  return buf;
-}
-
-std::string fmt_percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * fraction);
-  return buf;
-}
 
 const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt) {
   const ProfileKey key{&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module};
@@ -674,11 +662,11 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       out.warnings.push_back({model::Severity::warning, "ranks.pp_rank_" + std::to_string(r.rank.pp_rank),
                               "fragmentation_risk",
                               "pp rank " + std::to_string(r.rank.pp_rank) + " fits by allocated bytes (" +
-                                  fmt_gb(r.peak_allocated + r.reserved_outside_allocated) + " GB of " + fmt_gb(out.capacity) +
-                                  "), but the caching allocator reserved up to " + fmt_percent(p90 - 1.0) +
+                                  detail::gb_text(r.peak_allocated + r.reserved_outside_allocated) + " GB of " + detail::gb_text(out.capacity) +
+                                  "), but the caching allocator reserved up to " + detail::percent_text(p90 - 1.0) +
                                   " more than it allocated in 90 % of our measured runs" +
                                   (expandable ? " with expandable_segments" : "") + " (" +
-                                  fmt_gb(r.estimated_peak_reserved_p90) + " GB): it may run out of memory from fragmentation" +
+                                  detail::gb_text(r.estimated_peak_reserved_p90) + " GB): it may run out of memory from fragmentation" +
                                   (expandable ? std::string("")
                                               : std::string("; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (cluster."
                                                             "expandable_segments) avoids most of it"))});

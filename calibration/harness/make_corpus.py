@@ -437,6 +437,23 @@ for base in ("gqa8b", "moonlight4"):
                      **({"train.micro_batch_size": 2, "train.global_batch_size": 4} if base == "moonlight4" else {})),
             iterations=3)
 
+# ---- CUDA graphs, Megatron's local implementation (group "cuda_graphs", calibration/data/h200_cuda_graphs.jsonl) ----
+# cuda_graph_impl "local" (CudaGraphManager): iteration 1 runs eagerly and records each layer, the
+# schedule captures the graphs at its end (create_cudagraphs, schedules.py:871) into one private
+# pool, later iterations replay them. Checkpoints inside a capture run plain (random.py:677), so a
+# recompute tag inside the captured layer holds its whole saved set in the pool. Whole-layer scope on
+# gqa8b with two micro-batches: no recompute, core_attn, mlp; the attn scope with core_attn; and PP2
+# (a graph per micro-batch in flight), both stages. (layernorm needs TE: CheckpointWithoutOutput.)
+cg = {"model.cuda_graph_impl": "local", "model.cuda_graph_modules": [], "train.global_batch_size": 2}
+add("cg_gqa8b_none", "cuda_graphs", "gqa8b", set=dict(cg), iterations=4)
+for tag in ("core_attn", "mlp"):
+    add(f"cg_gqa8b_{tag}", "cuda_graphs", "gqa8b", set=dict(cg, **sel(tag)), iterations=4)
+add("cg_gqa8b_attn_scope_core_attn", "cuda_graphs", "gqa8b",
+    set=dict(cg, **sel("core_attn"), **{"model.cuda_graph_modules": ["attn"]}), iterations=4)
+for r in (0, 1):
+    add(f"cg_gqa8b_pp2_r{r}", "cuda_graphs", "gqa8b", set={**pp2, **cg, "train.global_batch_size": 4},
+        fake_rank=r, iterations=4)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

@@ -131,7 +131,9 @@ def run(case, rec):
         expert_model_parallel_size=config.expert_model_parallel_size,
         expert_tensor_parallel_size=config.expert_tensor_parallel_size,
         create_gloo_process_groups=False)
-    tensor_parallel.model_parallel_cuda_manual_seed(1234)
+    # Megatron's local CUDA graphs need a graph-safe RNG tracker (CudaGraphManager asserts it).
+    tensor_parallel.model_parallel_cuda_manual_seed(
+        1234, use_cudagraphable_rng=(config.cuda_graph_impl == "local"))
     if any(t in (config.recompute_modules or []) for t in ("layernorm", "moe_act", "mla_up_proj")) \
             and config.recompute_granularity == "selective":
         megatron_env.ensure_share_storage()
@@ -366,6 +368,7 @@ def run(case, rec):
                     num_microbatches=num_mb, seq_length=seq, micro_batch_size=mbs,
                     decoder_seq_length=seq, forward_only=False)
             rec_it["fwd_bwd_peak_bytes"] = take_peak()
+            rec_it["fwd_bwd_peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
             rec_it["fwd_bwd_peak_requested_bytes"] = torch.cuda.memory_stats().get("requested_bytes.all.peak")
             if history and it == 1:
                 m["alive_at_first_fwd_bwd_peak_by_source"] = peak_blocks_by_source(torch)
@@ -399,6 +402,8 @@ def run(case, rec):
             rec_it["optimizer_peak_bytes"] = take_peak()
             rec_it["optimizer_time_s"] = time.perf_counter() - t0
             rec_it["allocated_after_step_bytes"] = torch.cuda.memory_allocated()
+            rec_it["optimizer_peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+            rec_it["reserved_after_step_bytes"] = torch.cuda.memory_reserved()
             # What the tensors asked for, before the allocator's rounding and unsplit remainders.
             stats = torch.cuda.memory_stats()
             rec_it["optimizer_peak_requested_bytes"] = stats.get("requested_bytes.all.peak")

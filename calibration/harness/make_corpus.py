@@ -450,6 +450,12 @@ for tag in ("core_attn", "mlp"):
     add(f"cg_gqa8b_{tag}", "cuda_graphs", "gqa8b", set=dict(cg, **sel(tag)), iterations=4)
 add("cg_gqa8b_attn_scope_core_attn", "cuda_graphs", "gqa8b",
     set=dict(cg, **sel("core_attn"), **{"model.cuda_graph_modules": ["attn"]}), iterations=4)
+# The graphs' static buffers against layers, micro-batch size and micro-batch count (none).
+add("cg_gqa8b_2layers", "cuda_graphs", "gqa8b", set=dict(cg, **{"model.num_layers": 2}), iterations=3)
+add("cg_gqa8b_8layers", "cuda_graphs", "gqa8b", set=dict(cg, **{"model.num_layers": 8}), iterations=3)
+add("cg_gqa8b_mbs2", "cuda_graphs", "gqa8b",
+    set=dict(cg, **{"train.micro_batch_size": 2, "train.global_batch_size": 4}), iterations=3)
+add("cg_gqa8b_4mb", "cuda_graphs", "gqa8b", set=dict(cg, **{"train.global_batch_size": 4}), iterations=3)
 for r in (0, 1):
     add(f"cg_gqa8b_pp2_r{r}", "cuda_graphs", "gqa8b", set={**pp2, **cg, "train.global_batch_size": 4},
         fake_rank=r, iterations=4)

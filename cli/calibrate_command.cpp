@@ -25,7 +25,8 @@ struct CalibrateArgs {
                                   "calibration/data/h200_seedllama.jsonl", "calibration/data/h200_variants.jsonl",
                                   "calibration/data/h200_distribute.jsonl", "calibration/data/h200_cross_entropy.jsonl",
                                   "calibration/data/h200_etp.jsonl", "calibration/data/h200_fp8_store.jsonl",
-                                  "calibration/data/h200_expandable.jsonl"};
+                                  "calibration/data/h200_expandable.jsonl",
+                                  "calibration/data/h200_cuda_graphs.jsonl"};
   std::string out;
   std::string microbench;
   std::string timing;

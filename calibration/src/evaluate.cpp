@@ -86,9 +86,12 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   }
   const model::RunSpec& spec = *prepared;
   e.expandable_segments = spec.cluster.expandable_segments;
+  e.layer_cuda_graphs = spec.model.cuda_graph_impl == model::CudaGraphImpl::local ||
+                        spec.model.cuda_graph_impl == model::CudaGraphImpl::transformer_engine;
   e.stack = spec.model.transformer_impl == model::TransformerImpl::local ? "local" : "transformer_engine";
   const sim::Prediction p = sim::predict(spec);
-  e.predicted_fits = p.fits;
+  // Out of memory is the reservation's failure: the verdict counts the allocator's p90 reserve.
+  e.predicted_fits = p.fits_with_allocator_reserve;
   e.predicted_step_time_s = p.step_time_s;
   e.without_recompute = runs_without_recompute(spec);
   // predict() already adds the shipped profile's fixed term for this record's stack.
@@ -107,6 +110,7 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   e.predicted_peak = static_cast<double>(
       (e.measured_first_iteration_only ? best->first_iteration_peak_allocated : best->peak_allocated).value);
   e.predicted_phase = sim::to_string(best->peak_phase);
+  e.predicted_graph_pool = static_cast<double>(best->reserved_outside_allocated.value);
   e.predicted_time = best->time;
   if (m.oom) {
     e.why_unusable = "out of memory: the measured peak is a lower bound (fit/OOM agreement only)";

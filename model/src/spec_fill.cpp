@@ -390,6 +390,7 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
         m.cuda_graph_modules.push_back(n);
     }
   }
+  r.read("cuda_graph_warmup_steps", m.cuda_graph_warmup_steps);
   r.read("gradient_accumulation_fusion", m.gradient_accumulation_fusion);
 
   // Hybrid models take their layer count from the pattern (Bridge hybrid_provider.py:233-245).

@@ -27,6 +27,13 @@ std::uint32_t regions_bypassed_by_cuda_graphs(const model::RunSpec& spec, const 
   // and shared_experts use TE's checkpoint instead when FP8/FP4 is on (transformer_layer.py:868-887,
   // moe_layer.py:510-522, :694-712), which has no such bypass.
   const bool te_checkpoint = spec.model.fp8.has_value();  // the spec has no fp4 mode
+  // The local manager runs a captured layer whole inside the capture: every region in it is bypassed.
+  if (impl == model::CudaGraphImpl::local) {
+    if (!layer_captured_by_cuda_graphs(spec, layer)) return 0;
+    if (attn) bypass |= kCoreAttn;
+    if (!te_checkpoint) bypass |= kMlp | kMoe | kSharedExperts;
+    return bypass;
+  }
   if (attn && (whole || scope_has(spec, "attn"))) bypass |= kCoreAttn;
   if (!te_checkpoint && layer.ffn == model::FfnKind::dense && (whole || scope_has(spec, "mlp"))) bypass |= kMlp;
   if (!te_checkpoint && layer.ffn == model::FfnKind::moe && (whole || scope_has(spec, "moe"))) bypass |= kMoe | kSharedExperts;
@@ -40,14 +47,39 @@ bool layer_captured_by_cuda_graphs(const model::RunSpec& spec, const model::Laye
   using model::FfnKind;
   using model::MixerKind;
   const bool attn = layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla;
-  if (attn && scope_has(spec, "attn")) return true;
-  if (layer.mixer == MixerKind::mamba && scope_has(spec, "mamba")) return true;
-  if (layer.ffn == FfnKind::dense && layer.mixer == MixerKind::none && scope_has(spec, "mlp")) return true;
-  if (layer.ffn == FfnKind::moe && layer.mixer == MixerKind::none && scope_has(spec, "moe")) return true;
-  return false;
+  const bool mamba = layer.mixer == MixerKind::mamba && scope_has(spec, "mamba");
+  if (impl == model::CudaGraphImpl::local) {
+    // A layer with a manager is graphed whole (transformer_layer.py:527-554).
+    return (attn && scope_has(spec, "attn")) || (layer.ffn == FfnKind::dense && scope_has(spec, "mlp")) || mamba ||
+           (layer.ffn == FfnKind::moe && layer.mixer == MixerKind::none && scope_has(spec, "moe"));
+  }
+  // Transformer Engine: a hybrid layer is one mixer or one FFN; a standard layer is captured whole
+  // only when both its halves are named (graph_capture() gives the half otherwise).
+  const bool mixer_named = (attn && scope_has(spec, "attn")) || mamba;
+  const bool ffn_named = (layer.ffn == FfnKind::dense && scope_has(spec, "mlp")) ||
+                         (layer.ffn == FfnKind::moe && scope_has(spec, "moe"));
+  if (layer.mixer == MixerKind::none) return ffn_named;
+  if (layer.ffn == FfnKind::none) return mixer_named;
+  return mixer_named && ffn_named;
 }
 
-ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& chunk) {
+GraphCapture graph_capture(const model::RunSpec& spec, const model::LayerSpec& layer) {
+  if (layer_captured_by_cuda_graphs(spec, layer)) return GraphCapture::whole;
+  if (spec.model.cuda_graph_impl != model::CudaGraphImpl::transformer_engine) return GraphCapture::none;
+  using model::FfnKind;
+  using model::MixerKind;
+  const bool attn = layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla;
+  if (!attn || layer.ffn == FfnKind::none) return GraphCapture::none;
+  const bool mixer = scope_has(spec, "attn");
+  const bool ffn = (layer.ffn == FfnKind::dense && scope_has(spec, "mlp")) || (layer.ffn == FfnKind::moe && scope_has(spec, "moe"));
+  if (mixer && ffn) return GraphCapture::whole;
+  if (mixer) return GraphCapture::mixer;
+  if (ffn) return GraphCapture::ffn;
+  return GraphCapture::none;
+}
+
+ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& chunk,
+                         bool capture_bypass) {
   ChunkPolicy p;
   const std::size_t n = chunk.layers.size();
   p.layers.assign(n, CheckpointSet{});
@@ -80,7 +112,7 @@ ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, co
     }
   }
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t bypass = regions_bypassed_by_cuda_graphs(spec, chunk.layers[i]);
+    const std::uint32_t bypass = capture_bypass ? regions_bypassed_by_cuda_graphs(spec, chunk.layers[i]) : 0;
     p.layers[i].keep_inputs = keep & ~bypass;
     p.layers[i].discard_output = discard;
   }

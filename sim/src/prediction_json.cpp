@@ -19,6 +19,7 @@ std::string to_json(const Prediction& p, bool with_timeline) {
   j["schema_version"] = 1;
   j["capacity_bytes"] = p.capacity.value;
   j["fits"] = p.fits;
+  j["fits_with_allocator_reserve"] = p.fits_with_allocator_reserve;
   j["max_peak_allocated_bytes"] = p.max_peak_allocated.value;
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : p.ranks) {
@@ -36,9 +37,11 @@ std::string to_json(const Prediction& p, bool with_timeline) {
     x["peak_op"] = r.peak_op;
     x["breakdown_bytes"] = breakdown_json(r.breakdown);
     x["reserved_outside_allocated_bytes"] = r.reserved_outside_allocated.value;
+    x["peak_with_graph_pool_bytes"] = r.peak_with_graph_pool.value;
     x["estimated_peak_reserved_bytes"] = r.estimated_peak_reserved.value;
     x["estimated_peak_reserved_p90_bytes"] = r.estimated_peak_reserved_p90.value;
     x["fits"] = r.fits;
+    x["fits_with_allocator_reserve"] = r.fits_with_allocator_reserve;
     x["replay_flops"] = r.replay_flops;
     x["step_time_s"] = r.step_time_s;
     x["replay_time_s"] = r.replay_time_s;

@@ -76,6 +76,7 @@ struct Segment {
   // all-gathers the full input into another new buffer at the group's backward.
   bool distributed_input = false;
   bool graph_captured = false;  // saved set lives at addresses a CUDA-graph pool keeps reserved
+  Bytes captured_held;          // a half-captured layer (TE scopes): the saved bytes of the captured half
   bool offloaded = false;       // cpu_offloading: its saved activations go to host memory
   // Tied embeddings on one chunk: autograd sums the output layer's weight gradient with the
   // embedding's in the shared weight's input buffer, so it stays from this segment's backward
@@ -159,6 +160,23 @@ void distribute_group_input(Segment& s, std::int64_t tp) {
   s.replay_work.comm_bytes += static_cast<double>(s.input_bytes.value) * static_cast<double>(tp - 1) / static_cast<double>(tp);
 }
 
+// The saved bytes of one half of a standard layer: the FFN half from the pre-MLP norm on (the
+// graphed _forward_mlp, transformer_layer.py:1170-1181), the attention half before it without the
+// layer input (the graph's static input buffer).
+Bytes captured_half_bytes(const std::vector<ModuleProfile::HeldTensor>& held, bool ffn_half) {
+  // Held tensors are named "<layer>.<tensor>".
+  const auto local = [](const std::string& name) { return name.substr(name.find('.') + 1); };
+  std::size_t split = held.size();
+  for (std::size_t i = 0; i < held.size(); ++i)
+    if (local(held[i].name).rfind("pre_mlp_layernorm", 0) == 0) { split = i; break; }
+  Bytes sum{};
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    const bool in_ffn = i >= split;
+    if (in_ffn == ffn_half && local(held[i].name) != "input") sum += held[i].bytes;
+  }
+  return sum;
+}
+
 struct ChunkModel {
   std::vector<Segment> segments;
   bool receives_input = false;  // input arrives from the previous pipeline stage
@@ -180,7 +198,7 @@ struct Builder {
     return it->second;
   }
 
-  ChunkModel chunk(const model::ModelChunk& c, std::int64_t pp_rank, bool hybrid) {
+  ChunkModel chunk(const model::ModelChunk& c, std::int64_t pp_rank, bool hybrid, bool capture_bypass) {
     ChunkModel cm;
     const bool first_chunk_overall = pp_rank == 0 && c.vpp_index == 0;
     cm.receives_input = !first_chunk_overall;
@@ -189,7 +207,7 @@ struct Builder {
       cm.segments.push_back(plain_segment(profiles, embedding, CheckpointSet{}, -1));
       cm.segments.back().is_embedding = true;
     }
-    const ChunkPolicy pol = chunk_policy(spec, d, c);
+    const ChunkPolicy pol = chunk_policy(spec, d, c, capture_bypass);
     std::size_t i = 0;
     while (i < c.layers.size()) {
       const auto& l = c.layers[i];
@@ -215,7 +233,10 @@ struct Builder {
       if (l.ffn == model::FfnKind::moe && (pol.layers[i].keep_inputs & kMoe) && !spec.model.fp8 &&
           (dispatcher == model::Dispatcher::allgather || dispatcher == model::Dispatcher::alltoall))
         cm.segments.back().retained_after_backward = cm.segments.back().input_bytes * 2;
-      cm.segments.back().graph_captured = layer_captured_by_cuda_graphs(spec, l);
+      const GraphCapture capture = graph_capture(spec, l);
+      cm.segments.back().graph_captured = capture == GraphCapture::whole;
+      if (capture == GraphCapture::mixer || capture == GraphCapture::ffn)
+        cm.segments.back().captured_held = captured_half_bytes(*cm.segments.back().held_tensors, capture == GraphCapture::ffn);
       // A captured layer's forward and backward are each one graph replay on the host, not one
       // Python call per op (its kernels still take their GPU time).
       if (cm.segments.back().graph_captured) cm.segments.back().forward_work.host_calls = 1;
@@ -243,6 +264,26 @@ struct Builder {
   }
 };
 
+// Hidden-state-sized static buffers a chain of captured layers keeps beyond its two per layer:
+// measured with Megatron's local graphs on 2, 4 and 8 layers (calibration/data/h200_cuda_graphs.jsonl:
+// the persistent allocation grows by two hidden states a layer, and 4 layers hold 14), and traced to
+// the first graph's fresh input buffers (cuda_graphs.py:280) and two forward outputs and two input
+// gradients of linear layers (tensor_parallel/layers.py:575, :625) that the runners keep referenced.
+constexpr std::int64_t kCudaGraphChainEndBuffers = 6;
+
+// The rotary table every captured layer takes as a static input: [s, 1, 1, rot] in fp32
+// (rotary_pos_embedding.py returns the float embedding).
+Bytes rotary_table_bytes(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& ctx) {
+  const auto& m = spec.model;
+  const bool rope = m.position_embedding_type == model::PositionEmbedding::rope ||
+                    m.position_embedding_type == model::PositionEmbedding::yarn;
+  if (!rope) return Bytes{};
+  const std::int64_t rot = m.multi_latent_attention
+                               ? m.qk_pos_emb_head_dim
+                               : std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(d.kv_channels) * m.rotary_percent));
+  return Bytes{ctx.seq * rot * 4};
+}
+
 // Live-memory walk of one pipeline rank.
 struct Walker {
   const std::vector<ChunkModel>& chunks;
@@ -253,6 +294,10 @@ struct Walker {
   std::string peak_op;
   Bytes peak_activations, peak_transient;
   int iteration = 1;
+  // A replayed CUDA graph works in its private pool, which the allocator does not count as
+  // allocated: a captured segment holds and allocates nothing, and the hidden state passes through
+  // (the graphs' static input and output buffers are counted in `base`).
+  bool graphed = false;
   bool record = false;
   std::vector<TimelineEvent>* timeline = nullptr;
   double clock = 0;
@@ -307,6 +352,11 @@ struct Walker {
     Bytes in_flight{};  // an offloaded layer's saved set, copied out while the next layer runs
     for (std::size_t i = 0; i < cm.segments.size(); ++i) {
       const Segment& s = cm.segments[i];
+      if (graphed && s.graph_captured) {
+        clock += s.forward_s;
+        kept.segments.push_back(Bytes{});
+        continue;
+      }
       // Its dispatcher takes new probabilities early in the forward: the old replay graph goes.
       if (s.retained_after_backward.value > 0) retain(c, i, Bytes{});
       touch(s.forward_peak_excess, Phase::forward, [&] { return s.name + ".forward"; }, s.layer, mb, c);
@@ -317,7 +367,8 @@ struct Walker {
       // swapped that very tensor's data for its slice (make_viewless_tensor returns a viewless
       // input as it is; measured: the p2p receive buffer is gone at the peak).
       const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
-      const Bytes own = s.input_held ? s.held - s.input_bytes : s.held;
+      // Replaying, a half-captured layer's graphed half keeps its saved set in the pool.
+      const Bytes own = (s.input_held ? s.held - s.input_bytes : s.held) - (graphed ? s.captured_held : Bytes{});
       activations += own + s.output_bytes;
       if (!input_kept) activations -= s.input_bytes;
       const Bytes kept_here = own + (input_kept ? s.input_bytes : Bytes{});
@@ -354,7 +405,9 @@ struct Walker {
       // The loss's backward peaks (the logits' gradient beside the saved softmax) before the output
       // layer's first GEMM creates the backward workspaces; any other module starts with a GEMM.
       if (!s.is_output) take_pending_workspaces();
-      if (s.replay_group) {
+      if (graphed && s.graph_captured) {
+        clock += s.backward_s;
+      } else if (s.replay_group) {
         // The checkpoint re-runs the group's forward with saving on: every layer's saved set
         // returns (the group input is already kept), then the layers' backwards release them.
         Bytes replayed{}, fwd{};
@@ -514,46 +567,106 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
   sp.group_size = spec.model.microbatch_group_size_per_vp_stage.value_or(0);
   sp.extra_warmup = spec.model.overlap_moe_expert_parallel_comm && d.vpp > 1;
 
-  std::map<std::int64_t, std::vector<ChunkModel>> stage_models;
+  // Per-layer CUDA graphs. Megatron's local manager records iteration 1 eagerly and captures at its
+  // end (schedules.py:871), with the checkpoints it bypasses running plain: that iteration peaks in
+  // the capture. Transformer Engine captures after cuda_graph_warmup_steps eager iterations
+  // (training.py:3824-3832) whose checkpoints work as usual. Later iterations replay the graphs.
+  const auto impl = spec.model.cuda_graph_impl;
+  const bool layer_graphs = impl == model::CudaGraphImpl::local || impl == model::CudaGraphImpl::transformer_engine;
+  const bool local_graphs = impl == model::CudaGraphImpl::local;
+  const std::int64_t te_eager_iterations = std::max<std::int64_t>(0, spec.model.cuda_graph_warmup_steps);
+  const bool eager_bypass = local_graphs;
+
+  std::map<std::int64_t, std::vector<ChunkModel>> stage_models, captured_models;
+  const auto build_stage = [&](std::int64_t r, bool bypass) {
+    std::vector<ChunkModel> chunks;
+    for (const auto& c : plan.stages.at(static_cast<std::size_t>(r)).chunks) chunks.push_back(builder.chunk(c, r, hybrid, bypass));
+    for (auto& cm : chunks) {
+      for (auto& seg : cm.segments) {
+        seg.forward_s = time.seconds(seg.forward_work);
+        seg.backward_s = time.backward_seconds(seg.forward_work);
+        seg.replay_s = time.seconds(seg.replay_work);
+      }
+    }
+    return chunks;
+  };
   for (const auto& rs : statics) {
     const std::int64_t r = rs.rank.pp_rank;
     if (!stage_models.count(r)) {
-      std::vector<ChunkModel> chunks;
-      for (const auto& c : plan.stages.at(static_cast<std::size_t>(r)).chunks) chunks.push_back(builder.chunk(c, r, hybrid));
-      for (auto& cm : chunks) {
-        for (auto& seg : cm.segments) {
-          seg.forward_s = time.seconds(seg.forward_work);
-          seg.backward_s = time.backward_seconds(seg.forward_work);
-          seg.replay_s = time.seconds(seg.replay_work);
-        }
-      }
-      stage_models.emplace(r, std::move(chunks));
+      stage_models.emplace(r, build_stage(r, eager_bypass));
+      // What the capture keeps in the graph pool: the captured segments with their checkpoints bypassed.
+      if (layer_graphs && !eager_bypass) captured_models.emplace(r, build_stage(r, true));
     }
     const auto& chunks = stage_models.at(r);
+    const auto& captured_chunks = captured_models.count(r) ? captured_models.at(r) : chunks;
     const auto& sm = rs.memory;
     RankPrediction rp;
     rp.rank = rs.rank;
     rp.vpp_chunks = rs.vpp_chunks;
 
     const auto steps = pipeline_schedule(sp, r);
-    Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, options.record_timeline, &rp.timeline, 0,
+    // Graph sets per chunk: one when micro-batches run one at a time (PP 1: the local manager reuses
+    // its graphs, cuda_graphs.py:1846-1849; TE reuses the static buffers of finished micro-batches),
+    // else one per micro-batch in flight.
+    int in_flight = 0, outstanding = 0;
+    for (const auto& st : steps) { outstanding += st.forward ? 1 : -1; in_flight = std::max(in_flight, outstanding); }
+    const std::int64_t per_chunk_in_flight = (in_flight + static_cast<int>(chunks.size()) - 1) / static_cast<int>(chunks.size());
+    const std::int64_t graph_sets = d.pp == 1 ? 1 : per_chunk_in_flight;
+    // The graph pool: every captured segment's saved set (checkpoints bypassed) for each graph set,
+    // plus the largest working memory one of them needs beside it. Static input and output buffers
+    // stay allocated: measured with the local manager (calibration/data/h200_cuda_graphs.jsonl), two
+    // hidden states per captured layer (its static output and its static input gradient) and six
+    // more per chunk (the first graph's fresh inputs and the end buffers of the chain), plus the
+    // static rotary table ([s, 1, 1, rot] fp32) the layers take as an input.
+    Bytes pool{}, pool_excess{}, static_buffers{};
+    bool any_captured = false;
+    for (const auto& cm : captured_chunks) {
+      std::int64_t n_captured = 0;
+      Bytes hidden{};
+      for (const auto& s : cm.segments) {
+        if (!s.graph_captured && s.captured_held.value == 0) continue;
+        any_captured = true;
+        ++n_captured;
+        hidden = s.input_bytes;
+        pool += (s.graph_captured ? s.held : s.captured_held) * graph_sets;
+        pool_excess = max(pool_excess, s.forward_peak_excess);
+        for (const auto& part : s.parts) pool_excess = max(pool_excess, part.backward_excess);
+      }
+      if (n_captured > 0) static_buffers += (hidden * (2 * n_captured + kCudaGraphChainEndBuffers) + rotary_table_bytes(spec, d, builder.ctx)) * graph_sets;
+    }
+    if (any_captured) pool += pool_excess;
+
+    Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, false, options.record_timeline, &rp.timeline, 0,
              spec.model.deallocate_pipeline_outputs, {}, {}, {}, static_cast<int>(sp.microbatches)};
     w.kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(sp.microbatches));
     // Without DistOpt, per-parameter tensors carry the caching allocator's slack (static_memory.hpp).
     const Bytes model_state = sm.parameters + sm.gradients + sm.main_params + sm.fp8_weight_cache +
                               sm.slack.parameters + sm.slack.main_params;
     model::AllocatorSlack::Step step_slack;
+    // The passes walked: iteration 1, then the steady state eager (no graphs, or TE's later warm-up
+    // iterations) and replaying the graphs.
+    struct Pass { int iteration; bool first, graphed; };
+    std::vector<Pass> passes;
+    const bool first_graphed = any_captured && impl == model::CudaGraphImpl::transformer_engine && te_eager_iterations == 0;
+    passes.push_back({1, true, first_graphed});
+    const bool steady_eager = !any_captured || (!local_graphs && te_eager_iterations >= 2);
+    if (steady_eager) passes.push_back({2, false, false});
+    if (any_captured) passes.push_back({local_graphs ? 2 : static_cast<int>(std::max<std::int64_t>(2, te_eager_iterations + 1)), false, true});
     Breakdown first_bd, steady_bd;
-    Bytes first_peak, steady_peak;
+    Bytes first_peak, steady_peak, with_pool;
     Phase first_phase = Phase::forward, steady_phase = Phase::forward;
     std::string first_op, steady_op;
-    for (int it = 1; it <= 2; ++it) {
-      w.iteration = it;
+    bool steady_set = false;
+    for (const Pass& pass : passes) {
+      const bool first = pass.first;
+      w.iteration = pass.iteration;
+      w.graphed = pass.graphed;
       w.peak = Bytes{};
       w.activations = Bytes{};
-      const Bytes states = it == 1 ? Bytes{} : sm.optimizer_states + step_slack.moments;
-      w.base = model_state + states + fixed - (it == 1 ? backward_workspaces : Bytes{});
-      bool backward_seen = it > 1;
+      const Bytes states = first ? Bytes{} : sm.optimizer_states + step_slack.moments;
+      const Bytes graph_static = pass.graphed ? static_buffers : Bytes{};
+      w.base = model_state + states + fixed + graph_static - (first ? backward_workspaces : Bytes{});
+      bool backward_seen = !first;
       for (const auto& st : steps) {
         if (!st.forward && !backward_seen) {
           w.pending_backward_workspaces = backward_workspaces;
@@ -564,22 +677,26 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       w.take_pending_workspaces();
       // The first step's moments are carved first from what the forward-backward freed (the
       // allocator keeps it); the later step() calls reuse the first one's temporary blocks.
-      if (it == 1) step_slack = sm.slack.step(w.peak - (w.base + w.activations));
+      if (first) step_slack = sm.slack.step(w.peak - (w.base + w.activations));
       w.touch(Bytes{}, Phase::grad_sync, [] { return std::string("grad_sync.reduce_scatter"); }, -1, -1, -1);
       // The first step creates the Adam moments; both steps hold their implementation's transient.
-      const Bytes step_transient = (it == 1 ? sm.step_transient_first : sm.step_transient_steady) + step_slack.temporaries;
-      if (it == 1) w.base += sm.optimizer_states + step_slack.moments;
+      const Bytes step_transient = (first ? sm.step_transient_first : sm.step_transient_steady) + step_slack.temporaries;
+      if (first) w.base += sm.optimizer_states + step_slack.moments;
       w.touch(step_transient, Phase::optimizer, [] { return std::string("optimizer.step"); }, -1, -1, -1);
       Breakdown bd;
       bd.parameters = sm.parameters + sm.fp8_weight_cache + sm.slack.parameters;
       bd.gradients = sm.gradients;
       bd.optimizer_states = sm.main_params + sm.slack.main_params +
-                            ((it == 1 && w.peak_phase != Phase::optimizer) ? Bytes{} : sm.optimizer_states + step_slack.moments);
+                            ((first && w.peak_phase != Phase::optimizer) ? Bytes{} : sm.optimizer_states + step_slack.moments);
       bd.activations = w.peak_activations;
       bd.transient = w.peak_transient;
-      bd.other = fixed;
-      if (it == 1) { first_peak = w.peak; first_bd = bd; first_phase = w.peak_phase; first_op = w.peak_op; }
-      else { steady_peak = w.peak; steady_bd = bd; steady_phase = w.peak_phase; steady_op = w.peak_op; }
+      bd.other = fixed + graph_static;
+      with_pool = max(with_pool, w.peak + (pass.graphed ? pool : Bytes{}));
+      if (first) { first_peak = w.peak; first_bd = bd; first_phase = w.peak_phase; first_op = w.peak_op; }
+      else if (!steady_set || w.peak > steady_peak) {
+        steady_set = true;
+        steady_peak = w.peak; steady_bd = bd; steady_phase = w.peak_phase; steady_op = w.peak_op;
+      }
     }
     rp.steady_peak_allocated = steady_peak;
     rp.first_iteration_peak_allocated = first_peak;
@@ -588,21 +705,27 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     rp.peak_phase = rp.peak_in_first_iteration ? first_phase : steady_phase;
     rp.peak_op = rp.peak_in_first_iteration ? first_op : steady_op;
     rp.breakdown = rp.peak_in_first_iteration ? first_bd : steady_bd;
-    // Captured layers' saved tensors of every micro-batch in flight stay reserved in the graph pool.
-    int in_flight = 0, outstanding = 0;
-    for (const auto& st : steps) { outstanding += st.forward ? 1 : -1; in_flight = std::max(in_flight, outstanding); }
-    Bytes captured{};
-    for (const auto& cm : chunks) for (const auto& s : cm.segments) if (s.graph_captured) captured += s.held;
-    const std::int64_t per_chunk_in_flight = (in_flight + static_cast<int>(chunks.size()) - 1) / static_cast<int>(chunks.size());
-    rp.reserved_outside_allocated = captured * per_chunk_in_flight;
-    rp.fits = rp.peak_allocated + rp.reserved_outside_allocated <= out.capacity;
+    // Replaying iterations keep the graph pool reserved beside what they allocate.
+    rp.reserved_outside_allocated = any_captured ? pool : Bytes{};
+    rp.peak_with_graph_pool = with_pool;
+    rp.fits = rp.peak_with_graph_pool <= out.capacity;
+    // The allocator's cache scales what it allocates; the pool comes on top in replaying iterations.
     const auto scaled = [&](double ratio) {
-      return ratio > 0 ? Bytes{std::llround(static_cast<double>(rp.peak_allocated.value) * ratio)} + rp.reserved_outside_allocated
-                       : Bytes{};
+      if (ratio <= 0) return Bytes{};
+      const auto times = [ratio](Bytes b) { return Bytes{std::llround(static_cast<double>(b.value) * ratio)}; };
+      Bytes eager = times(first_peak), graphed{};
+      if (steady_eager) eager = max(eager, times(steady_peak));
+      if (any_captured) {
+        // The graphed pass is the last one walked; its peak is the steady peak unless TE's eager
+        // warm-up iterations peaked higher, when their peak is what the cache holds before capture.
+        graphed = times(w.peak) + pool;
+      }
+      return max(eager, graphed);
     };
     const bool expandable = spec.cluster.expandable_segments;
     rp.estimated_peak_reserved = scaled(expandable ? fitted.reserved_ratio_median_expandable : fitted.reserved_ratio_median);
     rp.estimated_peak_reserved_p90 = scaled(expandable ? fitted.reserved_ratio_p90_expandable : fitted.reserved_ratio_p90);
+    rp.fits_with_allocator_reserve = rp.fits && rp.estimated_peak_reserved_p90 <= out.capacity;
 
     for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
       for (const auto& s : chunks[ci].segments) {
@@ -655,6 +778,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
   for (const auto& r : out.ranks) {
     out.max_peak_allocated = max(out.max_peak_allocated, r.peak_allocated);
     if (!r.fits) out.fits = false;
+    if (!r.fits_with_allocator_reserve) out.fits_with_allocator_reserve = false;
     // Fits by allocated bytes, but not once the allocator's cache is counted as in most measured runs.
     if (r.fits && r.estimated_peak_reserved_p90 > out.capacity) {
       const bool expandable = spec.cluster.expandable_segments;
@@ -662,7 +786,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       out.warnings.push_back({model::Severity::warning, "ranks.pp_rank_" + std::to_string(r.rank.pp_rank),
                               "fragmentation_risk",
                               "pp rank " + std::to_string(r.rank.pp_rank) + " fits by allocated bytes (" +
-                                  detail::gb_text(r.peak_allocated + r.reserved_outside_allocated) + " GB of " + detail::gb_text(out.capacity) +
+                                  detail::gb_text(r.peak_with_graph_pool) + " GB of " + detail::gb_text(out.capacity) +
                                   "), but the caching allocator reserved up to " + detail::percent_text(p90 - 1.0) +
                                   " more than it allocated in 90 % of our measured runs" +
                                   (expandable ? " with expandable_segments" : "") + " (" +

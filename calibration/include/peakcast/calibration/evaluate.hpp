@@ -20,11 +20,13 @@ struct Evaluation {
   double predicted_peak = 0;       // bytes, with the shipped profile, at the measured rank
   double profile_fixed = 0;        // framework_fixed bytes of the shipped profile inside predicted_peak
   std::string predicted_phase;     // forward | backward | grad_sync | optimizer
-  bool predicted_fits = true;
+  bool predicted_fits = true;      // fits with the allocator's p90 reservation (Prediction::fits_with_allocator_reserve)
   double predicted_step_time_s = 0;
   bool without_recompute = false;  // no recompute and no offloading: a policy study's control row
   sim::RankPrediction::StepTime predicted_time;  // the measured rank's step-time parts
   bool expandable_segments = false;  // the run's allocator grew segments (spec cluster.expandable_segments)
+  bool layer_cuda_graphs = false;    // per-layer CUDA graphs (cuda_graph_impl local / transformer_engine)
+  double predicted_graph_pool = 0;   // bytes the graphs' private pool keeps reserved beside the cache
   // The prediction with the profile's fixed term removed: the fit's regressor.
   double uncalibrated_peak() const { return predicted_peak - profile_fixed; }
   // Whether the record enters the fixed-term fit: a whole-run peak, not out of memory, and the

@@ -165,6 +165,8 @@ struct ModelSpec {
   double hidden_dropout = 0.1;
   CudaGraphImpl cuda_graph_impl = CudaGraphImpl::none;
   std::vector<std::string> cuda_graph_modules;  // empty = whole layer
+  // Eager training iterations before Transformer Engine captures its graphs (training.py:3824-3832).
+  std::int64_t cuda_graph_warmup_steps = 3;
   bool gradient_accumulation_fusion = false;
 };
 

@@ -18,14 +18,26 @@ struct ChunkPolicy {
   std::vector<int> group_of_layer;  // full uniform: group index per layer; -1 when not grouped
 };
 
-ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& chunk);
+// `capture_bypass`: the checkpoints CUDA-graph capture bypasses run plain (the captured graphs, and
+// the whole first iteration of Megatron's local graphs, which ends in the capture); false for the
+// eager iterations before a Transformer Engine capture, where every checkpoint works as usual.
+ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& chunk,
+                         bool capture_bypass = true);
 
 // Whether CUDA-graph capture bypasses checkpoints for this layer kind (random.py:677): the
 // captured region keeps all its activations.
 std::uint32_t regions_bypassed_by_cuda_graphs(const model::RunSpec& spec, const model::LayerSpec& layer);
 
 // Whether a per-layer CUDA graph (cuda_graph_impl local or transformer_engine) captures this layer's
-// saved activations: whole layers when no scope is named, else the layers the scopes name.
+// saved activations: whole layers when no scope is named, else the layers the scopes name. Megatron's
+// local manager graphs the whole layer once a scope names a submodule it has
+// (transformer_layer.py:527-554; measured: the attn scope holds what the whole-layer scope holds).
 bool layer_captured_by_cuda_graphs(const model::RunSpec& spec, const model::LayerSpec& layer);
+
+// What of a layer a per-layer CUDA graph captures. Transformer Engine graphs a scoped part of a
+// standard layer only (transformer_layer.py:1138-1193): the attention half (attn) or the MLP / MoE
+// half (mlp, moe) runs eagerly beside the graph.
+enum class GraphCapture { none, whole, mixer, ffn };
+GraphCapture graph_capture(const model::RunSpec& spec, const model::LayerSpec& layer);
 
 }  // namespace peakcast::sim

@@ -58,7 +58,13 @@ struct RankPrediction {
   // Device memory held outside the allocator's "allocated" bytes that a fit must leave room for:
   // CUDA-graph private pools keep the addresses of every captured region's tensors reserved.
   Bytes reserved_outside_allocated;
-  bool fits = true;             // peak_allocated + reserved_outside_allocated <= capacity
+  // The most device memory the run needs from allocated bytes and graph pools together: the largest
+  // of the eager iterations' peaks and the replaying iterations' peak plus the pool beside it.
+  Bytes peak_with_graph_pool;
+  bool fits = true;             // peak_with_graph_pool <= capacity
+  // Also what the caching allocator reserves at that peak in 90 % of our measured runs
+  // (estimated_peak_reserved_p90) fits: out-of-memory errors come from the reservation.
+  bool fits_with_allocator_reserve = true;
   // What the caching allocator would reserve at that peak, from the measured reserved / allocated
   // ratios (median and 90th percentile, FittedConstants), plus the graph pools; 0 without a profile.
   Bytes estimated_peak_reserved, estimated_peak_reserved_p90;
@@ -84,6 +90,7 @@ struct RankPrediction {
 struct Prediction {
   Bytes capacity;
   bool fits = true;
+  bool fits_with_allocator_reserve = true;  // every rank's RankPrediction::fits_with_allocator_reserve
   Bytes max_peak_allocated;
   std::vector<RankPrediction> ranks;
   double replay_flops = 0;   // busiest rank

@@ -52,13 +52,17 @@ RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, By
     rc.breaking_phase = worst->peak_phase;
     rc.breaking_op = worst->peak_op;
     rc.over_budget = over_of(*worst);
-    const bool by_reservation = allocated_need(*worst) <= budget;
+    const Bytes allocated = allocated_need(*worst);
     rc.reason = "pp_rank " + std::to_string(worst->rank.pp_rank) + " peaks at " + gb_text(worst->peak_allocated) +
-                " GB in " + to_string(worst->peak_phase) + " (" + worst->peak_op + "), " +
-                (by_reservation ? "which the caching allocator reserves as up to " + gb_text(worst->estimated_peak_reserved_p90) +
-                                      " GB (90 % of measured runs), " + gb_text(rc.over_budget) + " GB over the GPU's " +
-                                      gb_text(p.capacity) + " GB"
-                                : gb_text(rc.over_budget) + " GB over the budget" + (margin > 0 ? " with the headroom" : ""));
+                " GB in " + to_string(worst->peak_phase) + " (" + worst->peak_op + ")";
+    if (allocated > budget)
+      rc.reason += ", " + gb_text(allocated - budget) + " GB over the budget" +
+                   (margin > 0 ? " with the headroom" : "") +
+                   (worst->reserved_outside_allocated.value > 0 ? " with its CUDA-graph pool" : "");
+    if (worst->estimated_peak_reserved_p90 > p.capacity)
+      rc.reason += std::string(allocated > budget ? "; " : ", ") + "the caching allocator reserves up to " +
+                   gb_text(worst->estimated_peak_reserved_p90) + " GB for it (90 % of measured runs), " +
+                   gb_text(worst->estimated_peak_reserved_p90 - p.capacity) + " GB over the GPU's " + gb_text(p.capacity) + " GB";
     if (rc.ranks_over_budget > 1)
       rc.reason += "; " + std::to_string(rc.ranks_over_budget - 1) + " other rank(s) over it too";
   }

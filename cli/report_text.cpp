@@ -62,6 +62,18 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
                   gb(largest->estimated_peak_reserved).c_str(), gb(largest->estimated_peak_reserved_p90).c_str());
     os << line;
   }
+  // Per-layer CUDA graphs: the pool replaying iterations keep beside what they allocate.
+  const sim::RankPrediction* pooled = nullptr;
+  for (const auto& r : p.ranks)
+    if (r.reserved_outside_allocated.value > 0 && (!pooled || r.peak_with_graph_pool > pooled->peak_with_graph_pool)) pooled = &r;
+  if (pooled) {
+    std::snprintf(line, sizeof line,
+                  "CUDA graphs: pp_rank %lld keeps a %s GB graph pool beside what its replaying iterations allocate: "
+                  "%s GB together at most (eager iterations included)\n",
+                  static_cast<long long>(pooled->rank.pp_rank), gb(pooled->reserved_outside_allocated).c_str(),
+                  gb(pooled->peak_with_graph_pool).c_str());
+    os << line;
+  }
   // The busiest rank's step, split as the time model builds it.
   const sim::RankPrediction* busiest = nullptr;
   for (const auto& r : p.ranks) if (!busiest || r.step_time_s > busiest->step_time_s) busiest = &r;

@@ -786,7 +786,9 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       out.warnings.push_back({model::Severity::warning, "ranks.pp_rank_" + std::to_string(r.rank.pp_rank),
                               "fragmentation_risk",
                               "pp rank " + std::to_string(r.rank.pp_rank) + " fits by allocated bytes (" +
-                                  detail::gb_text(r.peak_with_graph_pool) + " GB of " + detail::gb_text(out.capacity) +
+                                  detail::gb_text(r.peak_with_graph_pool) +
+                                  (r.reserved_outside_allocated.value > 0 ? " GB with its CUDA-graph pool, of " : " GB of ") +
+                                  detail::gb_text(out.capacity) +
                                   "), but the caching allocator reserved up to " + detail::percent_text(p90 - 1.0) +
                                   " more than it allocated in 90 % of our measured runs" +
                                   (expandable ? " with expandable_segments" : "") + " (" +

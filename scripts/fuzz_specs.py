@@ -82,9 +82,24 @@ def valid_layout(doc, rng):
         model["virtual_pipeline_model_parallel_size"] = vpp
 
 
+def valid_graphs(doc, rng):
+    """Well-formed per-layer CUDA-graph settings (impl, scopes, warm-up iterations): they reach the
+    simulator's eager / replaying passes and the graph pool."""
+    model = doc.setdefault("model", {})
+    if not isinstance(model, dict):
+        return
+    model["cuda_graph_impl"] = rng.choice(["local", "transformer_engine", "none"])
+    model.pop("cuda_graph_scope", None)
+    model["cuda_graph_modules"] = rng.sample(["attn", "mlp", "moe", "mamba"], rng.randint(0, 2))
+    model["cuda_graph_warmup_steps"] = rng.choice([0, 1, 2, 3, 5])
+
+
 def mutate(doc, rng):
     if rng.random() < 0.08:
         valid_layout(doc, rng)
+        return
+    if rng.random() < 0.08:
+        valid_graphs(doc, rng)
         return
     if rng.random() < 0.2:
         section, key = rng.choice(INSERT_KEYS)

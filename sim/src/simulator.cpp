@@ -348,6 +348,13 @@ struct Walker {
     Kept kept;
     // The first module's input: received from the previous stage (the schedule keeps it until the
     // backward), or the token ids the data loader put on the GPU.
+    // A layout's empty virtual stage hands the received hidden state straight on: nothing is kept
+    // (deallocate_output_tensor frees the one tensor it received and sent).
+    if (cm.segments.empty()) {
+      kept_by_microbatch.at(static_cast<std::size_t>(c) * microbatches + mb) = Kept{};
+      touch(Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
+      return;
+    }
     activations += cm.segments.front().input_bytes;
     Bytes in_flight{};  // an offloaded layer's saved set, copied out while the next layer runs
     for (std::size_t i = 0; i < cm.segments.size(); ++i) {
@@ -390,6 +397,10 @@ struct Walker {
   void backward(int c, int mb) {
     const ChunkModel& cm = chunks[c];
     const Kept kept = std::move(kept_by_microbatch.at(static_cast<std::size_t>(c) * microbatches + mb));
+    if (cm.segments.empty()) {
+      touch(Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
+      return;
+    }
     // Gradient of the chunk output: received from the next stage (the loss gradient is tiny).
     Bytes grad = cm.sends_output ? cm.segments.back().output_bytes : Bytes{};
     activations += grad;

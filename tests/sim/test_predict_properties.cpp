@@ -189,3 +189,20 @@ TEST_CASE("distribute_saved_activations keeps each checkpointed group input as a
   // The measured difference of the same pair: 28.329566720 - 28.094685696 GB = 7 x 33.55 MB.
   CHECK((off.max_peak_allocated - on.max_peak_allocated).value == 28329566720LL - 28094685696LL);
 }
+
+TEST_CASE("a layout's empty virtual stage keeps nothing and passes the hidden state on", "[sim][property]") {
+  // PP2 with four virtual stages, the last of rank 0 empty (found by the spec fuzzer: it crashed).
+  const auto spec = spec_from(kDense, {R"(model.num_layers=4)", R"(model.pipeline_model_parallel_layout="Et|t||ttL")"});
+  sim::PredictOptions timeline;
+  timeline.record_timeline = true;
+  const auto p = sim::predict(spec, timeline);
+  REQUIRE(p.ranks.size() == 2);
+  const auto& events = p.ranks[0].timeline;
+  int empty_forwards = 0;
+  for (std::size_t i = 1; i < events.size(); ++i) {
+    if (events[i].chunk != 1 || events[i].op != "chunk1.forward_done") continue;
+    ++empty_forwards;
+    CHECK(events[i].live == events[i - 1].live);
+  }
+  CHECK(empty_forwards > 0);
+}

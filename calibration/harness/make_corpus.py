@@ -456,6 +456,10 @@ add("cg_gqa8b_8layers", "cuda_graphs", "gqa8b", set=dict(cg, **{"model.num_layer
 add("cg_gqa8b_mbs2", "cuda_graphs", "gqa8b",
     set=dict(cg, **{"train.micro_batch_size": 2, "train.global_batch_size": 4}), iterations=3)
 add("cg_gqa8b_4mb", "cuda_graphs", "gqa8b", set=dict(cg, **{"train.global_batch_size": 4}), iterations=3)
+# MLA layers (no q_lora) under the whole-layer capture: the static buffers of another layer kind, and
+# mla_up_proj (CheckpointWithoutOutput, which stays active inside a capture: random.py:752-770).
+add("cg_mla_noq_none", "cuda_graphs", "mla_noq", set=dict(cg), iterations=3)
+add("cg_mla_noq_mla_up_proj", "cuda_graphs", "mla_noq", set=dict(cg, **sel("mla_up_proj")), iterations=3)
 for r in (0, 1):
     add(f"cg_gqa8b_pp2_r{r}", "cuda_graphs", "gqa8b", set={**pp2, **cg, "train.global_batch_size": 4},
         fake_rank=r, iterations=4)

@@ -79,7 +79,7 @@ GraphCapture graph_capture(const model::RunSpec& spec, const model::LayerSpec& l
 }
 
 ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& chunk,
-                         bool capture_bypass) {
+                         GraphBypass graph_bypass) {
   ChunkPolicy p;
   const std::size_t n = chunk.layers.size();
   p.layers.assign(n, CheckpointSet{});
@@ -112,9 +112,21 @@ ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, co
     }
   }
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t bypass = capture_bypass ? regions_bypassed_by_cuda_graphs(spec, chunk.layers[i]) : 0;
+    const std::uint32_t bypass =
+        graph_bypass == GraphBypass::none ? 0 : regions_bypassed_by_cuda_graphs(spec, chunk.layers[i]);
     p.layers[i].keep_inputs = keep & ~bypass;
     p.layers[i].discard_output = discard;
+    if (graph_bypass == GraphBypass::warmup) {
+      // The mechanism-2 regions of the captured layer, or of its captured half.
+      const GraphCapture cap = graph_capture(spec, chunk.layers[i]);
+      const std::uint32_t mixer_half = kInputNorm | kMlaUpProj | kGdnNormOut;
+      const std::uint32_t ffn_half = kPreMlpNorm | kMoeAct;
+      const std::uint32_t plain = cap == GraphCapture::whole ? (mixer_half | ffn_half)
+                                  : cap == GraphCapture::mixer ? mixer_half
+                                  : cap == GraphCapture::ffn   ? ffn_half
+                                                               : 0u;
+      p.layers[i].discard_output = discard & ~plain;
+    }
   }
   return p;
 }

@@ -124,3 +124,30 @@ TEST_CASE("Transformer Engine graphs: the warm-up iterations before the capture 
   CHECK(warm1.ranks[0].reserved_outside_allocated.value > 0);
   CHECK(warm1.ranks[0].reserved_outside_allocated == warm3.ranks[0].reserved_outside_allocated);
 }
+
+TEST_CASE("local CUDA graphs: the pool holds an mla_up_proj layer's whole saved set (the capture's warm-up runs it plain)",
+          "[sim][cuda_graph]") {
+  const auto mla = [](const std::string& extra) {
+    const std::string text = R"({
+      "model": {"num_layers": 4, "hidden_size": 2048, "ffn_hidden_size": 11264, "num_attention_heads": 16,
+                "multi_latent_attention": true, "q_lora_rank": null, "kv_lora_rank": 512, "qk_head_dim": 128,
+                "qk_pos_emb_head_dim": 64, "v_head_dim": 128, "kv_channels": 128, "vocab_size": 32768,
+                "seq_length": 2048, "transformer_impl": "local", "attention_backend": "unfused",
+                "normalization": "RMSNorm", "gated_linear_unit": true, "add_bias_linear": false,
+                "attention_dropout": 0.0, "hidden_dropout": 0.0, "bf16": true, "params_dtype": "bf16",
+                "cuda_graph_impl": "local" )" + extra + R"(},
+      "train": {"micro_batch_size": 1, "global_batch_size": 2},
+      "optimizer": {"optimizer": "adam", "bf16": true},
+      "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})";
+    auto r = model::parse_run_spec(text);
+    REQUIRE(r.spec);
+    REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));
+    return sim::predict(*r.spec);
+  };
+  const auto none = mla("");
+  const auto up = mla(R"(, "recompute_granularity": "selective", "recompute_modules": ["mla_up_proj"])");
+  REQUIRE(none.ranks[0].reserved_outside_allocated.value > 0);
+  CHECK(up.ranks[0].reserved_outside_allocated == none.ranks[0].reserved_outside_allocated);
+  // Iteration 1 (recording, then the capture) still discards the up-projections' outputs eagerly.
+  CHECK(up.ranks[0].first_iteration_peak_allocated <= none.ranks[0].first_iteration_peak_allocated);
+}

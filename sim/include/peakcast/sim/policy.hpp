@@ -18,11 +18,15 @@ struct ChunkPolicy {
   std::vector<int> group_of_layer;  // full uniform: group index per layer; -1 when not grouped
 };
 
-// `capture_bypass`: the checkpoints CUDA-graph capture bypasses run plain (the captured graphs, and
-// the whole first iteration of Megatron's local graphs, which ends in the capture); false for the
-// eager iterations before a Transformer Engine capture, where every checkpoint works as usual.
+// How CUDA-graph capture changes a captured layer's checkpoints:
+//   none:    eager iterations before a Transformer Engine capture, every checkpoint works as usual;
+//   capture: tensor_parallel.checkpoint runs plain inside the capture (random.py:677), as in the whole
+//            first iteration of Megatron's local graphs, which ends in the capture;
+//   warmup:  the warm-up runs before each capture also run CheckpointWithoutOutput plain
+//            (random.py:759, :846): what the graph pool and the cache beside it must hold once.
+enum class GraphBypass { none, capture, warmup };
 ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& chunk,
-                         bool capture_bypass = true);
+                         GraphBypass bypass = GraphBypass::capture);
 
 // Whether CUDA-graph capture bypasses checkpoints for this layer kind (random.py:677): the
 // captured region keeps all its activations.

@@ -257,6 +257,58 @@ void check_untyped_rules(const json& doc, Diagnostics& out) {
             "GTP + local CUDA graphs that capture shared_experts (moe_router/moe scope) cannot recompute it under "
             "fp8/fp4. (transformer_config.py:2613)");
   }
+  // Fine-grained offloading under per-layer or full-iteration CUDA graphs (transformer_config.py:2622-2667).
+  if (m.flag("fine_grained_activation_offloading") && m.str("cuda_graph_impl", "none") != "none") {
+    const std::string impl = m.str("cuda_graph_impl", "none");
+    const char* scope_key = m.get("cuda_graph_scope") != nullptr ? "cuda_graph_scope" : "cuda_graph_modules";
+    const json* scope = m.get(scope_key);
+    const bool whole_layer = scope == nullptr || (scope->is_array() && scope->empty()) ||
+                             (scope->is_string() && scope->get<std::string>() == "full");
+    const json* mods = m.get("offload_modules");
+    bool moe_parts_only = mods != nullptr && mods->is_array() && !mods->empty();
+    if (moe_parts_only)
+      for (const auto& e : *mods)
+        moe_parts_only = moe_parts_only && e.is_string() &&
+                         (e.get<std::string>() == "expert_fc1" || e.get<std::string>() == "moe_act" ||
+                          e.get<std::string>() == "fused_group_mlp");
+    bool reported = false;
+    if (impl == "local" && !moe_parts_only) {
+      error(out, "offload_modules", "offload_local_graph_modules",
+            "fine-grained activation offloading with cuda_graph_impl='local' only supports offload_modules "
+            "'expert_fc1', 'moe_act', and 'fused_group_mlp'. (transformer_config.py:2627)");
+      reported = true;
+    } else if (impl == "local" && whole_layer) {
+      error(out, scope_key, "offload_local_graph_whole_layer",
+            "fine-grained activation offloading with cuda_graph_impl='local' is not supported with whole-layer CUDA "
+            "graph capture. (transformer_config.py:2633)");
+      reported = true;
+    }
+    const bool local_partial_moe = impl == "local" && moe_parts_only && !m.has_string_in(scope_key, "moe");
+    if (!reported && impl != "transformer_engine" && impl != "full_iteration" && !local_partial_moe) {
+      error(out, "cuda_graph_impl", "offload_graph_impl",
+            "fine-grained activation offloading is only supported with transformer_engine CUDA graph "
+            "implementation or local CUDA graph implementation with partial MoE offload. (transformer_config.py:2643)");
+      reported = true;
+    }
+    if (!reported && m.has_string_in(scope_key, "moe")) {
+      error(out, scope_key, "offload_graph_moe_scope",
+            "Token-drop MoE is temporarily not supported with activation offloading. (transformer_config.py:2653)");
+      reported = true;
+    }
+    if (!reported && m.integer("cuda_graph_warmup_steps").value_or(3) <= 0) {
+      error(out, "cuda_graph_warmup_steps", "offload_graph_warmup_steps",
+            "cuda_graph_warmup_steps must be greater than 0 when enabling fine-grained activation offloading. "
+            "(transformer_config.py:2656)");
+      reported = true;
+    }
+    if (!reported && impl == "full_iteration") {
+      const auto inflight = m.integer("fine_grained_offloading_max_inflight_offloads");
+      if (!inflight || *inflight < 0)
+        error(out, "fine_grained_offloading_max_inflight_offloads", "offload_full_graph_inflight",
+              "fine_grained_offloading_max_inflight_offloads must be a non-negative integer when using fine-grained "
+              "activation offloading with full-iteration CUDA graphs. (transformer_config.py:2661)");
+    }
+  }
   // ep_overlap_early_attn_memory_release needs the EP overlap (transformer_config.py:2798-2802)
   if (m.flag("ep_overlap_early_attn_memory_release") && !m.flag("overlap_moe_expert_parallel_comm")) {
     error(out, "ep_overlap_early_attn_memory_release", "early_attn_release_needs_ep_overlap",

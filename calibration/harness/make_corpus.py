@@ -460,6 +460,14 @@ add("cg_gqa8b_4mb", "cuda_graphs", "gqa8b", set=dict(cg, **{"train.global_batch_
 # mla_up_proj (CheckpointWithoutOutput, which stays active inside a capture: random.py:752-770).
 add("cg_mla_noq_none", "cuda_graphs", "mla_noq", set=dict(cg), iterations=3)
 add("cg_mla_noq_mla_up_proj", "cuda_graphs", "mla_noq", set=dict(cg, **sel("mla_up_proj")), iterations=3)
+# Full-iteration graphs (FullCudaGraphWrapper around the whole forward-backward, as train() wraps it):
+# cuda_graph_warmup_steps eager iterations, then one capture and replays. Checkpoints stay active in
+# it (the wrapper sets no warm-up or capture flag): no recompute and core_attn, warm-up 1 and 2.
+fi = {"model.cuda_graph_impl": "full_iteration", "model.cuda_graph_modules": [], "train.global_batch_size": 2}
+add("cgfull_gqa8b_none_w1", "cuda_graphs", "gqa8b", set=dict(fi, **{"model.cuda_graph_warmup_steps": 1}), iterations=4)
+add("cgfull_gqa8b_core_attn_w1", "cuda_graphs", "gqa8b",
+    set=dict(fi, **sel("core_attn"), **{"model.cuda_graph_warmup_steps": 1}), iterations=4)
+add("cgfull_gqa8b_none_w2", "cuda_graphs", "gqa8b", set=dict(fi, **{"model.cuda_graph_warmup_steps": 2}), iterations=5)
 for r in (0, 1):
     add(f"cg_gqa8b_pp2_r{r}", "cuda_graphs", "gqa8b", set={**pp2, **cg, "train.global_batch_size": 4},
         fake_rank=r, iterations=4)

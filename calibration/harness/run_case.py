@@ -133,7 +133,7 @@ def run(case, rec):
         create_gloo_process_groups=False)
     # Megatron's local CUDA graphs need a graph-safe RNG tracker (CudaGraphManager asserts it).
     tensor_parallel.model_parallel_cuda_manual_seed(
-        1234, use_cudagraphable_rng=(config.cuda_graph_impl == "local"))
+        1234, use_cudagraphable_rng=(config.cuda_graph_impl in ("local", "full_iteration")))
     if any(t in (config.recompute_modules or []) for t in ("layernorm", "moe_act", "mla_up_proj")) \
             and config.recompute_granularity == "selective":
         megatron_env.ensure_share_storage()
@@ -277,7 +277,8 @@ def run(case, rec):
         def loss_func(output_tensor):
             losses = output_tensor.float()
             loss = losses.sum()
-            ntok = torch.tensor(losses.numel(), dtype=torch.int, device=losses.device)
+            # A fill on the device, not a host-to-device copy: capturable by a full-iteration CUDA graph.
+        ntok = torch.full((), losses.numel(), dtype=torch.int, device=losses.device)
             STATE["last_loss"] = loss.detach()
             if PHASE["iteration"] == 1 and STATE["allocated_at_loss"] is None:
                 STATE["allocated_at_loss"] = torch.cuda.memory_allocated()
@@ -350,6 +351,12 @@ def run(case, rec):
 
         data_iter = [batches() for _ in ddp_chunks] if vpp else batches()
         fwd_bwd = get_forward_backward_func()
+        if config.cuda_graph_impl == "full_iteration":
+            # As Megatron-LM's train() does (training.py:3657-3662): eager for
+            # cuda_graph_warmup_steps calls, then one graph of the whole forward-backward.
+            from megatron.core.full_cuda_graph import FullCudaGraphWrapper
+            fwd_bwd = FullCudaGraphWrapper(fwd_bwd, cuda_graph_warmup_steps=config.cuda_graph_warmup_steps,
+                                           use_single_mempool=config.cuda_graph_use_single_mempool)
         iterations = int(case.get("iterations", 3))
 
         for it in range(1, iterations + 1):

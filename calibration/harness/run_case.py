@@ -278,7 +278,7 @@ def run(case, rec):
             losses = output_tensor.float()
             loss = losses.sum()
             # A fill on the device, not a host-to-device copy: capturable by a full-iteration CUDA graph.
-        ntok = torch.full((), losses.numel(), dtype=torch.int, device=losses.device)
+            ntok = torch.full((), losses.numel(), dtype=torch.int, device=losses.device)
             STATE["last_loss"] = loss.detach()
             if PHASE["iteration"] == 1 and STATE["allocated_at_loss"] is None:
                 STATE["allocated_at_loss"] = torch.cuda.memory_allocated()

@@ -225,9 +225,19 @@ def run(case, rec):
 
         PHASE["name"] = "ddp_build"
         reset()
-        ddp_chunks = [DistributedDataParallel(config=config, ddp_config=ddp_config, module=c,
-                                              disable_bucketing=(i > 0))
-                      for i, c in enumerate(chunks)]
+        # Full-iteration graphs: DDP is built on the capture stream, as Megatron-LM's get_model does
+        # (training.py:1891-1900), so its AccumulateGrad nodes reference no other stream.
+        import contextlib
+        ddp_stream_ctx = contextlib.nullcontext()
+        if config.cuda_graph_impl == "full_iteration":
+            from megatron.core.full_cuda_graph import get_shared_capture_stream
+            ddp_stream = get_shared_capture_stream()
+            ddp_stream.wait_stream(torch.cuda.current_stream())
+            ddp_stream_ctx = torch.cuda.stream(ddp_stream)
+        with ddp_stream_ctx:
+            ddp_chunks = [DistributedDataParallel(config=config, ddp_config=ddp_config, module=c,
+                                                  disable_bucketing=(i > 0))
+                          for i, c in enumerate(chunks)]
         m["ddp_build_peak_bytes"] = take_peak()
         m["allocated_after_ddp_bytes"] = torch.cuda.memory_allocated()
 

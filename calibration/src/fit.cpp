@@ -103,8 +103,7 @@ ReservedFit fit_reserved(const std::vector<Record>& records, bool expandable_seg
     const auto parsed = model::parse_run_spec(r.spec_json);
     if (!parsed.spec || parsed.spec->cluster.expandable_segments != expandable_segments) continue;
     // A graph pool is reserved beside the allocator's cache: predict adds it to the ratio's estimate.
-    const auto impl = parsed.spec->model.cuda_graph_impl;
-    if (impl == model::CudaGraphImpl::local || impl == model::CudaGraphImpl::transformer_engine) continue;
+    if (parsed.spec->model.cuda_graph_impl != model::CudaGraphImpl::none) continue;
     ratios.push_back(static_cast<double>(*m.peak_reserved_bytes) / static_cast<double>(*m.peak_allocated_bytes));
   }
   // The same order statistics as the error report: median, 90th percentile and largest.

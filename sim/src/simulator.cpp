@@ -298,6 +298,7 @@ struct Walker {
   // allocated: a captured segment holds and allocates nothing, and the hidden state passes through
   // (the graphs' static input and output buffers are counted in `base`).
   bool graphed = false;
+  bool whole_graph = false;  // with `graphed`: a full-iteration graph, every module replays in the pool
   bool record = false;
   std::vector<TimelineEvent>* timeline = nullptr;
   double clock = 0;
@@ -350,7 +351,7 @@ struct Walker {
     // backward), or the token ids the data loader put on the GPU.
     // A layout's empty virtual stage hands the received hidden state straight on: nothing is kept
     // (deallocate_output_tensor frees the one tensor it received and sent).
-    if (cm.segments.empty()) {
+    if (cm.segments.empty() || (graphed && whole_graph)) {
       kept_by_microbatch.at(static_cast<std::size_t>(c) * microbatches + mb) = Kept{};
       touch(Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
       return;
@@ -397,7 +398,7 @@ struct Walker {
   void backward(int c, int mb) {
     const ChunkModel& cm = chunks[c];
     const Kept kept = std::move(kept_by_microbatch.at(static_cast<std::size_t>(c) * microbatches + mb));
-    if (cm.segments.empty()) {
+    if (cm.segments.empty() || (graphed && whole_graph)) {
       touch(Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
       return;
     }
@@ -649,7 +650,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     }
     if (any_captured) pool += pool_excess;
 
-    Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, false, options.record_timeline, &rp.timeline, 0,
+    Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, false, false, options.record_timeline, &rp.timeline, 0,
              spec.model.deallocate_pipeline_outputs, {}, {}, {}, static_cast<int>(sp.microbatches)};
     w.kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(sp.microbatches));
     // Without DistOpt, per-parameter tensors carry the caching allocator's slack (static_memory.hpp).
@@ -658,13 +659,24 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     model::AllocatorSlack::Step step_slack;
     // The passes walked: iteration 1, then the steady state eager (no graphs, or TE's later warm-up
     // iterations) and replaying the graphs.
-    struct Pass { int iteration; bool first, graphed; };
+    struct Pass { int iteration; bool first, graphed, capture = false; };
     std::vector<Pass> passes;
+    // A full-iteration graph (FullCudaGraphWrapper) captures the whole forward-backward after
+    // cuda_graph_warmup_steps eager calls; the capture runs it eagerly into the pool (its blocks count
+    // as allocated while alive), every later call replays it. Checkpoints stay active in it.
+    const bool full_graph = impl == model::CudaGraphImpl::full_iteration;
+    if (full_graph) {
+      any_captured = true;
+      pool = Bytes{};
+    }
     const bool first_graphed = any_captured && impl == model::CudaGraphImpl::transformer_engine && te_eager_iterations == 0;
-    passes.push_back({1, true, first_graphed});
-    const bool steady_eager = !any_captured || (!local_graphs && te_eager_iterations >= 2);
-    if (steady_eager) passes.push_back({2, false, false});
-    if (any_captured) passes.push_back({local_graphs ? 2 : static_cast<int>(std::max<std::int64_t>(2, te_eager_iterations + 1)), false, true});
+    passes.push_back({1, true, first_graphed, full_graph && te_eager_iterations == 0});
+    const bool steady_eager = !any_captured || (!local_graphs && te_eager_iterations >= 2) ||
+                              (full_graph && te_eager_iterations >= 1);
+    if (steady_eager) passes.push_back({2, false, false, full_graph});
+    if (any_captured)
+      passes.push_back({local_graphs ? 2 : static_cast<int>(std::max<std::int64_t>(2, te_eager_iterations + 1 + (full_graph ? 1 : 0))),
+                        false, true});
     Breakdown first_bd, steady_bd;
     Bytes first_peak, steady_peak, with_pool;
     Phase first_phase = Phase::forward, steady_phase = Phase::forward;
@@ -674,6 +686,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       const bool first = pass.first;
       w.iteration = pass.iteration;
       w.graphed = pass.graphed;
+      w.whole_graph = full_graph;
       w.peak = Bytes{};
       w.activations = Bytes{};
       const Bytes states = first ? Bytes{} : sm.optimizer_states + step_slack.moments;
@@ -688,6 +701,8 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
         if (st.forward) w.forward(st.chunk, st.microbatch); else w.backward(st.chunk, st.microbatch);
       }
       w.take_pending_workspaces();
+      // The full-iteration graph's pool: what the forward-backward of its capture allocated at most.
+      if (pass.capture) pool = max(pool, w.peak - w.base);
       // The first step's moments are carved first from what the forward-backward freed (the
       // allocator keeps it); the later step() calls reuse the first one's temporary blocks.
       if (first) step_slack = sm.slack.step(w.peak - (w.base + w.activations));

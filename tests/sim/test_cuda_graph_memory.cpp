@@ -151,3 +151,34 @@ TEST_CASE("local CUDA graphs: the pool holds an mla_up_proj layer's whole saved 
   // Iteration 1 (recording, then the capture) still discards the up-projections' outputs eagerly.
   CHECK(up.ranks[0].first_iteration_peak_allocated <= none.ranks[0].first_iteration_peak_allocated);
 }
+
+TEST_CASE("full-iteration CUDA graph: the capture allocates as eager, the replays keep the forward-backward in the pool",
+          "[sim][cuda_graph]") {
+  sim::PredictOptions timeline;
+  timeline.record_timeline = true;
+  const auto eager = sim::predict(local_spec("", ""), timeline);
+  const auto full = sim::predict(
+      local_spec(R"(, "cuda_graph_impl": "full_iteration", "cuda_graph_modules": [], "cuda_graph_warmup_steps": 1)", ""),
+      timeline);
+  // The capture iteration (2) runs the forward-backward eagerly: the same allocated peak.
+  CHECK(full.ranks[0].peak_allocated == eager.ranks[0].peak_allocated);
+  // The pool is that iteration's forward-backward working set: its largest live bytes over what is
+  // alive at the gradient sync (no activation left).
+  Bytes fb{}, sync{};
+  for (const auto& e : eager.ranks[0].timeline) {
+    if (e.iteration != 2) continue;
+    if (e.phase == sim::Phase::forward || e.phase == sim::Phase::backward) fb = max(fb, e.live);
+    if (e.phase == sim::Phase::grad_sync) sync = e.live;
+  }
+  REQUIRE(sync.value > 0);
+  CHECK(full.ranks[0].reserved_outside_allocated == fb - sync);
+  // Replaying iterations (3 on) allocate nothing in the forward-backward.
+  Bytes replay_fb{}, replay_sync{};
+  for (const auto& e : full.ranks[0].timeline) {
+    if (e.iteration != 3) continue;
+    if (e.phase == sim::Phase::forward || e.phase == sim::Phase::backward) replay_fb = max(replay_fb, e.live);
+    if (e.phase == sim::Phase::grad_sync) replay_sync = e.live;
+  }
+  REQUIRE(replay_sync.value > 0);
+  CHECK(replay_fb == replay_sync);
+}

@@ -56,7 +56,7 @@ struct ReservedFit {
 };
 // Records with a whole-run peak_allocated_bytes and peak_reserved_bytes (not first-iteration-only,
 // not out of memory) whose spec's cluster.expandable_segments equals `expandable_segments`, without
-// per-layer CUDA graphs (their pool is reserved beside the cache; predict adds it).
+// CUDA graphs (their pool is reserved beside the cache; predict adds it).
 ReservedFit fit_reserved(const std::vector<Record>& records, bool expandable_segments = false);
 
 // The profile JSON `sim::load_fitted_constants` reads. The top-level memory terms are the

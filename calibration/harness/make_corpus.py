@@ -468,6 +468,12 @@ add("cgfull_gqa8b_none_w1", "cuda_graphs", "gqa8b", set=dict(fi, **{"model.cuda_
 add("cgfull_gqa8b_core_attn_w1", "cuda_graphs", "gqa8b",
     set=dict(fi, **sel("core_attn"), **{"model.cuda_graph_warmup_steps": 1}), iterations=4)
 add("cgfull_gqa8b_none_w2", "cuda_graphs", "gqa8b", set=dict(fi, **{"model.cuda_graph_warmup_steps": 2}), iterations=5)
+# Full recompute is allowed with full-iteration graphs only (transformer_config.py:2547-2551); and PP2.
+add("cgfull_gqa8b_full_uniform_1_w1", "cuda_graphs", "gqa8b",
+    set=dict(fi, **full("uniform", 1), **{"model.cuda_graph_warmup_steps": 1}), iterations=4)
+for r in (0, 1):
+    add(f"cgfull_gqa8b_pp2_w1_r{r}", "cuda_graphs", "gqa8b",
+        set={**pp2, **fi, "train.global_batch_size": 4, "model.cuda_graph_warmup_steps": 1}, fake_rank=r, iterations=4)
 for r in (0, 1):
     add(f"cg_gqa8b_pp2_r{r}", "cuda_graphs", "gqa8b", set={**pp2, **cg, "train.global_batch_size": 4},
         fake_rank=r, iterations=4)

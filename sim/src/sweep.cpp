@@ -44,7 +44,11 @@ SweepPoint evaluate_point(const model::SpecText& spec_text, const std::vector<st
     pt.valid = true;
     pt.max_peak = p.max_peak_allocated;
     pt.limit = options.budget.value_or(p.capacity);
-    pt.fits = pt.max_peak <= pt.limit;
+    for (const auto& r : p.ranks) {
+      pt.peak_with_graph_pool = max(pt.peak_with_graph_pool, r.peak_with_graph_pool);
+      pt.graph_pool = max(pt.graph_pool, r.reserved_outside_allocated);
+    }
+    pt.fits = pt.peak_with_graph_pool <= pt.limit;
     pt.step_time_s = p.step_time_s;
     pt.replay_time_s = p.replay_time_s;
     const RankPrediction* top = nullptr;

@@ -29,18 +29,18 @@ std::string sweep_csv(const SweepResult& r) {
   std::ostringstream os;
   for (const auto& a : r.axes) os << csv_field(a.key) << ",";
   os << "valid,fits,max_peak_bytes,max_peak_gb,limit_bytes,headroom_gb,peak_pp_rank,peak_phase,peak_op,step_time_s,"
-        "replay_time_s,reserved_p90_gb,fragmentation_risk,error\n";
+        "replay_time_s,reserved_p90_gb,fragmentation_risk,graph_pool_gb,error\n";
   for (const auto& p : r.points) {
     for (const auto& v : p.values) os << csv_field(v) << ",";
     if (!p.valid) {
-      os << "false,,,,,,,,,,,,," << csv_field(p.error) << "\n";
+      os << "false,,,,,,,,,,,,,," << csv_field(p.error) << "\n";
       continue;
     }
     os << "true," << (p.fits ? "true" : "false") << "," << p.max_peak.value << "," << num(p.max_peak.gb(), "%.3f") << ","
        << p.limit.value << "," << num(p.headroom().gb(), "%.3f") << "," << p.peak_pp_rank << ","
        << to_string(p.peak_phase) << "," << csv_field(p.peak_op) << "," << num(p.step_time_s, "%.6g") << ","
        << num(p.replay_time_s, "%.6g") << "," << num(p.reserved_p90.gb(), "%.3f") << ","
-       << (p.fragmentation_risk ? "true" : "false") << ",\n";
+       << (p.fragmentation_risk ? "true" : "false") << "," << num(p.graph_pool.gb(), "%.3f") << ",\n";
   }
   return os.str();
 }
@@ -72,6 +72,7 @@ std::string to_json(const SweepResult& r) {
       x["replay_time_s"] = p.replay_time_s;
       x["reserved_p90_bytes"] = p.reserved_p90.value;
       x["fragmentation_risk"] = p.fragmentation_risk;
+      x["graph_pool_bytes"] = p.graph_pool.value;
     }
     points.push_back(std::move(x));
   }

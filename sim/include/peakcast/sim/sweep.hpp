@@ -44,6 +44,9 @@ struct SweepPoint {
   // that fits by allocated bytes but not by this is at risk of fragmentation.
   Bytes reserved_p90;
   bool fragmentation_risk = false;
+  // CUDA graphs: the largest rank's graph pool and allocated peak with the pool beside the replaying
+  // iterations (RankPrediction::peak_with_graph_pool, what `fits` checks); 0 / max_peak without graphs.
+  Bytes graph_pool, peak_with_graph_pool;
   Bytes headroom() const { return limit - max_peak; }
 };
 
@@ -65,7 +68,7 @@ SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>
 
 // One row per point; columns: the axis keys, then valid, fits, max_peak_bytes, max_peak_gb,
 // limit_bytes, headroom_gb, peak_pp_rank, peak_phase, peak_op, step_time_s, replay_time_s,
-// reserved_p90_gb, fragmentation_risk, error.
+// reserved_p90_gb, fragmentation_risk, graph_pool_gb, error.
 std::string sweep_csv(const SweepResult& r);
 std::string to_json(const SweepResult& r);
 

@@ -35,7 +35,7 @@ int GraphBuilder::op(const std::string& name, const OpArgs& a) {
 }
 
 int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std::int64_t n, Parallel par,
-                         std::uint32_t region, std::int64_t rows, bool save_input) {
+                         std::uint32_t region, std::int64_t rows, bool save_input, bool keep_original_input) {
   const bool sp = c_.sequence_parallel && c_.tp > 1;
   if (rows < 0) rows = c_.tokens;
   const std::int64_t local_rows = sp ? rows / c_.tp : rows;
@@ -76,7 +76,7 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   o.inputs = {input};
   o.outputs = {out};
   if (save_input) {
-    if (c_.fp8) {
+    if (c_.fp8 && !keep_original_input) {
       // FP8 GEMMs keep a 1-byte quantised copy of their input for the wgrad.
       const int q = tensor(name + ".input_fp8", Bytes{(par == Parallel::column && sp ? local_rows : rows) * k}, false);
       o.outputs.push_back(q);

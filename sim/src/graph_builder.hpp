@@ -42,8 +42,11 @@ class GraphBuilder {
   // input to [tokens, k] for the GEMM (TE: a transient; local: Megatron's global buffer) and saves
   // the un-gathered input; row-parallel under SP reduce-scatters its [tokens, n] result.
   enum class Parallel { column, row, none };
+  // `keep_original_input`: under FP8 the layer saves its bf16 input instead of a quantised copy
+  // (TE's save_original_input, which Megatron sets on linear_proj for non-delayed FP8 recipes).
   int linear(const std::string& name, int input, std::int64_t k, std::int64_t n, Parallel par,
-             std::uint32_t region = kNoRegion, std::int64_t rows = -1, bool save_input = true);
+             std::uint32_t region = kNoRegion, std::int64_t rows = -1, bool save_input = true,
+             bool keep_original_input = false);
 
   const ShapeContext& ctx() const { return c_; }
   LayerGraph& graph() { return g_; }

@@ -163,6 +163,13 @@ int rope_cos_sin(GraphBuilder& b, const model::ModelSpec& m, std::int64_t rot_di
   return b.tensor("rope.cos_sin", Bytes{m.apply_rope_fusion ? 0 : 4 * c.seq * rot_dim * c.act_bytes}, false);
 }
 
+// Under FP8 with a recipe other than delayed scaling, Megatron makes TE's linear_proj save its bf16
+// input (attention.py:428-444, set_save_original_input; TE linear.py keeps `inp` when
+// save_original_input): the attention output fused attention saves anyway, not a second FP8 copy.
+bool proj_saves_original_input(const model::RunSpec& spec, const ShapeContext& c) {
+  return c.te && c.fp8 && spec.model.fp8_recipe != model::Fp8Recipe::delayed;
+}
+
 // Standard / GQA self-attention with RoPE (attention.py SelfAttention).
 int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x,
                     bool separate_norm) {
@@ -228,7 +235,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     // The raw scores stay referenced by locals until the attention forward returns.
     b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
   }
-  return b.linear("linear_proj", ctx, hq * hd, h, Parallel::row);
+  return b.linear("linear_proj", ctx, hq * hd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
 }
 
 // Multi-latent attention (multi_latent_attention.py MLASelfAttention).
@@ -286,7 +293,7 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
   }
   // mla_up_proj discards Q, K, V after core attention; they come back after linear_proj's dgrad.
   g.discards.push_back({kMlaUpProj, {query, key, value}, core});
-  return b.linear("linear_proj", ctx, hq * vd, h, Parallel::row);
+  return b.linear("linear_proj", ctx, hq * vd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
 }
 
 // mlp.py / experts.py: the activation is one fused kernel only with bias_activation_fusion or TE's

@@ -47,6 +47,19 @@ Bytes optimizer_live(const sim::Prediction& p, int iteration) {
   return best;
 }
 
+// One iteration of a recorded timeline: the largest live bytes of its forward-backward and the live
+// bytes at its gradient sync.
+struct IterationLive { Bytes forward_backward, sync; };
+IterationLive forward_backward_and_sync(const sim::Prediction& p, int iteration) {
+  IterationLive r;
+  for (const auto& e : p.ranks.at(0).timeline) {
+    if (e.iteration != iteration) continue;
+    if (e.phase == sim::Phase::forward || e.phase == sim::Phase::backward) r.forward_backward = max(r.forward_backward, e.live);
+    if (e.phase == sim::Phase::grad_sync) r.sync = e.live;
+  }
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("local CUDA graphs: replaying iterations keep the static buffers, not the saved sets", "[sim][cuda_graph]") {
@@ -66,12 +79,8 @@ TEST_CASE("local CUDA graphs: replaying iterations keep the static buffers, not 
   for (const auto& m : eager.ranks[0].modules)
     if (m.name.rfind("L", 0) == 0) layers_held += m.held;
   REQUIRE(layers_held.value > 0);
-  Bytes graphed_fb{}, eager_fb{};
-  for (const auto& e : graphed.ranks[0].timeline)
-    if (e.iteration == 2 && (e.phase == sim::Phase::forward || e.phase == sim::Phase::backward)) graphed_fb = max(graphed_fb, e.live);
-  for (const auto& e : eager.ranks[0].timeline)
-    if (e.iteration == 2 && (e.phase == sim::Phase::forward || e.phase == sim::Phase::backward)) eager_fb = max(eager_fb, e.live);
-  CHECK(graphed_fb <= eager_fb - layers_held + statics);
+  CHECK(forward_backward_and_sync(graphed, 2).forward_backward <=
+        forward_backward_and_sync(eager, 2).forward_backward - layers_held + statics);
 }
 
 TEST_CASE("local CUDA graphs: the pool holds every captured layer's saved set, checkpoints bypassed", "[sim][cuda_graph]") {
@@ -164,21 +173,11 @@ TEST_CASE("full-iteration CUDA graph: the capture allocates as eager, the replay
   CHECK(full.ranks[0].peak_allocated == eager.ranks[0].peak_allocated);
   // The pool is that iteration's forward-backward working set: its largest live bytes over what is
   // alive at the gradient sync (no activation left).
-  Bytes fb{}, sync{};
-  for (const auto& e : eager.ranks[0].timeline) {
-    if (e.iteration != 2) continue;
-    if (e.phase == sim::Phase::forward || e.phase == sim::Phase::backward) fb = max(fb, e.live);
-    if (e.phase == sim::Phase::grad_sync) sync = e.live;
-  }
-  REQUIRE(sync.value > 0);
-  CHECK(full.ranks[0].reserved_outside_allocated == fb - sync);
+  const auto capture = forward_backward_and_sync(eager, 2);
+  REQUIRE(capture.sync.value > 0);
+  CHECK(full.ranks[0].reserved_outside_allocated == capture.forward_backward - capture.sync);
   // Replaying iterations (3 on) allocate nothing in the forward-backward.
-  Bytes replay_fb{}, replay_sync{};
-  for (const auto& e : full.ranks[0].timeline) {
-    if (e.iteration != 3) continue;
-    if (e.phase == sim::Phase::forward || e.phase == sim::Phase::backward) replay_fb = max(replay_fb, e.live);
-    if (e.phase == sim::Phase::grad_sync) replay_sync = e.live;
-  }
-  REQUIRE(replay_sync.value > 0);
-  CHECK(replay_fb == replay_sync);
+  const auto replay = forward_backward_and_sync(full, 3);
+  REQUIRE(replay.sync.value > 0);
+  CHECK(replay.forward_backward == replay.sync);
 }

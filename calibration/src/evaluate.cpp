@@ -86,8 +86,6 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   }
   const model::RunSpec& spec = *prepared;
   e.expandable_segments = spec.cluster.expandable_segments;
-  e.layer_cuda_graphs = spec.model.cuda_graph_impl == model::CudaGraphImpl::local ||
-                        spec.model.cuda_graph_impl == model::CudaGraphImpl::transformer_engine;
   e.stack = spec.model.transformer_impl == model::TransformerImpl::local ? "local" : "transformer_engine";
   const sim::Prediction p = sim::predict(spec);
   // Out of memory is the reservation's failure: the verdict counts the allocator's p90 reserve.

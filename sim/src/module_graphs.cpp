@@ -186,10 +186,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   // RoPE makes new Q and K; V stays a view of the fused QKV output, so saving V keeps all of it.
   const int q = b.tensor("q_rope", b.act(N, hq * hd));
   const int k = b.tensor("k_rope", b.act(N, hkv * hd));
-  const bool rope = m.position_embedding_type == model::PositionEmbedding::rope ||
-                    m.position_embedding_type == model::PositionEmbedding::yarn;
-  if (rope) {
-    const std::int64_t rot = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(hd) * m.rotary_percent));
+  if (const std::int64_t rot = rotary_dim(spec, d); rot > 0) {
     const int cs = rope_cos_sin(b, m, rot);
     b.op("rotary", {.in = {qkv}, .out = {q, k, cs}, .save = {cs}, .flops = 6.0 * N * (hq + hkv) * rot});
   } else {
@@ -526,6 +523,15 @@ int gdn_block(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGraph& g
 }
 
 }  // namespace
+
+std::int64_t rotary_dim(const model::RunSpec& spec, const model::Derived& d) {
+  const auto& m = spec.model;
+  const bool rope = m.position_embedding_type == model::PositionEmbedding::rope ||
+                    m.position_embedding_type == model::PositionEmbedding::yarn;
+  if (!rope) return 0;
+  if (m.multi_latent_attention) return m.qk_pos_emb_head_dim;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(d.kv_channels) * m.rotary_percent));
+}
 
 LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c,
                              const model::LayerSpec& layer, bool hybrid) {

@@ -41,40 +41,34 @@ std::uint32_t regions_bypassed_by_cuda_graphs(const model::RunSpec& spec, const 
 }
 
 bool layer_captured_by_cuda_graphs(const model::RunSpec& spec, const model::LayerSpec& layer) {
-  const auto impl = spec.model.cuda_graph_impl;
-  if (impl == model::CudaGraphImpl::none || impl == model::CudaGraphImpl::full_iteration) return false;
-  if (spec.model.cuda_graph_modules.empty()) return true;
-  using model::FfnKind;
-  using model::MixerKind;
-  const bool attn = layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla;
-  const bool mamba = layer.mixer == MixerKind::mamba && scope_has(spec, "mamba");
-  if (impl == model::CudaGraphImpl::local) {
-    // A layer with a manager is graphed whole (transformer_layer.py:527-554).
-    return (attn && scope_has(spec, "attn")) || (layer.ffn == FfnKind::dense && scope_has(spec, "mlp")) || mamba ||
-           (layer.ffn == FfnKind::moe && layer.mixer == MixerKind::none && scope_has(spec, "moe"));
-  }
-  // Transformer Engine: a hybrid layer is one mixer or one FFN; a standard layer is captured whole
-  // only when both its halves are named (graph_capture() gives the half otherwise).
-  const bool mixer_named = (attn && scope_has(spec, "attn")) || mamba;
-  const bool ffn_named = (layer.ffn == FfnKind::dense && scope_has(spec, "mlp")) ||
-                         (layer.ffn == FfnKind::moe && scope_has(spec, "moe"));
-  if (layer.mixer == MixerKind::none) return ffn_named;
-  if (layer.ffn == FfnKind::none) return mixer_named;
-  return mixer_named && ffn_named;
+  return graph_capture(spec, layer) == GraphCapture::whole;
 }
 
 GraphCapture graph_capture(const model::RunSpec& spec, const model::LayerSpec& layer) {
-  if (layer_captured_by_cuda_graphs(spec, layer)) return GraphCapture::whole;
-  if (spec.model.cuda_graph_impl != model::CudaGraphImpl::transformer_engine) return GraphCapture::none;
+  const auto impl = spec.model.cuda_graph_impl;
+  if (impl == model::CudaGraphImpl::none || impl == model::CudaGraphImpl::full_iteration) return GraphCapture::none;
+  if (spec.model.cuda_graph_modules.empty()) return GraphCapture::whole;
   using model::FfnKind;
   using model::MixerKind;
   const bool attn = layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla;
-  if (!attn || layer.ffn == FfnKind::none) return GraphCapture::none;
-  const bool mixer = scope_has(spec, "attn");
-  const bool ffn = (layer.ffn == FfnKind::dense && scope_has(spec, "mlp")) || (layer.ffn == FfnKind::moe && scope_has(spec, "moe"));
-  if (mixer && ffn) return GraphCapture::whole;
-  if (mixer) return GraphCapture::mixer;
-  if (ffn) return GraphCapture::ffn;
+  const bool mixer_named = (attn && scope_has(spec, "attn")) || (layer.mixer == MixerKind::mamba && scope_has(spec, "mamba"));
+  const bool ffn_named = (layer.ffn == FfnKind::dense && scope_has(spec, "mlp")) ||
+                         (layer.ffn == FfnKind::moe && scope_has(spec, "moe"));
+  if (impl == model::CudaGraphImpl::local) {
+    // A layer with a manager is graphed whole (transformer_layer.py:527-554); local MoE capture
+    // covers MoE-only layers.
+    const bool named = mixer_named || (layer.ffn == FfnKind::dense && scope_has(spec, "mlp")) ||
+                       (layer.ffn == FfnKind::moe && layer.mixer == MixerKind::none && scope_has(spec, "moe"));
+    return named ? GraphCapture::whole : GraphCapture::none;
+  }
+  // Transformer Engine: a hybrid layer is one mixer or one FFN; a standard layer is captured whole
+  // only when both its halves are named, else the named half.
+  if (layer.mixer == MixerKind::none) return ffn_named ? GraphCapture::whole : GraphCapture::none;
+  if (layer.ffn == FfnKind::none) return mixer_named ? GraphCapture::whole : GraphCapture::none;
+  if (mixer_named && ffn_named) return GraphCapture::whole;
+  if (!attn) return GraphCapture::none;
+  if (mixer_named) return GraphCapture::mixer;
+  if (ffn_named) return GraphCapture::ffn;
   return GraphCapture::none;
 }
 

@@ -274,14 +274,7 @@ constexpr std::int64_t kCudaGraphChainEndBuffers = 6;
 // The rotary table every captured layer takes as a static input: [s, 1, 1, rot] in fp32
 // (rotary_pos_embedding.py returns the float embedding).
 Bytes rotary_table_bytes(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& ctx) {
-  const auto& m = spec.model;
-  const bool rope = m.position_embedding_type == model::PositionEmbedding::rope ||
-                    m.position_embedding_type == model::PositionEmbedding::yarn;
-  if (!rope) return Bytes{};
-  const std::int64_t rot = m.multi_latent_attention
-                               ? m.qk_pos_emb_head_dim
-                               : std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(d.kv_channels) * m.rotary_percent));
-  return Bytes{ctx.seq * rot * 4};
+  return Bytes{ctx.seq * rotary_dim(spec, d) * 4};
 }
 
 // Live-memory walk of one pipeline rank.

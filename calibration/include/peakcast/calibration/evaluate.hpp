@@ -25,7 +25,6 @@ struct Evaluation {
   bool without_recompute = false;  // no recompute and no offloading: a policy study's control row
   sim::RankPrediction::StepTime predicted_time;  // the measured rank's step-time parts
   bool expandable_segments = false;  // the run's allocator grew segments (spec cluster.expandable_segments)
-  bool layer_cuda_graphs = false;    // per-layer CUDA graphs (cuda_graph_impl local / transformer_engine)
   double predicted_graph_pool = 0;   // bytes the graphs' private pool keeps reserved beside the cache
   // The prediction with the profile's fixed term removed: the fit's regressor.
   double uncalibrated_peak() const { return predicted_peak - profile_fixed; }

@@ -28,6 +28,10 @@ struct ShapeContext {
 
 ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived& d);
 
+// Channels of each head RoPE rotates: kv_channels x rotary_percent (at least 1) for standard
+// attention, qk_pos_emb_head_dim for MLA; 0 without rotary embeddings.
+std::int64_t rotary_dim(const model::RunSpec& spec, const model::Derived& d);
+
 // A decoder layer (GPT: mixer + FFN with two norms; hybrid: one mixer or one FFN with its norm).
 LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c,
                              const model::LayerSpec& layer, bool hybrid);

@@ -95,22 +95,31 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   // predict() already adds the shipped profile's fixed term for this record's stack.
   e.profile_fixed = static_cast<double>(sim::load_fitted_constants("default", e.stack).framework_fixed.value);
   (void)profile_fixed;
+  // The measured rank (or the largest one) by the quantity measured: a report printed after
+  // iteration 1 is the largest rank's iteration-1 peak.
+  const auto compared = [&](const sim::RankPrediction& rp) {
+    return e.measured_first_iteration_only ? rp.first_iteration_peak_allocated.value : rp.peak_allocated.value;
+  };
   const sim::RankPrediction* best = nullptr;
   for (const auto& rp : p.ranks) {
     if (r.pp_rank && rp.rank.pp_rank != *r.pp_rank) continue;
-    if (!best || rp.peak_allocated.value > best->peak_allocated.value) best = &rp;
+    if (!best || compared(rp) > compared(*best)) best = &rp;
   }
   if (!best) {
     e.why_unusable = "no predicted rank with pp_rank " + std::to_string(r.pp_rank.value_or(-1));
     return e;
   }
   // A measurement of the first iteration only is compared with the predicted first iteration.
-  e.predicted_peak = static_cast<double>(
-      (e.measured_first_iteration_only ? best->first_iteration_peak_allocated : best->peak_allocated).value);
-  e.predicted_phase = sim::to_string(best->peak_phase);
+  e.predicted_peak = static_cast<double>(compared(*best));
+  e.predicted_phase = sim::to_string(e.measured_first_iteration_only ? best->first_iteration_peak_phase : best->peak_phase);
   e.predicted_graph_pool = static_cast<double>(best->reserved_outside_allocated.value);
   e.predicted_time = best->time;
-  if (m.oom) {
+  // A run that printed its memory after iteration 1 and ran out later (the seed's Nemotron rows
+  // out of memory in iteration 2) measured a whole first iteration: that peak is compared. Any
+  // other out-of-memory peak is a lower bound.
+  const bool first_iteration_completed =
+      e.measured_first_iteration_only && (!m.oom_iteration || *m.oom_iteration >= 2);
+  if (m.oom && !first_iteration_completed) {
     e.why_unusable = "out of memory: the measured peak is a lower bound (fit/OOM agreement only)";
     return e;
   }

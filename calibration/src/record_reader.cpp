@@ -182,10 +182,13 @@ Measurement parse_measured(const json& m) {
     out.oom = m.at("oom").get<bool>();
   }
   derive_from_phases(m, out);
-  if (!out.oom && !out.peak_allocated_bytes && !out.diverged_after_first_iteration)
-    throw LineError("measured: a run that did not run out of memory needs max_allocated_bytes");
+  // A run whose memory was reported only after iteration 1 carries that peak alone.
+  if (!out.oom && !out.peak_allocated_bytes && !out.first_iteration_peak_bytes)
+    throw LineError("measured: a run that did not run out of memory needs max_allocated_bytes or first_iteration_max_allocated_bytes");
   if (out.peak_allocated_bytes && *out.peak_allocated_bytes <= 0)
     throw LineError("measured.max_allocated_bytes must be positive");
+  if (out.first_iteration_peak_bytes && *out.first_iteration_peak_bytes <= 0)
+    throw LineError("measured.first_iteration_max_allocated_bytes must be positive");
   return out;
 }
 

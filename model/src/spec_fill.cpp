@@ -392,6 +392,8 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   }
   r.read("cuda_graph_warmup_steps", m.cuda_graph_warmup_steps);
   r.read("gradient_accumulation_fusion", m.gradient_accumulation_fusion);
+  r.read("defer_embedding_wgrad_compute", m.defer_embedding_wgrad_compute);
+  r.read("wgrad_deferral_limit", m.wgrad_deferral_limit);
 
   // Hybrid models take their layer count from the pattern (Bridge hybrid_provider.py:233-245).
   if (m.hybrid_override_pattern) {

@@ -66,13 +66,12 @@ constexpr Unsimulated kUnsimulated[] = {
     {"attention_output_gate", "false", "a gate projection and its saved output in every attention layer"},
     {"num_microbatches_with_partial_activation_checkpoints", "null",
      "full recompute checkpoints fewer layers on some micro-batches"},
-    {"defer_embedding_wgrad_compute", "false",
-     "the output layer keeps its inputs and output gradients for a deferred weight gradient"},
     {"moe_apply_probs_on_input", "false", "the router probabilities scale the experts' input"},
     {"moe_paged_stash", "false", "routed-expert activations live in a paged stash buffer"},
     {"mlp_chunks_for_training", "1", "the MLP runs in chunks along the sequence"},
     {"use_mamba_mem_eff_path", "true", "Mamba layers take the unfused path, which saves more"},
     {"fp8_dot_product_attention", "false", "attention runs in FP8"},
+    {"fp8_output_proj", "false", "the output layer runs in MXFP8 through Transformer Engine"},
     {"fp8_multi_head_attention", "false", "attention runs in FP8"},
     {"tp_comm_overlap", "false", "Transformer Engine's userbuffers for tensor-parallel overlap"},
     {"moe_expert_rank_capacity_factor", "null", "expert ranks drop tokens above a capacity"},
@@ -113,6 +112,13 @@ void check_untyped_rules(const json& doc, Diagnostics& out) {
   if (backend == "ncclep" && dispatcher != "flex") {
     error(out, "moe_flex_dispatcher_backend", "ncclep_needs_flex",
           "moe_flex_dispatcher_backend='ncclep' requires moe_token_dispatcher_type='flex'. (transformer_config.py:1637)");
+  }
+  // The MXFP8 LM head (TELMHeadColumnParallelLinear, fp8_utils.py:732-747) has no deferral buffers
+  // (extensions/transformer_engine.py:1784-1787).
+  if (m.flag("defer_embedding_wgrad_compute") && m.flag("fp8_output_proj") && m.get("fp8") != nullptr &&
+      m.str("fp8_recipe", "delayed") == "mxfp8" && m.str("transformer_impl", "transformer_engine") == "transformer_engine") {
+    error(out, "defer_embedding_wgrad_compute", "defer_wgrad_vs_mxfp8_output_proj",
+          "TE MXFP8 output projection does not support defer_embedding_wgrad_compute. (extensions/transformer_engine.py:1786)");
   }
   // Expert bias needs sigmoid-like scores (transformer_config.py:2310-2318)
   if (m.flag("moe_router_enable_expert_bias")) {

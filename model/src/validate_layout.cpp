@@ -142,6 +142,20 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
                  "(model_parallel_config.py:562)");
   }
 
+  // Deferred output-layer wgrad (model_parallel_config.py:545-558): it drains in the pipeline flush
+  // and writes main_grad with the fused wgrad kernels.
+  if (m.defer_embedding_wgrad_compute) {
+    if (pp == 1)
+      sink.error("model.defer_embedding_wgrad_compute", "defer_wgrad_needs_pp",
+                 "Cannot defer embedding wgrad compute when pipeline model parallel is not used (model_parallel_config.py:547)");
+    if (!m.gradient_accumulation_fusion)
+      sink.error("model.defer_embedding_wgrad_compute", "defer_wgrad_needs_grad_accumulation_fusion",
+                 "Cannot defer embedding wgrad compute when gradient accumulation fusion is not used (model_parallel_config.py:552)");
+    if (m.wgrad_deferral_limit < 0)
+      sink.error("model.wgrad_deferral_limit", "wgrad_deferral_limit_non_negative",
+                 "Wgrad deferral limit should be greater than or equal to 0 when it is enabled! (model_parallel_config.py:557)");
+  }
+
   // World size (parallel_state.py:815-885)
   if (world % (tp * pp * cp) != 0) {
     sink.error("cluster.num_gpus", "world_divisible_by_tp_pp_cp",

@@ -68,7 +68,11 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
       bcomm = sp ? ring * out_full : 0;
     }
   }
-  if (!c_.grad_accumulation_fusion) bws += act(k, n);  // param.grad until the DDP hook adds it into main_grad
+  // Unfused, param.grad lives until the DDP hook adds it into main_grad; fused, the GEMM writes
+  // main_grad and autograd gets the cached dummy of this shape (tensor_parallel/layers.py:690-716,
+  // TE's get_dummy_wgrad for its own modules).
+  if (c_.grad_accumulation_fusion) g_.dummy_wgrad_shapes.emplace_back(n, k);
+  else bws += act(k, n);
   const int out = tensor(name + ".out", act(out_rows, n));
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(n);
   OpNode o;

@@ -591,8 +591,10 @@ LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derive
   const int out = b.tensor("out", b.act(c.local_tokens, c.hidden));
   // VocabParallelEmbedding: full [tokens, h] lookup, then reduce-scatter (SP) or all-reduce.
   const Bytes full = c.sequence_parallel ? b.act(c.tokens, c.hidden) : Bytes{};
+  // Its backward builds the dense [V/tp, h] weight gradient whatever the wgrad fusion: only linear
+  // layers accumulate into main_grad directly.
   b.op("word_embeddings", {.in = {ids}, .out = {out}, .save = {ids}, .ws = full,
-                           .bws = full + (c.grad_accumulation_fusion ? Bytes{} : b.act(d.padded_vocab / c.tp, c.hidden))});
+                           .bws = full + b.act(d.padded_vocab / c.tp, c.hidden)});
   if (spec.model.hidden_dropout > 0) {
     const int dropped = b.tensor("dropout.out", b.act(c.local_tokens, c.hidden));
     const int mask = b.tensor("dropout.mask", Bytes{c.local_tokens * c.hidden}, false);

@@ -34,6 +34,8 @@ std::string to_json(const Prediction& p, bool with_timeline) {
     x["steady_peak_allocated_bytes"] = r.steady_peak_allocated.value;
     x["peak_phase"] = to_string(r.peak_phase);
     x["peak_iteration"] = r.peak_in_first_iteration ? "first" : "steady";
+    x["first_iteration_peak_allocated_bytes"] = r.first_iteration_peak_allocated.value;
+    x["first_iteration_peak_phase"] = to_string(r.first_iteration_peak_phase);
     x["peak_op"] = r.peak_op;
     x["breakdown_bytes"] = breakdown_json(r.breakdown);
     x["reserved_outside_allocated_bytes"] = r.reserved_outside_allocated.value;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 
@@ -87,6 +88,9 @@ struct Segment {
   // reference keeps the replay's autograd graph, whose leaf is the checkpoint's detached input, and
   // with it the input and its gradient, from the layer's backward until its next forward.
   Bytes retained_after_backward;
+  // defer_embedding_wgrad_compute, the loss head: its input (the final norm's output) and the
+  // logits' gradient stay in the model's buffers from its backward to the pipeline flush.
+  Bytes deferred_wgrad;
   bool is_output = false, is_embedding = false;  // the loss head / the token embedding (set at build)
   ModuleProfile::Work forward_work, replay_work;
   double backward_flops = 0, replay_flops = 0;
@@ -198,6 +202,28 @@ struct Builder {
     return it->second;
   }
 
+  // One deferral entry (tensor_parallel/layers.py:1147-1152 and :603-606): the output layer's input,
+  // [tokens / TP with SP, hidden], and the gradient of its logits, [tokens, vocab / TP], both in the
+  // activation dtype. Every call of the shared output layer (MTP depths too) adds one.
+  Bytes deferred_wgrad_bytes() const {
+    if (!spec.model.defer_embedding_wgrad_compute) return Bytes{};
+    return Bytes{(ctx.local_tokens * ctx.hidden + ctx.tokens * (d.padded_vocab / ctx.tp)) * ctx.act_bytes};
+  }
+
+  // The dummy weight gradients a stage keeps under gradient_accumulation_fusion: one per distinct
+  // [out, in] shape (and the activation dtype) among the linears of its layers and loss head.
+  Bytes dummy_wgrads(const model::PipelineStage& stage, bool hybrid) {
+    std::set<std::pair<std::int64_t, std::int64_t>> shapes;
+    const auto add = [&](const LayerGraph& g) { shapes.insert(g.dummy_wgrad_shapes.begin(), g.dummy_wgrad_shapes.end()); };
+    for (const auto& c : stage.chunks) {
+      for (const auto& l : c.layers) add(layer_graph(l, hybrid));
+      if (c.has_output_layer) add(output);
+    }
+    std::int64_t elements = 0;
+    for (const auto& [rows, cols] : shapes) elements += rows * cols;
+    return Bytes{elements * ctx.act_bytes};
+  }
+
   ChunkModel chunk(const model::ModelChunk& c, std::int64_t pp_rank, bool hybrid, GraphBypass bypass) {
     ChunkModel cm;
     const bool first_chunk_overall = pp_rank == 0 && c.vpp_index == 0;
@@ -254,9 +280,11 @@ struct Builder {
         }
         cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
         cm.segments.back().is_output = true;
+        cm.segments.back().deferred_wgrad = deferred_wgrad_bytes();
       }
       cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
       cm.segments.back().is_output = true;
+      cm.segments.back().deferred_wgrad = deferred_wgrad_bytes();
       if (c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx.grad_accumulation_fusion)
         cm.segments.back().carried_weight_grad = Bytes{d.padded_vocab / ctx.tp * ctx.hidden * ctx.act_bytes};
     }
@@ -328,6 +356,10 @@ struct Walker {
   // they outlive the iteration, so they are kept outside `activations`.
   std::vector<std::vector<Bytes>> retained{};
   Bytes retained_total{};
+  // defer_embedding_wgrad_compute: the entries deferred to the pipeline flush so far this iteration
+  // and the limit on their number (0: no limit).
+  Bytes deferred_wgrad;
+  std::int64_t deferred_entries = 0, deferral_limit = 0;
   void retain(int c, std::size_t i, Bytes bytes) {
     if (retained.size() <= static_cast<std::size_t>(c)) retained.resize(static_cast<std::size_t>(c) + 1);
     auto& r = retained[static_cast<std::size_t>(c)];
@@ -440,6 +472,11 @@ struct Walker {
           carried_weight_grad = Bytes{};
         }
         activations -= kept.segments[i] + offloaded_bytes(i);
+        if (s.deferred_wgrad.value > 0 && (deferral_limit == 0 || deferred_entries < deferral_limit)) {
+          activations += s.deferred_wgrad;
+          deferred_wgrad += s.deferred_wgrad;
+          ++deferred_entries;
+        }
         clock += s.replay_s + s.backward_s;
       }
       // The output gradient is consumed; the input gradient is handed to the previous module.
@@ -568,7 +605,9 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
   ScheduleParams sp;
   sp.pp = d.pp;
   sp.vpp = d.vpp;
-  sp.microbatches = options.record_timeline ? d.num_microbatches : walked_microbatches(sp, d.num_microbatches);
+  // The deferred output-layer entries pile up over every micro-batch of the step: walk them all.
+  const bool defer_wgrad = spec.model.defer_embedding_wgrad_compute;
+  sp.microbatches = options.record_timeline || defer_wgrad ? d.num_microbatches : walked_microbatches(sp, d.num_microbatches);
   sp.group_size = spec.model.microbatch_group_size_per_vp_stage.value_or(0);
   sp.extra_warmup = spec.model.overlap_moe_expert_parallel_comm && d.vpp > 1;
 
@@ -646,6 +685,16 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     Walker w{chunks, {}, {}, {}, Phase::forward, {}, {}, {}, 1, false, false, options.record_timeline, &rp.timeline, 0,
              spec.model.deallocate_pipeline_outputs, {}, {}, {}, static_cast<int>(sp.microbatches)};
     w.kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(sp.microbatches));
+    w.deferral_limit = spec.model.wgrad_deferral_limit;
+    // Created by each shape's first backward; from iteration 1's first backward on, like the workspaces.
+    const Bytes dummies = builder.dummy_wgrads(plan.stages.at(static_cast<std::size_t>(r)), hybrid);
+    // The flush all-gathers each deferred input (SP) into two alternating global buffers, "mpu_0" and
+    // "mpu_1" [tokens, hidden], which the global memory buffer keeps (utils.py:1254-1290).
+    bool defers_here = false;
+    for (const auto& cm : chunks) for (const auto& seg : cm.segments) defers_here = defers_here || seg.deferred_wgrad.value > 0;
+    const Bytes drain_buffers = defers_here && builder.ctx.sequence_parallel
+                                    ? Bytes{2 * builder.ctx.tokens * builder.ctx.hidden * builder.ctx.act_bytes}
+                                    : Bytes{};
     // Without DistOpt, per-parameter tensors carry the caching allocator's slack (static_memory.hpp).
     const Bytes model_state = sm.parameters + sm.gradients + sm.main_params + sm.fp8_weight_cache +
                               sm.slack.parameters + sm.slack.main_params;
@@ -684,16 +733,27 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
       w.activations = Bytes{};
       const Bytes states = first ? Bytes{} : sm.optimizer_states + step_slack.moments;
       const Bytes graph_static = pass.graphed ? static_buffers : Bytes{};
-      w.base = model_state + states + fixed + graph_static - (first ? backward_workspaces : Bytes{});
+      w.base = model_state + states + fixed + graph_static - (first ? backward_workspaces : Bytes{}) +
+               (first ? Bytes{} : drain_buffers + dummies);
       bool backward_seen = !first;
       for (const auto& st : steps) {
         if (!st.forward && !backward_seen) {
-          w.pending_backward_workspaces = backward_workspaces;
+          w.pending_backward_workspaces = backward_workspaces + dummies;
           backward_seen = true;
         }
         if (st.forward) w.forward(st.chunk, st.microbatch); else w.backward(st.chunk, st.microbatch);
       }
       w.take_pending_workspaces();
+      if (w.deferred_entries > 0) {
+        // The pipeline flush computes the deferred weight gradients (schedules.py:2064-2068), then
+        // frees what they kept; the first flush allocates its two gather buffers.
+        const Bytes new_buffers = first ? drain_buffers : Bytes{};
+        w.touch(new_buffers, Phase::backward, [] { return std::string("output_layer.deferred_wgrad"); }, -1, -1, -1);
+        w.base += new_buffers;
+        w.activations -= w.deferred_wgrad;
+        w.deferred_wgrad = Bytes{};
+        w.deferred_entries = 0;
+      }
       // The full-iteration graph's pool: what the forward-backward of its capture allocated at most.
       if (pass.capture) pool = max(pool, w.peak - w.base);
       // The first step's moments are carved first from what the forward-backward freed (the
@@ -711,7 +771,9 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
                             ((first && w.peak_phase != Phase::optimizer) ? Bytes{} : sm.optimizer_states + step_slack.moments);
       bd.activations = w.peak_activations;
       bd.transient = w.peak_transient;
-      bd.other = fixed + graph_static;
+      // Everything else in `base` at the peak: the framework's fixed bytes, graph buffers, the deferred
+      // wgrad's gather buffers and the dummy weight gradients once created.
+      bd.other = w.peak - w.peak_activations - w.peak_transient - bd.parameters - bd.gradients - bd.optimizer_states;
       with_pool = max(with_pool, w.peak + (pass.graphed ? pool : Bytes{}));
       if (first) { first_peak = w.peak; first_bd = bd; first_phase = w.peak_phase; first_op = w.peak_op; }
       else if (!steady_set || w.peak > steady_peak) {
@@ -721,6 +783,7 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     }
     rp.steady_peak_allocated = steady_peak;
     rp.first_iteration_peak_allocated = first_peak;
+    rp.first_iteration_peak_phase = first_phase;
     rp.peak_in_first_iteration = first_peak > steady_peak;
     rp.peak_allocated = max(first_peak, steady_peak);
     rp.peak_phase = rp.peak_in_first_iteration ? first_phase : steady_phase;

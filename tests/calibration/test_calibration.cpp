@@ -4,9 +4,12 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
 #include "peakcast/calibration/megatron_args.hpp"
 #include "peakcast/calibration/record.hpp"
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/sim/prediction.hpp"
 
 using namespace peakcast::calibration;
 
@@ -228,4 +231,35 @@ TEST_CASE("reserved ratios are fitted apart for runs with expandable_segments") 
   REQUIRE(r.records.size() == 2);
   CHECK(fit_reserved(r.records).median == Approx(1.1));
   CHECK(fit_reserved(r.records, true).median == Approx(1.01));
+}
+
+TEST_CASE("a memory report printed after iteration 1 is compared with the predicted first iteration, also when the run ran out of memory later") {
+  const std::string spec = R"("spec":{"model":{"num_layers":2,"hidden_size":512,"ffn_hidden_size":2048,"num_attention_heads":8,)"
+                           R"("vocab_size":32000,"seq_length":1024,"transformer_impl":"local","attention_backend":"unfused","bf16":true},)"
+                           R"("train":{"micro_batch_size":1,"global_batch_size":1},"cluster":{"num_gpus":1,"gpu":"h200-141gb"}})";
+  const auto line = [&](const std::string& name, const std::string& measured) {
+    return R"({"record_version":1,"case":")" + name + R"(",)" + spec + R"(,"rank":null,"measured":)" + measured + "}\n";
+  };
+  const auto r = read_records(line("later_oom", R"({"oom":true,"first_iteration_max_allocated_bytes":1000000000})") +
+                              line("oom_in_1", R"({"oom":true,"oom_iteration":1,"first_iteration_max_allocated_bytes":1000000000})") +
+                              line("no_oom", R"({"oom":false,"first_iteration_max_allocated_bytes":1000000000})"));
+  REQUIRE(r.errors.empty());
+  REQUIRE(r.records.size() == 3);
+  const auto ev = evaluate_records(r.records);
+  const auto parsed = peakcast::model::parse_run_spec(nlohmann::json::parse("{" + spec + "}").at("spec").dump());
+  REQUIRE(parsed.spec.has_value());
+  const auto p = peakcast::sim::predict(*parsed.spec);
+  REQUIRE(p.ranks.size() == 1);
+  // Iteration 1 peaks before the Adam moments exist, below the whole run's peak.
+  REQUIRE(p.ranks[0].first_iteration_peak_allocated < p.ranks[0].peak_allocated);
+  for (int i : {0, 2}) {
+    INFO(r.records[static_cast<std::size_t>(i)].name);
+    CHECK(ev[static_cast<std::size_t>(i)].usable);
+    CHECK(ev[static_cast<std::size_t>(i)].measured_first_iteration_only);
+    CHECK(ev[static_cast<std::size_t>(i)].predicted_peak == Approx(static_cast<double>(p.ranks[0].first_iteration_peak_allocated.value)));
+    CHECK(ev[static_cast<std::size_t>(i)].predicted_phase == peakcast::sim::to_string(p.ranks[0].first_iteration_peak_phase));
+    CHECK_FALSE(ev[static_cast<std::size_t>(i)].fits_fixed_term());
+  }
+  // Out of memory inside iteration 1: the report cannot be a whole iteration's.
+  CHECK_FALSE(ev[1].usable);
 }

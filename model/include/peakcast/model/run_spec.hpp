@@ -168,6 +168,11 @@ struct ModelSpec {
   // Eager training iterations before Transformer Engine captures its graphs (training.py:3824-3832).
   std::int64_t cuda_graph_warmup_steps = 3;
   bool gradient_accumulation_fusion = false;
+  // The output layer's weight-gradient GEMMs wait for the pipeline flush: its input and output
+  // gradient of the first wgrad_deferral_limit micro-batches (0: all) stay until then
+  // (model_parallel_config.py:410-419, tensor_parallel/layers.py, utils.py drain_embedding_wgrad_compute).
+  bool defer_embedding_wgrad_compute = false;
+  std::int64_t wgrad_deferral_limit = 0;
 };
 
 struct TrainSpec {

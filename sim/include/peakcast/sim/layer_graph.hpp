@@ -4,6 +4,7 @@
 // tensors each op saves for its backward, and the checkpoint regions each op belongs to.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "peakcast/model/units.hpp"
@@ -72,6 +73,10 @@ struct LayerGraph {
     int hook_op;  // re-materialised when the backward reaches this op (before running it)
   };
   std::vector<Discard> discards;
+  // gradient_accumulation_fusion: the [out, in] weight shapes whose backward hands autograd a dummy
+  // weight gradient from Transformer Engine's get_dummy_wgrad cache (one buffer per shape and
+  // dtype, kept for the rest of the run) while the GEMM accumulates into main_grad.
+  std::vector<std::pair<std::int64_t, std::int64_t>> dummy_wgrad_shapes;
 
   int add_input(std::string name, Bytes bytes);
   int add_tensor(std::string name, Bytes bytes, bool requires_grad = true);

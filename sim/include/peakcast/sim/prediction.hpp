@@ -51,6 +51,9 @@ struct RankPrediction {
   Bytes peak_allocated;         // whole run, iteration 1 included
   Bytes steady_peak_allocated;  // iteration 2 on
   Bytes first_iteration_peak_allocated;  // iteration 1 (Adam state appears at its optimizer step)
+  // Where iteration 1's own peak lands: what a memory report printed after iteration 1 shows (Bridge
+  // before its PR #3169 printed only that one).
+  Phase first_iteration_peak_phase = Phase::forward;
   Phase peak_phase = Phase::forward;
   bool peak_in_first_iteration = false;
   std::string peak_op;          // the op at which the peak lands

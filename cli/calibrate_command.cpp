@@ -26,7 +26,7 @@ struct CalibrateArgs {
                                   "calibration/data/h200_distribute.jsonl", "calibration/data/h200_cross_entropy.jsonl",
                                   "calibration/data/h200_etp.jsonl", "calibration/data/h200_fp8_store.jsonl",
                                   "calibration/data/h200_expandable.jsonl",
-                                  "calibration/data/h200_cuda_graphs.jsonl"};
+                                  "calibration/data/h200_cuda_graphs.jsonl", "calibration/data/h200_defer.jsonl"};
   std::string out;
   std::string microbench;
   std::string timing;

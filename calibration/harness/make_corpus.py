@@ -478,6 +478,28 @@ for r in (0, 1):
     add(f"cg_gqa8b_pp2_r{r}", "cuda_graphs", "gqa8b", set={**pp2, **cg, "train.global_batch_size": 4},
         fake_rank=r, iterations=4)
 
+# ---- gradient-accumulation fusion and the deferred output-layer wgrad (group "defer_wgrad",
+# calibration/data/h200_defer.jsonl) ----
+# Fusion (Apex stand-in + TE's dummy-wgrad cache, megatron_env gaps 5-6) hands autograd one cached
+# dummy per linear shape instead of a weight gradient per GEMM. defer_embedding_wgrad_compute keeps
+# the output layer's input and logits gradient of every micro-batch (or the first wgrad_deferral_limit)
+# on the last stage until the pipeline flush, which all-gathers the inputs (SP) into two global
+# buffers. gqa8b, PP2 with 8 micro-batches: both stages with fusion alone, the last with every
+# micro-batch deferred and with 3; TP2 + SP + PP2's last stage deferred; PP1 with fusion.
+fusion = {"model.gradient_accumulation_fusion": True}
+pp2_8 = dict(pp2, **{"train.global_batch_size": 8}, **fusion)
+defer = {"model.defer_embedding_wgrad_compute": True}
+for r in (0, 1):
+    add(f"defer_pp2_gqa8b_fusion_r{r}", "defer_wgrad", "gqa8b", set=dict(pp2_8), fake_rank=r, iterations=3)
+add("defer_pp2_gqa8b_all_r1", "defer_wgrad", "gqa8b", set=dict(pp2_8, **defer), fake_rank=1, iterations=3)
+add("defer_pp2_gqa8b_limit3_r1", "defer_wgrad", "gqa8b",
+    set=dict(pp2_8, **defer, **{"model.wgrad_deferral_limit": 3}), fake_rank=1, iterations=3)
+tp2sp_pp2_8 = dict(pp2_8, **{"model.tensor_model_parallel_size": 2, "model.sequence_parallel": True,
+                             "cluster.num_gpus": 4})
+add("defer_tp2sp_pp2_gqa8b_all_r2", "defer_wgrad", "gqa8b", set=dict(tp2sp_pp2_8, **defer), fake_rank=2, iterations=3)
+add("defer_tp2sp_pp2_gqa8b_fusion_r2", "defer_wgrad", "gqa8b", set=dict(tp2sp_pp2_8), fake_rank=2, iterations=3)
+add("fusion_gqa8b", "defer_wgrad", "gqa8b", set=dict(fusion), iterations=3)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

@@ -11,6 +11,10 @@ Workarounds (the three gaps of the pinned revision without TE):
      not accept. `MLACapableDotProductAttention` accepts them (config copy with kv_channels=v_head_dim;
      MLA passes its own softmax scale) and is installed as the local backend's core attention.
   3. `moe_act` needs grouped GEMM (TE): not worked around; Megatron's ValueError is recorded.
+  5. Apex's fused_weight_gradient_mlp_cuda (gradient_accumulation_fusion) gets a stand-in, and
+  6. layers.py TE's cached dummy weight gradients (see install_fused_wgrad_standin, patch_dummy_wgrad).
+  7. defer_embedding_wgrad_compute fails on the local spec's own column-parallel linears: they are
+     given the flag off, as under the TE spec (emulate_te_spec_wgrad_deferral).
 
 For fake-process-group runs (one GPU plays one rank of a larger world) the collectives are
 replaced by a *symmetric-rank emulation*: every other rank is assumed to hold exactly what this
@@ -249,6 +253,19 @@ def install_fake_collectives():
                 send=send, recv=recv)
     for k, v in repl.items():
         setattr(dist, k, v)
+    # Megatron modules that bound torch's collectives at import time (layers.py:85-92,
+    # mappings.py:12, utils.py:1225-1231): the deferred wgrad's flush gathers through utils'.
+    import importlib
+    for name in ("megatron.core.utils", "megatron.core.tensor_parallel.layers",
+                 "megatron.core.tensor_parallel.mappings"):
+        try:
+            mod = importlib.import_module(name)
+        except Exception:
+            continue
+        if hasattr(mod, "dist_all_gather_func"):
+            mod.dist_all_gather_func = all_gather_into_tensor
+        if hasattr(mod, "dist_reduce_scatter_func"):
+            mod.dist_reduce_scatter_func = reduce_scatter_tensor
 
     # Megatron's param_and_grad_buffer wraps grad reduce-scatters in _coalescing_manager: with
     # no real collectives issued, a no-op context is the faithful equivalent.
@@ -304,9 +321,91 @@ def patch_torch_norm_sequence_parallel():
     cls._peakcast = True
 
 
-def apply_all(fake_process_group=False):
+def install_fused_wgrad_standin():
+    """Gap 5: Apex's fused_weight_gradient_mlp_cuda (gradient_accumulation_fusion, and the deferred
+    output-layer wgrad's drain, utils.py:1234) is absent. The stand-in accumulates
+    grad_output^T @ input into main_grad in row blocks of at most 4 MiB of temporaries, so the
+    allocator sees what the fused GEMM allocates (nothing) to within 4 MiB. Installed before Megatron
+    is imported; used only when a case sets gradient_accumulation_fusion."""
+    try:
+        import fused_weight_gradient_mlp_cuda  # noqa: F401
+        return
+    except ImportError:
+        pass
+    import types
+
+    def _accumulate(total_input, grad_output, main_grad):
+        import torch
+
+        out_dim, in_dim = main_grad.shape
+        rows = max(1, (4 << 20) // (in_dim * (2 + main_grad.element_size())))
+        # A kernel records no autograd: outside a backward (the deferred wgrad's flush) the input
+        # still requires grad, and an add_ under grad mode would chain main_grad to it.
+        with torch.no_grad():
+            for i in range(0, out_dim, rows):
+                block = torch.matmul(grad_output[:, i:i + rows].t(), total_input)
+                main_grad[i:i + rows].add_(block)
+                del block
+
+    mod = types.ModuleType("fused_weight_gradient_mlp_cuda")
+    mod.wgrad_gemm_accum_fp32 = _accumulate
+    mod.wgrad_gemm_accum_fp16 = _accumulate
+    mod.PEAKCAST_STANDIN = True
+    sys.modules["fused_weight_gradient_mlp_cuda"] = mod
+
+
+def patch_dummy_wgrad():
+    """Gap 6: with gradient_accumulation_fusion Megatron's linears hand autograd a dummy weight
+    gradient: Transformer Engine's get_dummy_wgrad, one cached buffer per (shape, dtype) kept for
+    the run (transformer_engine/pytorch/module/base.py), or without TE a fresh torch.empty per
+    backward (tensor_parallel/layers.py:697-717). Training containers have TE: give layers.py TE's
+    cache."""
+    import torch
+    from megatron.core.tensor_parallel import layers
+
+    if getattr(layers, "_peakcast_dummy_wgrad", False):
+        return
+    cache = {}
+
+    def get_dummy_wgrad(shape, dtype, zero=False):
+        key = (shape[0], shape[1], dtype)
+        if key not in cache:
+            cache[key] = torch.empty(shape, dtype=dtype, device="cuda", requires_grad=False)
+        if zero:
+            cache[key].fill_(0)
+        return cache[key].detach()
+
+    layers.get_dummy_wgrad = get_dummy_wgrad
+    layers.HAVE_TE = True
+    layers._peakcast_dummy_wgrad = True
+
+
+def emulate_te_spec_wgrad_deferral(chunks):
+    """Gap 7: defer_embedding_wgrad_compute makes every Megatron ColumnParallelLinear append its
+    input to its own deferral buffer, which only the output layer has: the local spec's
+    linear_qkv / linear_fc1 fail their first forward (tensor_parallel/layers.py:1147-1152). Under
+    the TE spec, the only Megatron ColumnParallelLinear is the output layer. To measure what the
+    deferral holds, the decoder's column-parallel linears get a config copy with the flag off, as
+    TE's linears ignore it."""
+    from megatron.core.tensor_parallel.layers import ColumnParallelLinear
+
+    for chunk in chunks:
+        for name, mod in chunk.named_modules():
+            if isinstance(mod, ColumnParallelLinear) and not name.endswith("output_layer"):
+                cfg = copy.copy(mod.config)
+                cfg.defer_embedding_wgrad_compute = False
+                mod.config = cfg
+
+
+def apply_all(fake_process_group=False, gradient_accumulation_fusion=False):
+    if gradient_accumulation_fusion:
+        patch_dummy_wgrad()
     patch_torch_norm_sequence_parallel()
     patch_te_standins()
     patch_mla_local_attention()
     if fake_process_group:
         install_fake_collectives()
+
+
+# Before anything imports megatron.core.tensor_parallel.layers, which probes for the extension once.
+install_fused_wgrad_standin()

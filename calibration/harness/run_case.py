@@ -110,7 +110,8 @@ def run(case, rec):
         rec["error"] = "expected a validation error, config was accepted"
 
     rank, world, fake = init_distributed(torch, case)
-    megatron_env.apply_all(fake_process_group=fake)
+    megatron_env.apply_all(fake_process_group=fake,
+                           gradient_accumulation_fusion=bool(model_spec.get("gradient_accumulation_fusion")))
 
     from megatron.core import parallel_state, tensor_parallel
     from megatron.core.distributed import DistributedDataParallel, finalize_model_grads
@@ -219,6 +220,8 @@ def run(case, rec):
             if config.bf16 or config.fp16:
                 mdl = Float16Module(config, mdl)
             chunks.append(mdl)
+        if getattr(config, "defer_embedding_wgrad_compute", False):
+            megatron_env.emulate_te_spec_wgrad_deferral(chunks)
         m["model_build_peak_bytes"] = take_peak()
         m["allocated_after_model_build_bytes"] = torch.cuda.memory_allocated()
         m["parameters_on_rank"] = sum(p.numel() for c in chunks for p in c.parameters())
@@ -381,9 +384,30 @@ def run(case, rec):
             PHASE["name"] = "forward"
             reset()
             t0 = time.perf_counter()
+            # The schedules clear and drain the deferred output-layer wgrad only when they finalize
+            # the gradients themselves (schedules.py:2064-2068, :2217-2221); the harness times the
+            # gradient sync apart, so it calls the same two functions around the schedule.
+            defer_module = None
+            if getattr(config, "defer_embedding_wgrad_compute", False):
+                defer_module = schedules.clear_embedding_activation_buffer(
+                    config, ddp_chunks, parallel_state.is_pipeline_last_stage(ignore_virtual=True))
             fwd_bwd(forward_step_func=forward_step, data_iterator=data_iter, model=ddp_chunks,
                     num_microbatches=num_mb, seq_length=seq, micro_batch_size=mbs,
                     decoder_seq_length=seq, forward_only=False)
+            if defer_module is not None:
+                entries = (len(defer_module.embedding_activation_buffer), len(defer_module.grad_output_buffer))
+                before = torch.cuda.memory_allocated()
+                # no_grad: the fake process group's all-gather writes into the global buffer's view
+                # with autograd's in-place check, which NCCL's does not (the flush has no autograd ops).
+                with torch.no_grad():
+                    schedules.finish_embedding_wgrad_compute(
+                        config, defer_module, True, parallel_state.get_tensor_model_parallel_group())
+                rec_it["deferred_wgrad"] = {
+                    "entries": list(entries), "allocated_before_flush_bytes": before,
+                    "allocated_after_flush_bytes": torch.cuda.memory_allocated(),
+                    "left": [len(defer_module.embedding_activation_buffer), len(defer_module.grad_output_buffer)]}
+            elif getattr(config, "defer_embedding_wgrad_compute", False):
+                rec_it["deferred_wgrad"] = {"flush": "not the last stage"}
             rec_it["fwd_bwd_peak_bytes"] = take_peak()
             rec_it["fwd_bwd_peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
             rec_it["fwd_bwd_peak_requested_bytes"] = torch.cuda.memory_stats().get("requested_bytes.all.peak")

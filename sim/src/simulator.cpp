@@ -91,6 +91,11 @@ struct Segment {
   // defer_embedding_wgrad_compute, the loss head: its input (the final norm's output) and the
   // logits' gradient stay in the model's buffers from its backward to the pipeline flush.
   Bytes deferred_wgrad;
+  // ...and, through the kept input's autograd graph (its grad_fn chain reaches the AccumulateGrad
+  // of the chunk's received input, whose gradient backward_step retains), that received input and
+  // its gradient. Measured on every deferred micro-batch but the step's last
+  // (calibration/data/h200_defer.jsonl: 7 of 8 and 3 of 3).
+  Bytes deferred_graph;
   bool is_output = false, is_embedding = false;  // the loss head / the token embedding (set at build)
   ModuleProfile::Work forward_work, replay_work;
   double backward_flops = 0, replay_flops = 0;
@@ -285,6 +290,8 @@ struct Builder {
       cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
       cm.segments.back().is_output = true;
       cm.segments.back().deferred_wgrad = deferred_wgrad_bytes();
+      if (cm.receives_input && cm.segments.back().deferred_wgrad.value > 0)
+        cm.segments.back().deferred_graph = cm.segments.front().input_bytes * 2;
       if (c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx.grad_accumulation_fusion)
         cm.segments.back().carried_weight_grad = Bytes{d.padded_vocab / ctx.tp * ctx.hidden * ctx.act_bytes};
     }
@@ -473,8 +480,9 @@ struct Walker {
         }
         activations -= kept.segments[i] + offloaded_bytes(i);
         if (s.deferred_wgrad.value > 0 && (deferral_limit == 0 || deferred_entries < deferral_limit)) {
-          activations += s.deferred_wgrad;
-          deferred_wgrad += s.deferred_wgrad;
+          const Bytes kept_alive = s.deferred_wgrad + (mb + 1 < microbatches ? s.deferred_graph : Bytes{});
+          activations += kept_alive;
+          deferred_wgrad += kept_alive;
           ++deferred_entries;
         }
         clock += s.replay_s + s.backward_s;

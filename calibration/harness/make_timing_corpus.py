@@ -86,6 +86,14 @@ for base, pols in region_cases.items():
     for pol, s in pols:
         cases.append({"name": f"timing_regions_{base}_{pol}", "group": "timing_regions", "base": base,
                       "set": dict(tiny[base], **{"model.num_layers": 16}, **s), "iterations": 20})
+# The seed's Moonlight pair [mla_up_proj] / [mla_up_proj, mlp] (issue 4: +15.8 ms measured on H100 for
+# adding mlp, which replays one dense MLP there): on mla_noq (Moonlight's attention and dense FFN width,
+# 4 dense layers, 2 micro-batches) adding mlp replays 8 dense MLPs per iteration. Twenty iterations, one
+# case at a time (group "timing_seedpair"), measured twice in alternation.
+for rep in ("a", "b"):
+    for pol, s in (("mla_up_proj", mc.sel("mla_up_proj")), ("mla_up_proj_mlp", mc.sel("mla_up_proj", "mlp"))):
+        cases.append({"name": f"timing_seedpair_mla_noq_{pol}_{rep}", "group": "timing_seedpair", "base": "mla_noq",
+                      "set": dict(s), "iterations": 20})
 multi = [("tp2sp_gqa8b_none", "gqa8b", dict(mc.tp2sp)),
          ("tp2sp_gqa8b_core_attn", "gqa8b", dict(mc.tp2sp, **mc.sel("core_attn"))),
          ("ep2_moonlight4_none", "moonlight4", dict(mc.ep2)),

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "peakcast/model/layer_plan.hpp"
@@ -332,7 +332,8 @@ struct Walker {
   double clock = 0;
   bool deallocate_outputs = true;
   Bytes carried_weight_grad;  // a tied weight's gradient waiting for the embedding's backward
-  // Iteration 1: the autograd thread's cuBLAS workspaces, allocated by the first backward GEMM.
+  // Iteration 1: what the first backward creates and keeps: the autograd thread's cuBLAS workspaces
+  // (its first GEMM) and, under gradient_accumulation_fusion, the dummy weight gradients.
   Bytes pending_backward_workspaces;
   void take_pending_workspaces() {
     base += pending_backward_workspaces;
@@ -698,8 +699,9 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
     const Bytes dummies = builder.dummy_wgrads(plan.stages.at(static_cast<std::size_t>(r)), hybrid);
     // The flush all-gathers each deferred input (SP) into two alternating global buffers, "mpu_0" and
     // "mpu_1" [tokens, hidden], which the global memory buffer keeps (utils.py:1254-1290).
-    bool defers_here = false;
-    for (const auto& cm : chunks) for (const auto& seg : cm.segments) defers_here = defers_here || seg.deferred_wgrad.value > 0;
+    const auto& stage_chunks = plan.stages.at(static_cast<std::size_t>(r)).chunks;
+    const bool defers_here = spec.model.defer_embedding_wgrad_compute &&
+                             std::any_of(stage_chunks.begin(), stage_chunks.end(), [](const auto& c) { return c.has_output_layer; });
     const Bytes drain_buffers = defers_here && builder.ctx.sequence_parallel
                                     ? Bytes{2 * builder.ctx.tokens * builder.ctx.hidden * builder.ctx.act_bytes}
                                     : Bytes{};

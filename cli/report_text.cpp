@@ -23,7 +23,9 @@ std::string mb(Bytes b) {
 void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const sim::Prediction& p) {
   const auto& m = spec.model;
   os << "peakcast predict: " << m.preset.value_or("custom model") << " on " << spec.cluster.num_gpus << " x "
-     << spec.cluster.gpu.name << " (capacity " << gb(p.capacity) << " GB per GPU)\n";
+     << spec.cluster.gpu.name << " (capacity " << gb(p.capacity) << " GB per GPU";
+  if (p.userbuffers.value > 0) os << ", after " << gb(p.userbuffers) << " GB of Transformer Engine userbuffers for tp_comm_overlap";
+  os << ")\n";
   os << "layout TP" << m.tensor_model_parallel_size << " PP" << m.pipeline_model_parallel_size;
   if (m.virtual_pipeline_model_parallel_size) os << " VPP" << *m.virtual_pipeline_model_parallel_size;
   os << " CP" << m.context_parallel_size << " EP" << m.expert_model_parallel_size

@@ -14,6 +14,16 @@ LayerPlan build_layer_plan(const RunSpec& spec, const Derived& d) {
 
   LayerPlan plan;
   plan.decoder_layers = kinds.decoder;
+  // Global decoder index below num_layers_at_start_in_bf16, or within num_layers_at_end_in_bf16 of
+  // the end, runs in BF16 under FP8 (fp8_utils.py:713-729; MTP layers use the global FP8 context,
+  // multi_token_prediction.py:1185-1188).
+  const auto& m = spec.model;
+  if (m.fp8 && m.first_last_layers_bf16) {
+    const std::int64_t n = static_cast<std::int64_t>(plan.decoder_layers.size());
+    for (auto& l : plan.decoder_layers) {
+      l.high_precision = l.index < m.num_layers_at_start_in_bf16 || l.index >= n - m.num_layers_at_end_in_bf16;
+    }
+  }
   plan.stages.resize(static_cast<std::size_t>(pp));
   for (std::int64_t r = 0; r < pp; ++r) {
     plan.stages[static_cast<std::size_t>(r)].pp_rank = r;
@@ -32,7 +42,7 @@ LayerPlan build_layer_plan(const RunSpec& spec, const Derived& d) {
     chunk.has_embedding = vs.embedding;
     chunk.has_output_layer = vs.loss;
     for (std::int64_t i = 0; i < vs.decoder_layers && next_layer < num_decoder; ++i) {
-      chunk.layers.push_back(kinds.decoder[static_cast<std::size_t>(next_layer++)]);
+      chunk.layers.push_back(plan.decoder_layers[static_cast<std::size_t>(next_layer++)]);
     }
     // With MTP the final layernorm moves to the chunk holding the last decoder layer
     // (transformer_block.py:387-413); otherwise it sits with the output layer.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "layer_plan_internal.hpp"
 #include "spec_parser_detail.hpp"
@@ -107,6 +109,54 @@ void read_dtype(const Reader& r, const char* key, DType& dst) {
   if (auto n = r.name(key)) {
     if (auto d = dtype_from_name(*n)) dst = *d;
     else r.error(r.path(key), "unsupported_dtype", "dtype \"" + *n + "\" is not one peakcast models (fp32, bf16, fp16, fp8)");
+  }
+}
+
+// tp_comm_overlap_cfg, the object form Transformer Engine's initialize_ub takes as ub_cfgs: GEMM
+// name -> add_ub keyword arguments (module/base.py). Names and keywords outside TE's are errors
+// there too (KeyError / TypeError); only method and fp8_buf change the buffers' sizes.
+void read_userbuffer_overrides(const Reader& r, ModelSpec& m) {
+  const json* v = r.find("tp_comm_overlap_cfg");
+  if (v == nullptr || v->is_null()) return;
+  if (v->is_string()) {
+    m.tp_comm_overlap_cfg_is_path = true;
+    return;
+  }
+  if (!v->is_object()) return;
+  static const std::set<std::string> kGemms = {"qkv_fprop", "qkv_dgrad", "qkv_wgrad", "proj_fprop", "proj_dgrad", "proj_wgrad",
+                                                "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop", "fc2_dgrad", "fc2_wgrad"};
+  static const std::set<std::string> kKeywords = {"method", "is_reduce_scatter", "num_sm", "cga_size", "set_sm_margin",
+                                                   "num_splits", "aggregate", "atomic_gemm", "use_ce", "fp8_buf",
+                                                   "comm_priority", "gemm_priority", "pipeline_rs_overlap_first_gemm"};
+  static const std::set<std::string> kMethods = {"ring_exchange", "pipeline", "bulk", "external"};
+  const std::string base = r.path("tp_comm_overlap_cfg");
+  for (const auto& [gemm, cfg] : v->items()) {
+    const std::string at = base + "." + gemm;
+    if (kGemms.count(gemm) == 0) {
+      r.error(at, "unknown_userbuffer_gemm", "\"" + gemm + "\" is not one of Transformer Engine's userbuffer GEMMs (qkv/proj/fc1/fc2 _fprop, _dgrad, _wgrad)");
+      continue;
+    }
+    if (!cfg.is_object()) {
+      r.error(at, "type_mismatch", "expected an object of initialize_ub settings (method, num_sm, ...)");
+      continue;
+    }
+    ModelSpec::UserbufferOverride o;
+    for (const auto& [key, val] : cfg.items()) {
+      const std::string kat = at + "." + key;
+      if (kKeywords.count(key) == 0) {
+        r.error(kat, "unknown_key", "\"" + key + "\" is not a setting of Transformer Engine's add_ub (module/base.py initialize_ub)");
+      } else if (key == "method") {
+        if (!val.is_string() || kMethods.count(val.get<std::string>()) == 0) {
+          r.error(kat, "unsupported_value", "method must be \"ring_exchange\", \"pipeline\", \"bulk\" or \"external\"");
+        } else {
+          o.method = val.get<std::string>();
+        }
+      } else if (key == "fp8_buf") {
+        if (!val.is_boolean()) r.error(kat, "type_mismatch", "expected a bool");
+        else o.fp8_buf = val.get<bool>();
+      }
+    }
+    m.tp_comm_overlap_cfg[gemm] = o;
   }
 }
 
@@ -312,6 +362,9 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
                  "fp8_recipe \"" + *n + "\" (a user quantizer factory) is not modelled; use delayed, tensorwise, mxfp8 or blockwise");
   }
   r.read("fp8_param", m.fp8_param);
+  r.read("first_last_layers_bf16", m.first_last_layers_bf16);
+  r.read("num_layers_at_start_in_bf16", m.num_layers_at_start_in_bf16);
+  r.read("num_layers_at_end_in_bf16", m.num_layers_at_end_in_bf16);
 
   // Implementation choices
   if (auto n = r.name("transformer_impl")) {
@@ -392,6 +445,8 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   }
   r.read("cuda_graph_warmup_steps", m.cuda_graph_warmup_steps);
   r.read("gradient_accumulation_fusion", m.gradient_accumulation_fusion);
+  r.read("tp_comm_overlap", m.tp_comm_overlap);
+  read_userbuffer_overrides(r, m);
   r.read("defer_embedding_wgrad_compute", m.defer_embedding_wgrad_compute);
   r.read("wgrad_deferral_limit", m.wgrad_deferral_limit);
 

@@ -73,7 +73,6 @@ constexpr Unsimulated kUnsimulated[] = {
     {"fp8_dot_product_attention", "false", "attention runs in FP8"},
     {"fp8_output_proj", "false", "the output layer runs in MXFP8 through Transformer Engine"},
     {"fp8_multi_head_attention", "false", "attention runs in FP8"},
-    {"tp_comm_overlap", "false", "Transformer Engine's userbuffers for tensor-parallel overlap"},
     {"moe_expert_rank_capacity_factor", "null", "expert ranks drop tokens above a capacity"},
     {"moe_token_dropping", "false", "experts drop and pad tokens to a capacity"},
     {"mtp_use_repeated_layer", "false", "MTP depths share one layer's weights"},

@@ -1,5 +1,6 @@
 // The parameters one rank registers for one model chunk, sharded by TP / EP / ETP.
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "static_memory_internal.hpp"
@@ -18,10 +19,15 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   };
   // A layer's tensors depend only on its mixer and FFN kind (names carry no layer index), so
   // layers of one kind share one list instead of building thousands of identical tensors.
-  std::map<std::pair<MixerKind, FfnKind>, const ParamList*> by_kind;
+  // A BF16 edge layer (first_last_layers_bf16) has the same tensors, none of them FP8-quantised.
+  std::map<std::tuple<MixerKind, FfnKind, bool>, const ParamList*> by_kind;
   auto append_layer = [&](const LayerSpec& layer) {
-    const ParamList*& list = by_kind[{layer.mixer, layer.ffn}];
-    if (list == nullptr) list = &out.storage.emplace_back(layer_params(layer, m, d, s));
+    const ParamList*& list = by_kind[{layer.mixer, layer.ffn, layer.high_precision}];
+    if (list == nullptr) {
+      ParamList params = layer_params(layer, m, d, s);
+      if (layer.high_precision) for (auto& t : params) t.gemm_weight = false;
+      list = &out.storage.emplace_back(std::move(params));
+    }
     for (const auto& t : *list) out.tensors.push_back(&t);
   };
 

@@ -15,6 +15,7 @@ Diagnostics validate(const RunSpec& spec) {
     detail::validate_moe(spec, sink);
     detail::validate_recompute(spec, sink);
     detail::validate_precision(spec, sink);
+    detail::validate_comm_overlap(spec, sink);
     detail::validate_cuda_graphs(spec, sink);
     detail::validate_optimizer(spec, sink);
   } catch (const std::exception& e) {

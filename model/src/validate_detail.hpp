@@ -73,6 +73,7 @@ void validate_layout(const RunSpec& spec, RuleSink& sink);
 void validate_moe(const RunSpec& spec, RuleSink& sink);
 void validate_recompute(const RunSpec& spec, RuleSink& sink);
 void validate_precision(const RunSpec& spec, RuleSink& sink);
+void validate_comm_overlap(const RunSpec& spec, RuleSink& sink);
 void validate_cuda_graphs(const RunSpec& spec, RuleSink& sink);
 void validate_optimizer(const RunSpec& spec, RuleSink& sink);
 

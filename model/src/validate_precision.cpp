@@ -1,4 +1,7 @@
 // Precision flags: bf16/fp16, FP8 and FP8 parameters.
+#include <algorithm>
+#include <string>
+
 #include "validate_detail.hpp"
 
 namespace peakcast::model::detail {
@@ -28,6 +31,19 @@ void validate_precision(const RunSpec& spec, RuleSink& sink) {
     if (!m.bf16 && !m.fp16) {
       sink.warning("model.fp8", "fp8_without_half_precision",
                    "fp8 is normally combined with bf16 (the params and the non-FP8 activations stay in bf16); here they are fp32");
+    }
+    // transformer_config.py:1405-1429: each count lies in [0, num_layers / PP].
+    if (m.first_last_layers_bf16) {
+      const std::int64_t per_stage = m.num_layers / std::max<std::int64_t>(1, m.pipeline_model_parallel_size);
+      const auto check = [&](std::int64_t n, const char* key) {
+        if (n < 0 || n > per_stage) {
+          sink.error(std::string("model.") + key, "bf16_edge_layers_out_of_range",
+                     std::string(key) + " (" + std::to_string(n) + ") must be between 0 and number of layers per pipeline stage (" +
+                         std::to_string(per_stage) + "). (transformer_config.py:1413)");
+        }
+      };
+      check(m.num_layers_at_start_in_bf16, "num_layers_at_start_in_bf16");
+      check(m.num_layers_at_end_in_bf16, "num_layers_at_end_in_bf16");
     }
   }
 }

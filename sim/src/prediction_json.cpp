@@ -18,6 +18,7 @@ std::string to_json(const Prediction& p, bool with_timeline) {
   nlohmann::json j;
   j["schema_version"] = 1;
   j["capacity_bytes"] = p.capacity.value;
+  j["userbuffers_bytes"] = p.userbuffers.value;
   j["fits"] = p.fits;
   j["fits_with_allocator_reserve"] = p.fits_with_allocator_reserve;
   j["max_peak_allocated_bytes"] = p.max_peak_allocated.value;

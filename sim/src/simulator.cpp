@@ -10,10 +10,12 @@
 
 #include "peakcast/model/layer_plan.hpp"
 #include "peakcast/model/static_memory.hpp"
+#include "peakcast/model/userbuffers.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/sim/module_graphs.hpp"
 #include "peakcast/sim/policy.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include "peakcast/model/userbuffers.hpp"
 #include "peakcast/sim/schedule.hpp"
 #include "peakcast/sim/time_model.hpp"
 #include "text_format.hpp"
@@ -201,9 +203,15 @@ struct Builder {
   LayerGraph embedding, output;
 
   const LayerGraph& layer_graph(const model::LayerSpec& l, bool hybrid) {
-    const std::string key = std::to_string(static_cast<int>(l.mixer)) + "/" + std::to_string(static_cast<int>(l.ffn));
+    const std::string key = std::to_string(static_cast<int>(l.mixer)) + "/" + std::to_string(static_cast<int>(l.ffn)) +
+                            (l.high_precision ? "/bf16" : "");
     auto it = graph_cache.find(key);
-    if (it == graph_cache.end()) it = graph_cache.emplace(key, build_layer_graph(spec, d, ctx, l, hybrid)).first;
+    if (it == graph_cache.end()) {
+      // A BF16 edge layer under FP8 saves its GEMM inputs unquantised.
+      ShapeContext layer_ctx = ctx;
+      if (l.high_precision) layer_ctx.fp8 = false;
+      it = graph_cache.emplace(key, build_layer_graph(spec, d, layer_ctx, l, hybrid)).first;
+    }
     return it->second;
   }
 
@@ -602,7 +610,10 @@ Prediction Predictor::Impl::run(const PredictOptions& options) {
   const TimeModel time(spec.cluster.gpu, fitted);
 
   Prediction out;
-  out.capacity = spec.cluster.gpu.memory_bytes;
+  // TE's userbuffers (tp_comm_overlap) are cudaMalloc'd beside the caching allocator: what is left
+  // of the device is the allocator's capacity.
+  out.userbuffers = model::total_bytes(model::te_userbuffers(spec));
+  out.capacity = spec.cluster.gpu.memory_bytes - out.userbuffers;
   out.calibration_profile = fitted.profile;
   out.peak_relative_sigma = fitted.peak_relative_sigma;
   const bool hybrid = spec.model.hybrid_override_pattern.has_value();

@@ -79,6 +79,24 @@ TEST_CASE("TP=2 with GQA, no DistOpt: 2 + 4 + 4 + 8 bytes per parameter", "[mode
     s.model.fp8 = "hybrid";
     CHECK(run(s)[0].memory.fp8_weight_cache.value == 2 * 4 * kTp2Gemm);
   }
+  SECTION("first_last_layers_bf16: the BF16 edge layers' GEMM weights are neither cached nor held in FP8") {
+    s.model.fp8 = "hybrid";
+    s.model.fp8_recipe = Fp8Recipe::tensorwise;
+    s.model.first_last_layers_bf16 = true;  // layers 0 and 3 of 4 (one at each end by default)
+    CHECK(run(s)[0].memory.fp8_weight_cache.value == 2 * 2 * kTp2Gemm);
+    s.model.num_layers_at_start_in_bf16 = 0;
+    s.model.num_layers_at_end_in_bf16 = 2;  // layers 2 and 3
+    CHECK(run(s)[0].memory.fp8_weight_cache.value == 2 * 2 * kTp2Gemm);
+    s.model.num_layers_at_end_in_bf16 = 1;  // layer 3 only
+    CHECK(run(s)[0].memory.fp8_weight_cache.value == 2 * 3 * kTp2Gemm);
+    // FP8 params: the FP8 layers' GEMM weights take one byte (uint8 buffer), the edge layer's two.
+    s.model.fp8_param = true;
+    const auto fp8p = run(s)[0].memory;
+    CHECK(fp8p.parameters.value == 2 * p - 3 * kTp2Gemm);
+    CHECK(fp8p.fp8_weight_cache.value == 3 * kTp2Gemm);  // one transpose per FP8 weight
+    s.model.first_last_layers_bf16 = false;
+    CHECK(run(s)[0].memory.parameters.value == 2 * p - 4 * kTp2Gemm);
+  }
   SECTION("torch AdamW (foreach) holds one fp32 temporary per owned element during step()") {
     s.optimizer.implementation = OptimizerImpl::torch_adamw;
     CHECK(run(s)[0].memory.step_transient_steady.value == 4 * p);

@@ -273,6 +273,12 @@ const std::vector<RuleCase>& cases() {
       // Precision
       {"bf16_and_fp16", "model.fp16", Severity::error, {"model.fp16=true"}, {"model.fp16=true", "model.bf16=false"}},
       {"fp8_param_needs_fp8", "model.fp8_param", Severity::error, {"model.fp8_param=true"}, {"model.fp8_param=true", "model.fp8=e4m3"}},
+      {"bf16_edge_layers_out_of_range", "model.num_layers_at_start_in_bf16", Severity::error,
+       {"model.fp8=hybrid", "model.fp8_recipe=tensorwise", "model.first_last_layers_bf16=true", "model.num_layers_at_start_in_bf16=9"},
+       {"model.fp8=hybrid", "model.fp8_recipe=tensorwise", "model.first_last_layers_bf16=true", "model.num_layers_at_start_in_bf16=8"}},
+      {"bf16_edge_layers_out_of_range", "model.num_layers_at_end_in_bf16", Severity::error,
+       {"model.fp8=hybrid", "model.fp8_recipe=tensorwise", "model.first_last_layers_bf16=true", "model.num_layers_at_end_in_bf16=-1"},
+       {"model.fp8=hybrid", "model.fp8_recipe=tensorwise", "model.first_last_layers_bf16=true", "model.num_layers_at_end_in_bf16=0"}},
       {"fp8_needs_transformer_engine", "model.fp8", Severity::error, {"model.fp8=hybrid", "model.transformer_impl=local"}, {"model.fp8=hybrid"}},
       // CUDA graphs
       {"cuda_graph_modules_ignored", "model.cuda_graph_modules", Severity::warning, {R"(model.cuda_graph_modules=["attn"])"},

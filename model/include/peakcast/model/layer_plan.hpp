@@ -15,6 +15,9 @@ struct LayerSpec {
   MixerKind mixer = MixerKind::attention;
   FfnKind ffn = FfnKind::dense;
   bool is_mtp = false;
+  // Runs outside FP8 with BF16 weights although the model trains in FP8: one of the first / last
+  // decoder layers under first_last_layers_bf16 (fp8_utils.py is_first_last_bf16_layer).
+  bool high_precision = false;
 };
 
 struct ModelChunk {

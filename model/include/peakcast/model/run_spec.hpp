@@ -4,6 +4,7 @@
 // OptimizerConfig, DistributedDataParallelConfig), so a reader can map each one to its source.
 // Defaults are those of the pinned Megatron Core 24bad8e6 / Megatron-Bridge 600d069b.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -148,6 +149,11 @@ struct ModelSpec {
   std::optional<std::string> fp8;  // "e4m3" | "hybrid"
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   bool fp8_param = false;  // fp8_param_gather: params held as FP8 (uint8 buffers)
+  // Under FP8, the first / last decoder layers run (and keep their weights) in BF16
+  // (fp8_utils.py is_first_last_bf16_layer, transformer_config.py:628-637).
+  bool first_last_layers_bf16 = false;
+  std::int64_t num_layers_at_start_in_bf16 = 1;
+  std::int64_t num_layers_at_end_in_bf16 = 1;
 
   // Implementation choices that change what is saved
   TransformerImpl transformer_impl = TransformerImpl::transformer_engine;
@@ -171,6 +177,16 @@ struct ModelSpec {
   // The output layer's weight-gradient GEMMs wait for the pipeline flush: its input and output
   // gradient of the first wgrad_deferral_limit micro-batches (0: all) stay until then
   // (model_parallel_config.py:410-419, tensor_parallel/layers.py, utils.py drain_embedding_wgrad_compute).
+  // Tensor-parallel communication overlap: Transformer Engine's userbuffers (initialize_ub), device
+  // memory allocated outside PyTorch's caching allocator. Per-GEMM overrides of the object form of
+  // tp_comm_overlap_cfg (name -> method / fp8_buf); a path form is not read.
+  bool tp_comm_overlap = false;
+  struct UserbufferOverride {
+    std::optional<std::string> method;  // "ring_exchange" | "pipeline" | "bulk" | "external"
+    std::optional<bool> fp8_buf;
+  };
+  std::map<std::string, UserbufferOverride> tp_comm_overlap_cfg;
+  bool tp_comm_overlap_cfg_is_path = false;
   bool defer_embedding_wgrad_compute = false;
   std::int64_t wgrad_deferral_limit = 0;
 };

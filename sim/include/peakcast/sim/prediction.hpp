@@ -91,7 +91,8 @@ struct RankPrediction {
 };
 
 struct Prediction {
-  Bytes capacity;
+  Bytes capacity;     // the device's usable memory less the userbuffers: what the caching allocator can have
+  Bytes userbuffers;  // Transformer Engine's tp_comm_overlap buffers, allocated outside the allocator
   bool fits = true;
   bool fits_with_allocator_reserve = true;  // every rank's RankPrediction::fits_with_allocator_reserve
   Bytes max_peak_allocated;

@@ -15,7 +15,6 @@
 #include "peakcast/sim/module_graphs.hpp"
 #include "peakcast/sim/policy.hpp"
 #include "peakcast/sim/prediction.hpp"
-#include "peakcast/model/userbuffers.hpp"
 #include "peakcast/sim/schedule.hpp"
 #include "peakcast/sim/time_model.hpp"
 #include "text_format.hpp"

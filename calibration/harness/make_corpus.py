@@ -500,6 +500,27 @@ add("defer_tp2sp_pp2_gqa8b_all_r2", "defer_wgrad", "gqa8b", set=dict(tp2sp_pp2_8
 add("defer_tp2sp_pp2_gqa8b_fusion_r2", "defer_wgrad", "gqa8b", set=dict(tp2sp_pp2_8), fake_rank=2, iterations=3)
 add("fusion_gqa8b", "defer_wgrad", "gqa8b", set=dict(fusion), iterations=3)
 
+# ---- gated attention (group "output_gate", calibration/data/h200_output_gate.jsonl) ----
+# attention_output_gate: linear_qkv also projects a query-sized gate and the core output is scaled by
+# its sigmoid (torch.compile'd _apply_output_gate) before linear_proj. gqa8b (GQA, unfused core: V is
+# expanded, so only the gate's saved view keeps the fused QKV output alive) with and without the gate,
+# with core_attn (the gate sits outside that checkpoint), TP2 + SP rank 0 (fake process group) and
+# micro-batch 2.
+gate = {"model.attention_output_gate": True}
+add("gate_gqa8b_off", "output_gate", "gqa8b", set={}, iterations=3)
+add("gate_gqa8b_on", "output_gate", "gqa8b", set=dict(gate), iterations=3)
+add("gate_gqa8b_on_core_attn", "output_gate", "gqa8b", set=dict(gate, **sel("core_attn")), iterations=3)
+add("gate_gqa8b_on_tp2sp_r0", "output_gate", "gqa8b",
+    set=dict(gate, **{"model.tensor_model_parallel_size": 2, "model.sequence_parallel": True,
+                      "cluster.num_gpus": 2}), fake_rank=0, iterations=3)
+add("gate_gqa8b_on_mbs2", "output_gate", "gqa8b",
+    set=dict(gate, **{"train.micro_batch_size": 2, "train.global_batch_size": 4}), iterations=3)
+# TP8: one query group per rank, where the gate's reshape can stay a view of the fused QKV output.
+tp8sp = {"model.tensor_model_parallel_size": 8, "model.sequence_parallel": True, "cluster.num_gpus": 8,
+         "model.make_vocab_size_divisible_by": 16}
+add("gate_gqa8b_off_tp8sp_r0", "output_gate", "gqa8b", set=dict(tp8sp), fake_rank=0, iterations=3)
+add("gate_gqa8b_on_tp8sp_r0", "output_gate", "gqa8b", set=dict(gate, **tp8sp), fake_rank=0, iterations=3)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

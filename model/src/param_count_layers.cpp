@@ -44,7 +44,9 @@ void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const S
   const std::int64_t h = m.hidden_size;
   const std::int64_t q_width = m.num_attention_heads * d.kv_channels;
   const std::int64_t kv_width = 2 * d.query_groups * d.kv_channels;
-  const std::int64_t qkv_local = split(q_width + kv_width, s.tp);
+  // The output gate adds one more query-sized block to the fused projection (attention.py:1818-1820).
+  const std::int64_t gate_width = m.attention_output_gate ? q_width : 0;
+  const std::int64_t qkv_local = split(q_width + kv_width + gate_width, s.tp);
   add_norm(out, "self_attention.linear_qkv.layer_norm", m, h);
   add(out, "self_attention.linear_qkv.weight", qkv_local * h, true);
   if (m.add_bias_linear || m.add_qkv_bias) add(out, "self_attention.linear_qkv.bias", qkv_local);

@@ -189,6 +189,7 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   r.read("add_bias_linear", m.add_bias_linear);
   r.read("add_qkv_bias", m.add_qkv_bias);
   r.read("qk_layernorm", m.qk_layernorm);
+  r.read("attention_output_gate", m.attention_output_gate);
   if (auto n = r.name("position_embedding_type")) {
     if (*n == "rope") m.position_embedding_type = PositionEmbedding::rope;
     else if (*n == "yarn") m.position_embedding_type = PositionEmbedding::yarn;

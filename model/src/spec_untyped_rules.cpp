@@ -63,7 +63,6 @@ struct Unsimulated {
 constexpr Unsimulated kUnsimulated[] = {
     {"fp32_residual_connection", "false", "the residual stream is kept in fp32"},
     {"apply_residual_connection_post_layernorm", "false", "the residual is taken after the layernorm"},
-    {"attention_output_gate", "false", "a gate projection and its saved output in every attention layer"},
     {"num_microbatches_with_partial_activation_checkpoints", "null",
      "full recompute checkpoints fewer layers on some micro-batches"},
     {"moe_apply_probs_on_input", "false", "the router probabilities scale the experts' input"},
@@ -94,6 +93,16 @@ void check_untyped_rules(const json& doc, Diagnostics& out) {
   warn_unsimulated(m, out);
   const std::string dispatcher = m.str("moe_token_dispatcher_type", "allgather");
   const std::string backend = m.str("moe_flex_dispatcher_backend", "deepep");
+
+  // Gated attention's own rules (transformer_config.py:2216-2217; MLATransformerConfig, :3028-3029).
+  if (m.flag("attention_output_gate")) {
+    if (m.flag("fused_single_qkv_rope"))
+      error(out, "fused_single_qkv_rope", "output_gate_vs_fused_single_qkv_rope",
+            "fused_single_qkv_rope does not support gated attention for now. (transformer_config.py:2217)");
+    if (m.flag("multi_latent_attention"))
+      error(out, "attention_output_gate", "output_gate_vs_mla",
+            "Output gate is not supported for MLA yet. (transformer_config.py:3029)");
+  }
 
   // moe_enable_deepep (transformer_config.py:1615-1619)
   if (m.flag("moe_enable_deepep")) {

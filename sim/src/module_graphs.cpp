@@ -182,7 +182,19 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   int ln = x;
   if (separate_norm) ln = norm(b, "input_layernorm", x, Nl, h, m.normalization == model::Normalization::layer_norm, kInputNorm);
   else ln = norm(b, "input_layernorm(fused)", x, Nl, h, m.normalization == model::Normalization::layer_norm, kNoRegion);
-  const int qkv = b.linear("linear_qkv", ln, h, (hq + 2 * hkv) * hd, Parallel::column);
+  // With the output gate the fused projection also yields a query-sized gate (a view of its output).
+  const std::int64_t gate_cols = m.attention_output_gate ? hq * hd : 0;
+  const int qkv = b.linear("linear_qkv", ln, h, (hq + 2 * hkv) * hd + gate_cols, Parallel::column);
+  // The gate is reshaped from [s, b, groups, heads/group x hd] to [s, b, heads, hd]
+  // (get_query_key_value_tensors, attention.py:1933): with more than one query group on the rank the
+  // split view cannot be merged, so that is a copy (measured: one query-sized block per layer, and the
+  // fused QKV output freed as without the gate); with one group it stays a view of the QKV output.
+  int gate = qkv;
+  if (m.attention_output_gate && hkv > 1) {
+    gate = b.tensor("output_gate.gate", b.act(N, hq * hd));
+    b.op("gate_reshape", {.in = {qkv}, .out = {gate}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value),
+                          .movement = true});
+  }
   // RoPE makes new Q and K; V stays a view of the fused QKV output, so saving V keeps all of it.
   const int q = b.tensor("q_rope", b.act(N, hq * hd));
   const int k = b.tensor("k_rope", b.act(N, hkv * hd));
@@ -232,7 +244,16 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     // The raw scores stay referenced by locals until the attention forward returns.
     b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
   }
-  return b.linear("linear_proj", ctx, hq * hd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
+  int proj_in = ctx;
+  if (m.attention_output_gate) {
+    // _apply_output_gate (attention.py:1625-1632, torch.compile'd): x * sigmoid(gate.float()) cast back.
+    // Its backward needs both inputs, saved as they are (measured: the core output and the reshaped
+    // gate, nothing else); the sigmoid is recomputed. It sits outside the core_attn checkpoint.
+    proj_in = b.tensor("output_gate.out", b.act(N, hq * hd));
+    b.op("output_gate", {.in = {ctx, gate}, .out = {proj_in}, .save = {ctx, gate}, .flops = 5.0 * N * hq * hd,
+                         .bytes_moved = 3.0 * static_cast<double>(b.act(N, hq * hd).value)});
+  }
+  return b.linear("linear_proj", proj_in, hq * hd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
 }
 
 // Multi-latent attention (multi_latent_attention.py MLASelfAttention).

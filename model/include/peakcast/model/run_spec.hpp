@@ -59,6 +59,9 @@ struct ModelSpec {
   bool add_bias_linear = true;
   bool add_qkv_bias = false;
   bool qk_layernorm = false;
+  // Gated attention (Qwen3-Next): linear_qkv also projects a per-head gate; the core output is
+  // scaled by its sigmoid before linear_proj (attention.py:1392-1410, :1625-1632).
+  bool attention_output_gate = false;
   PositionEmbedding position_embedding_type = PositionEmbedding::learned_absolute;
 
   // Multi-latent attention

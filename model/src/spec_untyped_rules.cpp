@@ -63,8 +63,6 @@ struct Unsimulated {
 constexpr Unsimulated kUnsimulated[] = {
     {"fp32_residual_connection", "false", "the residual stream is kept in fp32"},
     {"apply_residual_connection_post_layernorm", "false", "the residual is taken after the layernorm"},
-    {"num_microbatches_with_partial_activation_checkpoints", "null",
-     "full recompute checkpoints fewer layers on some micro-batches"},
     {"moe_apply_probs_on_input", "false", "the router probabilities scale the experts' input"},
     {"moe_paged_stash", "false", "routed-expert activations live in a paged stash buffer"},
     {"mlp_chunks_for_training", "1", "the MLP runs in chunks along the sequence"},
@@ -93,6 +91,18 @@ void check_untyped_rules(const json& doc, Diagnostics& out) {
   warn_unsimulated(m, out);
   const std::string dispatcher = m.str("moe_token_dispatcher_type", "allgather");
   const std::string backend = m.str("moe_flex_dispatcher_backend", "deepep");
+
+  // The pipelined schedules only hand a per-micro-batch flag to forward_step_func as a third argument
+  // (schedules.py:1197, :1597, :2265); no Megatron Core model reads it, and pretrain_gpt.py's forward_step
+  // would take it as return_schedule_plan. What a rank holds does not change, so say so instead of
+  // calling it unsimulated.
+  if (const json* v = m.get("num_microbatches_with_partial_activation_checkpoints"); v != nullptr && !v->is_null()) {
+    out.push_back({Severity::warning, "model.num_microbatches_with_partial_activation_checkpoints",
+                   "partial_activation_checkpoints_unread",
+                   "num_microbatches_with_partial_activation_checkpoints is only passed to the forward-step function "
+                   "under pipeline parallelism (schedules.py:1597, :2265); Megatron Core's models do not read it, so every "
+                   "micro-batch is checkpointed by the recompute policy alone (what is predicted)"});
+  }
 
   // Gated attention's own rules (transformer_config.py:2216-2217; MLATransformerConfig, :3028-3029).
   if (m.flag("attention_output_gate")) {

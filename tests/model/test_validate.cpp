@@ -383,6 +383,10 @@ const std::vector<RuleCase>& cases() {
         "model.fp8=e4m3", "model.fp8_recipe=mxfp8", "model.fp8_output_proj=false", "model.transformer_impl=transformer_engine"}},
       {"not_simulated", "model.fp8_output_proj", Severity::warning,
        {"model.fp8_output_proj=true"}, {"model.fp8_output_proj=false"}},
+      {"partial_activation_checkpoints_unread", "model.num_microbatches_with_partial_activation_checkpoints", Severity::warning,
+       {"model.num_microbatches_with_partial_activation_checkpoints=2"}, {"model.num_microbatches_with_partial_activation_checkpoints=null"}},
+      {"output_gate_vs_fused_single_qkv_rope", "model.fused_single_qkv_rope", Severity::error,
+       {"model.attention_output_gate=true", "model.fused_single_qkv_rope=true"}, {"model.attention_output_gate=true"}},
       {"allgather_no_variable_seq_lengths", "model.variable_seq_lengths", Severity::error,
        {"model.variable_seq_lengths=true"}, {"model.variable_seq_lengths=true", "model.moe_token_dispatcher_type=alltoall"}},
   };

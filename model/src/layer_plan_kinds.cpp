@@ -46,13 +46,23 @@ bool is_moe_layer(const ModelSpec& m, std::int64_t i) {
   return i < static_cast<std::int64_t>(list.size()) && list[static_cast<std::size_t>(i)] != 0;
 }
 
+// GPT models with the gated_delta_net attention variant: layer i is GDN unless linear_attention_freq
+// makes it a standard attention layer (experimental_attention_variant_module_specs.py:193-195, :402-420).
+bool is_linear_attention_layer(const ModelSpec& m, std::int64_t i) {
+  if (m.experimental_attention_variant != std::optional<std::string>("gated_delta_net") || !m.linear_attention_freq)
+    return false;
+  if (const auto* k = std::get_if<std::int64_t>(&*m.linear_attention_freq)) return *k > 0 && (i + 1) % *k != 0;
+  const auto& list = std::get<std::vector<std::int64_t>>(*m.linear_attention_freq);
+  return i < static_cast<std::int64_t>(list.size()) && list[static_cast<std::size_t>(i)] != 0;
+}
+
 LayerKinds gpt_kinds(const ModelSpec& m) {
   LayerKinds k;
   const MixerKind mixer = m.multi_latent_attention ? MixerKind::mla : MixerKind::attention;
   for (std::int64_t i = 0; i < m.num_layers; ++i) {
     LayerSpec l;
     l.index = i;
-    l.mixer = mixer;
+    l.mixer = is_linear_attention_layer(m, i) ? MixerKind::gdn : mixer;
     l.ffn = is_moe_layer(m, i) ? FfnKind::moe : FfnKind::dense;
     k.decoder.push_back(l);
   }

@@ -259,6 +259,15 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   r.read("linear_value_head_dim", m.linear_value_head_dim);
   r.read("linear_num_key_heads", m.linear_num_key_heads);
   r.read("linear_num_value_heads", m.linear_num_value_heads);
+  if (const json* v = r.find("linear_attention_freq"); v && !v->is_null()) {
+    if (auto k = Reader::as_int(*v)) {
+      m.linear_attention_freq = *k;
+    } else if (v->is_array()) {
+      std::vector<std::int64_t> pattern;
+      for (const auto& e : *v) pattern.push_back(Reader::as_int(e).value_or(0));
+      m.linear_attention_freq = std::move(pattern);
+    }
+  }
   r.read("linear_conv_kernel_dim", m.linear_conv_kernel_dim);
   if (const json* v = r.find("mtp_num_layers")) m.mtp_num_layers = v->is_null() ? 0 : Reader::as_int(*v).value_or(0);
 

@@ -96,6 +96,42 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
     at_least(sink, "model.linear_num_key_heads", m.linear_num_key_heads, 1, kMaxDim);
     at_least(sink, "model.linear_num_value_heads", m.linear_num_value_heads, 1, kMaxDim);
     at_least(sink, "model.linear_conv_kernel_dim", m.linear_conv_kernel_dim, 1, kMaxDim);
+    // transformer_config.py:1347-1381
+    if (!m.linear_attention_freq) {
+      sink.error("model.linear_attention_freq", "linear_attention_freq_required",
+                 "linear_attention_freq must be set for linear gated_delta_net. (transformer_config.py:1350)");
+    }
+    if (m.linear_num_key_heads > 0 && m.linear_num_value_heads % m.linear_num_key_heads != 0) {
+      sink.error("model.linear_num_value_heads", "gdn_value_heads_multiple_of_key_heads",
+                 "linear_num_value_heads (" + str(m.linear_num_value_heads) + ") must be a multiple of linear_num_key_heads (" +
+                     str(m.linear_num_key_heads) + "). (transformer_config.py:1367)");
+    }
+    const std::int64_t tp_cp = m.tensor_model_parallel_size * m.context_parallel_size;
+    if (tp_cp > 0) {
+      if (m.linear_num_key_heads % tp_cp != 0)
+        sink.error("model.linear_num_key_heads", "gdn_heads_divisible_by_tp_cp",
+                   "linear_num_key_heads (" + str(m.linear_num_key_heads) +
+                       ") must be a multiple of tensor_model_parallel_size * context_parallel_size (" + str(tp_cp) +
+                       "). (transformer_config.py:1374)");
+      if (m.linear_num_value_heads % tp_cp != 0)
+        sink.error("model.linear_num_value_heads", "gdn_heads_divisible_by_tp_cp",
+                   "linear_num_value_heads (" + str(m.linear_num_value_heads) +
+                       ") must be a multiple of tensor_model_parallel_size * context_parallel_size (" + str(tp_cp) +
+                       "). (transformer_config.py:1378)");
+    }
+  }
+  if (m.linear_attention_freq && !m.hybrid_override_pattern) {
+    if (const auto* k = std::get_if<std::int64_t>(&*m.linear_attention_freq); k && *k < 1) {
+      sink.error("model.linear_attention_freq", "value_out_of_range",
+                 "must be >= 1, got " + str(*k) + " (layer i is standard attention when (i + 1) % linear_attention_freq == 0, "
+                 "experimental_attention_variant_module_specs.py:411)");
+    }
+    if (const auto* list = std::get_if<std::vector<std::int64_t>>(&*m.linear_attention_freq);
+        list && static_cast<std::int64_t>(list->size()) != m.num_layers) {
+      sink.error("model.linear_attention_freq", "linear_attention_freq_length",
+                 "Invalid length of linear_attention_pattern: " + std::to_string(list->size()) + ", expected " +
+                     str(m.num_layers) + " (experimental_attention_variant_module_specs.py:416)");
+    }
   }
   at_least(sink, "model.mtp_num_layers", m.mtp_num_layers, 0, kMaxCount);
 

@@ -161,3 +161,33 @@ TEST_CASE("Hybrid pattern: one layer per symbol, '|' fixes stages, '/' adds MTP 
   CHECK(moe == 23);
   CHECK(attn == 6);
 }
+
+TEST_CASE("gated_delta_net in a GPT model: linear_attention_freq places the standard attention layers",
+          "[model][layer_plan][gdn]") {
+  auto s = tiny_gpt(8);
+  s.model.experimental_attention_variant = "gated_delta_net";
+  s.model.num_moe_experts = 4;
+  s.model.moe_layer_freq = std::int64_t{1};
+  SECTION("an int N: every N-th layer (i + 1 divisible by N) is attention, the rest GDN") {
+    s.model.linear_attention_freq = MoeLayerFreq{std::int64_t{4}};
+    const auto plan = plan_of(s);
+    REQUIRE(plan.decoder_layers.size() == 8);
+    for (std::int64_t i = 0; i < 8; ++i) {
+      const bool attention = (i + 1) % 4 == 0;
+      CHECK(plan.decoder_layers[static_cast<std::size_t>(i)].mixer == (attention ? MixerKind::attention : MixerKind::gdn));
+      CHECK(plan.decoder_layers[static_cast<std::size_t>(i)].ffn == FfnKind::moe);  // the MLP pattern is independent
+    }
+  }
+  SECTION("a list: 1 is GDN, 0 attention") {
+    s.model.linear_attention_freq = MoeLayerFreq{std::vector<std::int64_t>{0, 1, 1, 0, 1, 0, 0, 1}};
+    const auto plan = plan_of(s);
+    const MixerKind expected[] = {MixerKind::attention, MixerKind::gdn, MixerKind::gdn, MixerKind::attention,
+                                  MixerKind::gdn, MixerKind::attention, MixerKind::attention, MixerKind::gdn};
+    for (std::size_t i = 0; i < 8; ++i) CHECK(plan.decoder_layers[i].mixer == expected[i]);
+  }
+  SECTION("without the variant the frequency is not read") {
+    s.model.experimental_attention_variant.reset();
+    s.model.linear_attention_freq = MoeLayerFreq{std::int64_t{4}};
+    for (const auto& l : plan_of(s).decoder_layers) CHECK(l.mixer == MixerKind::attention);
+  }
+}

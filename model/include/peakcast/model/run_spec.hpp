@@ -115,6 +115,10 @@ struct ModelSpec {
   std::int64_t linear_num_key_heads = 16;
   std::int64_t linear_num_value_heads = 32;
   std::int64_t linear_conv_kernel_dim = 4;
+  // GPT models with experimental_attention_variant "gated_delta_net" (Qwen3-Next): an int N puts a
+  // standard attention layer at every N-th layer and GDN elsewhere; a list gives 1 (GDN) / 0 per layer
+  // (experimental_attention_variant_module_specs.py:402-420). Ignored by hybrid patterns.
+  std::optional<MoeLayerFreq> linear_attention_freq;
 
   std::int64_t mtp_num_layers = 0;  // None and 0 both mean no MTP
 

@@ -521,6 +521,29 @@ tp8sp = {"model.tensor_model_parallel_size": 8, "model.sequence_parallel": True,
 add("gate_gqa8b_off_tp8sp_r0", "output_gate", "gqa8b", set=dict(tp8sp), fake_rank=0, iterations=3)
 add("gate_gqa8b_on_tp8sp_r0", "output_gate", "gqa8b", set=dict(gate, **tp8sp), fake_rank=0, iterations=3)
 
+# ---- router probabilities on the experts' input (group "probs_on_input", calibration/data/h200_probs_on_input.jsonl) ----
+# moe_apply_probs_on_input (top-1 only): SequentialMLP scales its rows by the fp32 probabilities before
+# fc1 (experts.py:1329-1338), the multiply saving the unscaled rows. moe_gqa at top-1 with pre-softmax
+# (Megatron's top-1 softmax rule), off and on, on at micro-batch 2 and under the moe tag.
+top1 = {"model.moe_router_topk": 1, "model.moe_router_pre_softmax": True}
+pin = {"model.moe_apply_probs_on_input": True}
+add("probsin_moe_gqa_off", "probs_on_input", "moe_gqa", set=dict(top1), iterations=3)
+add("probsin_moe_gqa_on", "probs_on_input", "moe_gqa", set=dict(top1, **pin), iterations=3)
+add("probsin_moe_gqa_on_mbs2", "probs_on_input", "moe_gqa",
+    set=dict(top1, **pin, **{"train.micro_batch_size": 2, "train.global_batch_size": 4}), iterations=3)
+add("probsin_moe_gqa_on_moe", "probs_on_input", "moe_gqa", set=dict(top1, **pin, **sel("moe")), iterations=3)
+# Second call, predicted before it ran: the fused weighted SwiGLU (bias_activation_fusion) saves its probs
+# and input whatever their grad, so there the unscaled rows are an extra block per layer; and EP2 alltoall.
+fused = {"model.bias_activation_fusion": True}
+add("probsin_moe_gqa_fused_off", "probs_on_input", "moe_gqa", set=dict(top1, **fused), iterations=3)
+add("probsin_moe_gqa_fused_on", "probs_on_input", "moe_gqa", set=dict(top1, **fused, **pin), iterations=3)
+ep2a2a = {"model.expert_model_parallel_size": 2, "model.moe_token_dispatcher_type": "alltoall", "cluster.num_gpus": 2,
+          "train.global_batch_size": 4}
+add("probsin_moe_gqa_on_ep2_r0", "probs_on_input", "moe_gqa", set=dict(top1, **pin, **ep2a2a), fake_rank=0, iterations=3)
+# Third call: the EP2 case's twin without the option (top-1 routing of an untrained router swings
+# 10-8154 received rows a layer there).
+add("probsin_moe_gqa_off_ep2_r0", "probs_on_input", "moe_gqa", set=dict(top1, **ep2a2a), fake_rank=0, iterations=3)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

@@ -63,7 +63,6 @@ struct Unsimulated {
 constexpr Unsimulated kUnsimulated[] = {
     {"fp32_residual_connection", "false", "the residual stream is kept in fp32"},
     {"apply_residual_connection_post_layernorm", "false", "the residual is taken after the layernorm"},
-    {"moe_apply_probs_on_input", "false", "the router probabilities scale the experts' input"},
     {"moe_paged_stash", "false", "routed-expert activations live in a paged stash buffer"},
     {"mlp_chunks_for_training", "1", "the MLP runs in chunks along the sequence"},
     {"use_mamba_mem_eff_path", "true", "Mamba layers take the unfused path, which saves more"},

@@ -52,6 +52,10 @@ void validate_moe(const RunSpec& spec, RuleSink& sink) {
     return;
   }
   const std::int64_t experts = *m.num_moe_experts;
+  if (m.moe_apply_probs_on_input && m.moe_router_topk != 1) {
+    sink.error("model.moe_apply_probs_on_input", "probs_on_input_needs_top1",
+               "`moe_apply_probs_on_input` only works with `moe_router_topk`=1. (experts.py:785, :1332)");
+  }
 
   if (experts % ep != 0) {
     sink.error("model.num_moe_experts", "experts_divisible_by_ep",

@@ -67,7 +67,8 @@ int residual_add(GraphBuilder& b, const std::string& name, int residual, int bra
 
 // Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units).
 int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn,
-               bool gated, bool fused, std::uint32_t region, int probs = -1, bool fp8_input_store = false) {
+               bool gated, bool fused, std::uint32_t region, int probs = -1, bool fp8_input_store = false,
+               bool probs_need_grad = true) {
   const int out = b.tensor(name + ".out", b.act(rows, ffn));
   const double flops = (gated ? 6.0 : 3.0) * rows * ffn;
   if (fused || !gated) {
@@ -105,9 +106,15 @@ int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t r
   const int glu = b.tensor(name + ".glu", b.act(rows, ffn));
   b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {glu}, .save = {act0, lin}, .region = region,
                            .flops = 1.0 * rows * ffn});
-  // MLP.forward(per_token_scale=probs) multiplies by the router probabilities and saves both.
-  b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {glu, probs}, .region = region,
-                            .flops = 1.0 * rows * ffn});
+  // MLP.forward(per_token_scale=probs) multiplies by the router probabilities and saves both; probs of
+  // ones (moe_apply_probs_on_input) need no gradient, so the product keeps only them (measured).
+  if (probs_need_grad) {
+    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {glu, probs}, .region = region,
+                              .flops = 1.0 * rows * ffn});
+  } else {
+    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {probs}, .region = region,
+                              .flops = 1.0 * rows * ffn});
+  }
   return out;
 }
 
@@ -441,6 +448,15 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     b.op("dispatch.sort_chunks", {.in = {received}, .out = {expert_in}, .region = moe_region, .movement = true});
   }
   const bool grouped = m.moe_grouped_gemm && c.te;
+  if (m.moe_apply_probs_on_input) {
+    // experts.py:782-790 (grouped) and :1329-1338 (SequentialMLP): the probabilities scale the rows before
+    // fc1 (measured: a new activation-dtype block per layer); the multiply saves both its inputs, so the
+    // unscaled rows stay beside fc1's saved, scaled ones. The experts then get probs of ones.
+    const int scaled = b.tensor("experts.probs_on_input", b.act(R, h));
+    b.op("experts.apply_probs_on_input", {.in = {expert_in, recv_probs}, .out = {scaled}, .save = {expert_in, recv_probs},
+                                          .region = moe_region, .flops = 2.0 * R * h});
+    expert_in = scaled;
+  }
   const std::size_t first_expert_op = g.ops.size();
   const int f1 = b.linear("experts.linear_fc1", expert_in, h, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R);
   int a = -1;
@@ -450,7 +466,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
                    moe_region | kMoeAct, recv_probs, m.activation_func_fp8_input_store);
   } else {
     a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, recv_probs,
-                   m.activation_func_fp8_input_store);
+                   m.activation_func_fp8_input_store, !m.moe_apply_probs_on_input);
   }
   const int f2 = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
   // SequentialMLP runs each local expert's MLP in a Python loop (experts.py SequentialMLP.forward).

@@ -544,6 +544,33 @@ add("probsin_moe_gqa_on_ep2_r0", "probs_on_input", "moe_gqa", set=dict(top1, **p
 # 10-8154 received rows a layer there).
 add("probsin_moe_gqa_off_ep2_r0", "probs_on_input", "moe_gqa", set=dict(top1, **ep2a2a), fake_rank=0, iterations=3)
 
+# ---- MLP chunks along the sequence (group "mlp_chunks", calibration/data/h200_mlp_chunks.jsonl) ----
+# mlp_chunks_for_training (transformer_layer.py:857-905): the MLP / MoE layer runs on sequence chunks
+# of the pre-MLP norm output and the outputs are concatenated. gqa8b with 4 chunks (and its twin with
+# none), TP2 + SP rank 0, under the mlp tag (which takes precedence: no chunks), under full uniform 1;
+# moonlight4 (MoE, SequentialMLP) with 2 chunks.
+ch4 = {"model.mlp_chunks_for_training": 4}
+add("chunks_gqa8b_1", "mlp_chunks", "gqa8b", set={}, iterations=3)
+add("chunks_gqa8b_4", "mlp_chunks", "gqa8b", set=dict(ch4), iterations=3)
+add("chunks_gqa8b_4_tp2sp_r0", "mlp_chunks", "gqa8b",
+    set=dict(ch4, **{"model.tensor_model_parallel_size": 2, "model.sequence_parallel": True, "cluster.num_gpus": 2}),
+    fake_rank=0, iterations=3)
+add("chunks_gqa8b_4_mlp", "mlp_chunks", "gqa8b", set=dict(ch4, **sel("mlp")), iterations=3)
+add("chunks_gqa8b_4_full_uniform_1", "mlp_chunks", "gqa8b", set=dict(ch4, **full("uniform", 1)), iterations=3)
+add("chunks_moonlight4_2", "mlp_chunks", "moonlight4", set={"model.mlp_chunks_for_training": 2}, iterations=3)
+add("chunks_moonlight4_1", "mlp_chunks", "moonlight4", set={}, iterations=3)
+# Where the chunks move the peak (the last layer's MLP backward, predicted -0.14 GB with 4): a small
+# vocabulary, sequence 1024 x micro-batch 4, twice gqa8b's FFN.
+fusion = {"model.gradient_accumulation_fusion": True}
+wide = {"model.vocab_size": 4096, "model.seq_length": 1024, "model.ffn_hidden_size": 28672,
+        "train.micro_batch_size": 4, "train.global_batch_size": 8}
+add("chunks_gqa8b_wide_1", "mlp_chunks", "gqa8b", set=dict(wide), iterations=3)
+add("chunks_gqa8b_wide_4", "mlp_chunks", "gqa8b", set=dict(wide, **ch4), iterations=3)
+# Second call, predicted before it ran: 2 chunks, and gradient-accumulation fusion with and without chunks.
+add("chunks_gqa8b_wide_2", "mlp_chunks", "gqa8b", set=dict(wide, **{"model.mlp_chunks_for_training": 2}), iterations=3)
+add("chunks_gqa8b_wide_1_fusion", "mlp_chunks", "gqa8b", set=dict(wide, **fusion), iterations=3)
+add("chunks_gqa8b_wide_4_fusion", "mlp_chunks", "gqa8b", set=dict(wide, **ch4, **fusion), iterations=3)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

@@ -212,6 +212,7 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   r.read("moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size);
   r.read("moe_shared_expert_gate", m.moe_shared_expert_gate);
   r.read("moe_apply_probs_on_input", m.moe_apply_probs_on_input);
+  r.read("mlp_chunks_for_training", m.mlp_chunks_for_training);
   if (const json* v = r.find("moe_layer_freq")) {
     if (auto k = Reader::as_int(*v)) {
       m.moe_layer_freq = *k;

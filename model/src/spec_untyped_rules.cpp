@@ -64,7 +64,6 @@ constexpr Unsimulated kUnsimulated[] = {
     {"fp32_residual_connection", "false", "the residual stream is kept in fp32"},
     {"apply_residual_connection_post_layernorm", "false", "the residual is taken after the layernorm"},
     {"moe_paged_stash", "false", "routed-expert activations live in a paged stash buffer"},
-    {"mlp_chunks_for_training", "1", "the MLP runs in chunks along the sequence"},
     {"use_mamba_mem_eff_path", "true", "Mamba layers take the unfused path, which saves more"},
     {"fp8_dot_product_attention", "false", "attention runs in FP8"},
     {"fp8_output_proj", "false", "the output layer runs in MXFP8 through Transformer Engine"},

@@ -134,6 +134,8 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
     }
   }
   at_least(sink, "model.mtp_num_layers", m.mtp_num_layers, 0, kMaxCount);
+  at_least(sink, "model.mlp_chunks_for_training", m.mlp_chunks_for_training, 1, kMaxTokens,
+           "torch.chunk needs at least one chunk");
 
   at_least(sink, "model.tensor_model_parallel_size", m.tensor_model_parallel_size, 1, kMaxCount);
   at_least(sink, "model.pipeline_model_parallel_size", m.pipeline_model_parallel_size, 1, kMaxCount);

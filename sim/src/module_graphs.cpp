@@ -559,6 +559,56 @@ int gdn_block(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGraph& g
   return out;
 }
 
+// mlp_chunks_for_training (transformer_layer.py:857-905): the pre-MLP norm output is split along the
+// sequence (torch.chunk, dim 0) and the MLP or MoE layer runs on each chunk in turn; their outputs are
+// concatenated. Each chunk saves its share, so the saved total is unchanged while the working memory of
+// one MLP call shrinks with the chunk. The selective `mlp` checkpoint takes precedence (no chunking).
+int ffn_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln, const model::LayerSpec& layer,
+              LayerGraph& g) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const bool dense = layer.ffn == model::FfnKind::dense;
+  const bool mlp_checkpointed = dense && m.recompute_granularity == model::RecomputeGranularity::selective &&
+                                std::find(d.selective_tags.begin(), d.selective_tags.end(), model::RecomputeTag::mlp) !=
+                                    d.selective_tags.end();
+  const std::int64_t seq_rows = c.local_tokens / std::max<std::int64_t>(1, c.batch);  // dim 0 of [s, b, h]
+  const std::int64_t chunks = std::min<std::int64_t>(m.mlp_chunks_for_training, seq_rows);
+  if (chunks <= 1 || mlp_checkpointed) return dense ? dense_mlp_block(b, spec, d, ln) : moe_block(b, spec, d, ln, g);
+  const std::int64_t per = (seq_rows + chunks - 1) / chunks;  // torch.chunk: ceil-sized, the last one smaller
+  const std::int64_t gather = c.sequence_parallel ? c.tp : 1;
+  std::vector<int> outs;
+  std::vector<std::size_t> first_op;  // each chunk's first op index
+  for (std::int64_t i = 0, start = 0; start < seq_rows; ++i, start += per) {
+    ShapeContext cc = c;
+    cc.local_tokens = std::min(per, seq_rows - start) * c.batch;
+    cc.tokens = cc.local_tokens * gather;
+    GraphBuilder bc(g, cc, g.name + ".chunk" + std::to_string(i) + ".");
+    first_op.push_back(g.ops.size());
+    outs.push_back(dense ? dense_mlp_block(bc, spec, d, ln) : moe_block(bc, spec, d, ln, g));
+  }
+  if (dense && !c.grad_accumulation_fusion) {
+    // Each weight now has one gradient per chunk. Autograd sums them in the weight's input buffer before
+    // the DDP hook takes the sum: the first (last chunk's) gradient is kept there until the first chunk's
+    // backward, and later ones add into it in place. Measured on gqa8b: at the peak two fc1 and one fc2
+    // weight-sized gradients were alive in the fourth-from-last chunk's fc1 backward.
+    const std::int64_t F = d.ffn / c.tp;
+    const Bytes fc1_w = b.act((m.gated_linear_unit ? 2 : 1) * F, c.hidden), fc2_w = b.act(c.hidden, F);
+    const std::size_t n = first_op.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t end = i + 1 < n ? first_op[i + 1] : g.ops.size();
+      for (std::size_t o = first_op[i]; o < end; ++o) {
+        if (i + 1 < n) g.ops[o].backward_workspace += fc1_w + fc2_w;       // both sums already held
+        else if (o + 1 < end) g.ops[o].backward_workspace += fc2_w;        // last chunk: fc2's sum, before fc1's exists
+      }
+    }
+  }
+  const int cat = b.tensor("mlp_chunks.cat", b.act(c.local_tokens, c.hidden));
+  const int op = b.op("mlp_chunks.cat", {.in = {outs.front()}, .out = {cat}, .passthrough = true, .movement = true});
+  g.ops[static_cast<std::size_t>(op)].inputs = outs;
+  g.ops[static_cast<std::size_t>(op)].forward_bytes_moved = 2.0 * static_cast<double>(b.act(c.local_tokens, c.hidden).value);
+  return cat;
+}
+
 }  // namespace
 
 std::int64_t rotary_dim(const model::RunSpec& spec, const model::Derived& d) {
@@ -609,7 +659,7 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     const bool separate = !c.te || layer.ffn == FfnKind::moe;
     const std::uint32_t norm_region = separate ? kPreMlpNorm : (layer.ffn == FfnKind::dense ? kMlp : kNoRegion);
     const int ln = norm(b, separate ? "pre_mlp_layernorm" : "pre_mlp_layernorm(fused)", hidden, Nl, h, layer_norm, norm_region);
-    const int branch = layer.ffn == FfnKind::dense ? dense_mlp_block(b, spec, d, ln) : moe_block(b, spec, d, ln, g);
+    const int branch = ffn_block(b, spec, d, ln, layer, g);
     const int hook = static_cast<int>(g.ops.size()) - 1;
     if (separate) g.discards.push_back({kPreMlpNorm, {ln}, hook});
     hidden = residual_add(b, "mlp_bda", hidden, branch, Nl, m.hidden_dropout);

@@ -74,7 +74,8 @@ struct ModelSpec {
 
   // Mixture of experts
   std::optional<std::int64_t> num_moe_experts;
-  bool moe_apply_probs_on_input = false;  // the router probabilities scale the experts' input (top-1 only)
+  bool moe_apply_probs_on_input = false;
+  std::int64_t mlp_chunks_for_training = 1;  // the MLP / MoE layer runs on this many sequence chunks  // the router probabilities scale the experts' input (top-1 only)
   std::optional<std::int64_t> moe_ffn_hidden_size;  // default ffn_hidden_size
   std::int64_t moe_router_topk = 2;
   std::optional<std::int64_t> moe_shared_expert_intermediate_size;

@@ -31,7 +31,7 @@ struct ValidateArgs {
                                   "calibration/data/h200_expandable.jsonl",
                                   "calibration/data/h200_cuda_graphs.jsonl", "calibration/data/h200_defer.jsonl",
                                   "calibration/data/h200_output_gate.jsonl", "calibration/data/h200_probs_on_input.jsonl",
-                                  "calibration/data/h200_mlp_chunks.jsonl"};
+                                  "calibration/data/h200_mlp_chunks.jsonl", "calibration/data/h200_mtp_repeated.jsonl"};
   bool json = false;
   double max_median = -1, max_worst = -1;
   int cross_validate = 0;

@@ -571,6 +571,19 @@ add("chunks_gqa8b_wide_2", "mlp_chunks", "gqa8b", set=dict(wide, **{"model.mlp_c
 add("chunks_gqa8b_wide_1_fusion", "mlp_chunks", "gqa8b", set=dict(wide, **fusion), iterations=3)
 add("chunks_gqa8b_wide_4_fusion", "mlp_chunks", "gqa8b", set=dict(wide, **ch4, **fusion), iterations=3)
 
+# ---- one MTP layer for every depth (group "mtp_repeated", calibration/data/h200_mtp_repeated.jsonl) ----
+# mtp_use_repeated_layer: the MTP block builds one layer and applies it mtp_num_layers times
+# (multi_token_prediction.py:1771-1782, :1831). gqa2b with 2 and 3 depths, separate and repeated.
+for depths in (2, 3):
+    for rep in (False, True):
+        add(f"mtprep_gqa2b_{depths}_{'repeated' if rep else 'separate'}", "mtp_repeated", "gqa2b",
+            set={"model.mtp_num_layers": depths, "model.mtp_use_repeated_layer": rep}, iterations=3)
+# Second call: two depths under core_attn (do the MTP layers take the decoder's selective checkpoints?).
+add("mtprep_gqa2b_2_separate_core_attn", "mtp_repeated", "gqa2b",
+    set=dict(sel("core_attn"), **{"model.mtp_num_layers": 2}), iterations=3)
+add("mtprep_gqa2b_2_repeated_core_attn", "mtp_repeated", "gqa2b",
+    set=dict(sel("core_attn"), **{"model.mtp_num_layers": 2, "model.mtp_use_repeated_layer": True}), iterations=3)
+
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:
         json.dump({"defaults": defaults, "models": models, "cases": cases}, f, indent=1)

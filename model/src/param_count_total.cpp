@@ -18,7 +18,8 @@ std::int64_t total_parameters(const RunSpec& spec, const Derived& d, bool includ
   for (const auto& layer : kinds.decoder) total += detail::sum_numel(detail::layer_params(layer, m, d, kUnsharded));
   total += detail::sum_numel(detail::final_norm_params(m, "decoder.final_layernorm"));
   if (include_mtp) {
-    for (std::int64_t depth = 0; depth < kinds.mtp_depths; ++depth) {
+    const std::int64_t weight_depths = m.mtp_use_repeated_layer ? std::min<std::int64_t>(1, kinds.mtp_depths) : kinds.mtp_depths;
+    for (std::int64_t depth = 0; depth < weight_depths; ++depth) {
       total += detail::sum_numel(detail::mtp_wrapper_params(m, kUnsharded));
       for (const auto& layer : kinds.mtp_block) total += detail::sum_numel(detail::layer_params(layer, m, d, kUnsharded));
       total += detail::sum_numel(detail::final_norm_params(m, "mtp.final_layernorm"));
@@ -34,7 +35,8 @@ std::int64_t total_checkpointed_buffers(const RunSpec& spec, const Derived& d, b
   std::int64_t moe_layers = 0;
   for (const auto& layer : kinds.decoder) moe_layers += layer.ffn == FfnKind::moe ? 1 : 0;
   if (include_mtp) {
-    for (const auto& layer : kinds.mtp_block) moe_layers += layer.ffn == FfnKind::moe ? kinds.mtp_depths : 0;
+    const std::int64_t routers = m.mtp_use_repeated_layer ? std::min<std::int64_t>(1, kinds.mtp_depths) : kinds.mtp_depths;
+    for (const auto& layer : kinds.mtp_block) moe_layers += layer.ffn == FfnKind::moe ? routers : 0;
   }
   return moe_layers * detail::router_checkpointed_buffer_numel_per_moe_layer(m);
 }

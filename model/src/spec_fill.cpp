@@ -272,6 +272,7 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   }
   r.read("linear_conv_kernel_dim", m.linear_conv_kernel_dim);
   if (const json* v = r.find("mtp_num_layers")) m.mtp_num_layers = v->is_null() ? 0 : Reader::as_int(*v).value_or(0);
+  r.read("mtp_use_repeated_layer", m.mtp_use_repeated_layer);
 
   // Parallel layout
   r.read("tensor_model_parallel_size", m.tensor_model_parallel_size);

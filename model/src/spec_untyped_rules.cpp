@@ -70,7 +70,6 @@ constexpr Unsimulated kUnsimulated[] = {
     {"fp8_multi_head_attention", "false", "attention runs in FP8"},
     {"moe_expert_rank_capacity_factor", "null", "expert ranks drop tokens above a capacity"},
     {"moe_token_dropping", "false", "experts drop and pad tokens to a capacity"},
-    {"mtp_use_repeated_layer", "false", "MTP depths share one layer's weights"},
 };
 
 void warn_unsimulated(const Model& m, Diagnostics& out) {

@@ -49,7 +49,9 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   std::vector<const LayerSpec*> mtp_layers;
   for (const auto& layer : chunk.layers) if (layer.is_mtp) mtp_layers.push_back(&layer);
   const std::size_t per_depth = chunk.mtp_layers > 0 ? mtp_layers.size() / static_cast<std::size_t>(chunk.mtp_layers) : 0;
-  for (std::int64_t depth = 0; depth < chunk.mtp_layers; ++depth) {
+  // mtp_use_repeated_layer: one MTP layer serves every depth, so its weights exist once.
+  const std::int64_t weight_depths = m.mtp_use_repeated_layer ? std::min<std::int64_t>(1, chunk.mtp_layers) : chunk.mtp_layers;
+  for (std::int64_t depth = 0; depth < weight_depths; ++depth) {
     append(mtp_wrapper_params(m, s));
     for (std::size_t i = 0; i < per_depth && next_mtp < mtp_layers.size(); ++i) {
       append_layer(*mtp_layers[next_mtp++]);

@@ -693,6 +693,37 @@ LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derive
   return g;
 }
 
+LayerGraph build_mtp_wrapper_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
+  LayerGraph g;
+  g.name = "mtp_wrapper";
+  GraphBuilder b(g, c, "mtp.");
+  const auto& m = spec.model;
+  const bool layer_norm = m.normalization == model::Normalization::layer_norm;
+  const std::int64_t Nl = c.local_tokens, h = c.hidden;
+  const int x = b.input("input", b.act(Nl, h));
+  // The depth looks up the rolled token ids in the shared embedding (its own dense weight gradient in
+  // backward, as the decoder's lookup).
+  const int emb = b.tensor("embedding.out", b.act(Nl, h));
+  const Bytes full = c.sequence_parallel ? b.act(c.tokens, h) : Bytes{};
+  b.op("embedding", {.out = {emb}, .ws = full, .bws = full + b.act(d.padded_vocab / c.tp, h)});
+  const int en = norm(b, "enorm", emb, Nl, h, layer_norm, kNoRegion);
+  const int hn = norm(b, "hnorm", x, Nl, h, layer_norm, kNoRegion);
+  const int cat = b.tensor("concat", b.act(Nl, 2 * h));
+  b.op("concat", {.in = {en, hn}, .out = {cat}, .movement = true});
+  // eh_proj is column-parallel without output gather; the [s, h/TP] result is gathered along the
+  // hidden dimension and scattered back to sequence parallel (:1144-1157).
+  const int proj = b.linear("eh_proj", cat, 2 * h, h / c.tp, Parallel::column);
+  if (c.tp == 1) {
+    g.output = proj;
+  } else {
+    const int out = b.tensor("eh_proj.gathered", b.act(Nl, h));
+    b.op("gather_scatter", {.in = {proj}, .out = {out}, .ws = b.act(c.tokens, h), .movement = true,
+                            .comm = static_cast<double>(b.act(c.tokens, h).value) * (c.tp - 1) / c.tp});
+    g.output = out;
+  }
+  return g;
+}
+
 LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
   LayerGraph g;
   g.name = "output";

@@ -199,7 +199,7 @@ struct Builder {
   ShapeContext ctx;
   std::map<std::string, LayerGraph> graph_cache;
   ProfileCache profiles;
-  LayerGraph embedding, output;
+  LayerGraph embedding, output, mtp_wrapper;
 
   const LayerGraph& layer_graph(const model::LayerSpec& l, bool hybrid) {
     const std::string key = std::to_string(static_cast<int>(l.mixer)) + "/" + std::to_string(static_cast<int>(l.ffn)) +
@@ -284,12 +284,26 @@ struct Builder {
       ++i;
     }
     if (c.has_output_layer) {
+      std::vector<std::size_t> mtp_at;  // positions of the MTP depths' layers in the chunk
+      for (std::size_t j = 0; j < c.layers.size(); ++j) if (c.layers[j].is_mtp) mtp_at.push_back(j);
+      // Each MTP depth adds its wrapper and a layer of the last decoder layer's kind, all before any
+      // head (gpt_model.py runs the MTP block, then process_mtp_loss); then each depth's head and loss.
+      // In backward autograd takes the later-created nodes first: every head and loss (main, then the
+      // depths in reverse) before the MTP layers, so the heads' saved logits are gone by then. The
+      // layer is built from the decoder's layer spec, so the selective checkpoints apply to it as to a
+      // decoder layer; MTP's own full recompute (uniform, one layer) is not modelled: it runs plain.
       for (std::int64_t k = 0; k < c.mtp_layers; ++k) {
-        // Each MTP depth adds a layer of the last decoder layer's kind and its own head and loss.
+        CheckpointSet mtp_ckpt{};
+        if (static_cast<std::size_t>(k) < mtp_at.size() && !pol.layers[mtp_at[static_cast<std::size_t>(k)]].whole_module)
+          mtp_ckpt = pol.layers[mtp_at[static_cast<std::size_t>(k)]];
         if (!c.layers.empty()) {
-          cm.segments.push_back(plain_segment(profiles, layer_graph(c.layers.back(), hybrid), CheckpointSet{}, -1));
+          cm.segments.push_back(plain_segment(profiles, mtp_wrapper, CheckpointSet{}, -1));
+          cm.segments.back().name = "mtp" + std::to_string(k) + ".wrapper";
+          cm.segments.push_back(plain_segment(profiles, layer_graph(c.layers.back(), hybrid), mtp_ckpt, -1));
           cm.segments.back().name = "mtp" + std::to_string(k);
         }
+      }
+      for (std::int64_t k = 0; k < c.mtp_layers; ++k) {
         cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
         cm.segments.back().is_output = true;
         cm.segments.back().deferred_wgrad = deferred_wgrad_bytes();
@@ -546,6 +560,7 @@ struct Predictor::Impl {
     Builder b{std::move(spec), d, ctx, {}, {}, {}, {}};
     b.embedding = build_embedding_graph(b.spec, b.d, b.ctx);
     b.output = build_output_graph(b.spec, b.d, b.ctx);
+    if (b.spec.model.mtp_num_layers > 0) b.mtp_wrapper = build_mtp_wrapper_graph(b.spec, b.d, b.ctx);
     return b;
   }
   Prediction run(const PredictOptions& options);

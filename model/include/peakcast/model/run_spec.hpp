@@ -123,6 +123,9 @@ struct ModelSpec {
   std::optional<MoeLayerFreq> linear_attention_freq;
 
   std::int64_t mtp_num_layers = 0;  // None and 0 both mean no MTP
+  // One MTP layer (wrapper, inner layer, final norm) applied at every depth: one set of weights
+  // (multi_token_prediction.py:1630-1631, :1771-1782, :1831).
+  bool mtp_use_repeated_layer = false;
 
   // Parallel layout
   std::int64_t tensor_model_parallel_size = 1;

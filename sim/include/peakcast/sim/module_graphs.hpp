@@ -39,6 +39,10 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
 // Embedding lookup on the first stage (token ids in, hidden out).
 LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
 
+// What an MTP depth adds before its transformer layer (multi_token_prediction.py:1086-1158): the
+// shifted tokens' embedding, enorm / hnorm, their concatenation and eh_proj (hidden in, hidden out).
+LayerGraph build_mtp_wrapper_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
+
 // Final norm, output layer and cross-entropy loss on the last stage (hidden in, loss out).
 LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
 

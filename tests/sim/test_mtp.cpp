@@ -1,0 +1,60 @@
+// Multi-token prediction: each depth's wrapper (shifted-token embedding, enorm / hnorm, concatenation,
+// eh_proj; multi_token_prediction.py:1086-1158), the order of its layers and heads, and
+// mtp_use_repeated_layer (one layer's weights for every depth).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/static_memory.hpp"
+#include "peakcast/model/validate.hpp"
+#include "peakcast/sim/prediction.hpp"
+
+using namespace peakcast;
+
+namespace {
+constexpr std::int64_t kSeq = 4096, kHidden = 4096;
+
+model::RunSpec parse(int depths, bool repeated) {
+  const std::string text = R"({"model": {"preset": "llama3-8b", "num_layers": 2, "seq_length": 4096, "bf16": true,
+      "transformer_impl": "local", "attention_backend": "unfused", "mtp_num_layers": )" +
+                           std::to_string(depths) + R"(, "mtp_use_repeated_layer": )" + (repeated ? "true" : "false") +
+                           R"(}, "train": {"micro_batch_size": 1, "global_batch_size": 1},
+      "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})";
+  auto r = model::parse_run_spec(text);
+  REQUIRE(r.spec);
+  REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));
+  return *r.spec;
+}
+
+std::int64_t params(int depths, bool repeated) {
+  const auto s = parse(depths, repeated);
+  return model::total_parameters(s, model::derive(s));
+}
+}  // namespace
+
+TEST_CASE("repeated MTP: one depth's weights whatever the depth count", "[model][params][mtp]") {
+  CHECK(params(3, true) == params(1, false));
+  CHECK(params(2, true) == params(1, true));
+  CHECK(params(3, false) - params(1, false) == 2 * (params(1, false) - params(0, false)));
+}
+
+TEST_CASE("an MTP depth's wrapper keeps the embedding, the concatenation and hnorm's input", "[sim][graph][mtp]") {
+  sim::PredictOptions o;
+  o.record_held_tensors = true;
+  const auto p = sim::predict(parse(2, false), o);
+  std::vector<std::string> names;
+  Bytes wrapper{};
+  for (const auto& m : p.ranks.at(0).modules) {
+    names.push_back(m.name);
+    if (m.name == "mtp0.wrapper")
+      for (const auto& t : m.held_tensors) wrapper += t.bytes;
+  }
+  // hnorm's input and the embedding [s, h], the concatenation [s, 2h] in bf16, two fp32 rstd rows.
+  CHECK(wrapper.value == 2 * kSeq * kHidden * 2 + kSeq * 2 * kHidden * 2 + 2 * kSeq * 4);
+  // Forward order: decoder, every depth's wrapper and layer, then the depths' heads and the main head
+  // (backward takes every head before the MTP layers).
+  const std::vector<std::string> tail(names.end() - 7, names.end());
+  CHECK(tail == std::vector<std::string>{"mtp0.wrapper", "mtp0", "mtp1.wrapper", "mtp1", "output", "output", "output"});
+}

@@ -62,6 +62,19 @@ void full_granularity(const ModelSpec& m, RuleSink& sink) {
                        " layers of a model chunk; Megatron does not check this and treats it as the whole chunk");
     }
   }
+  // MTP under full recompute (multi_token_prediction.py:1420-1433): uniform asserts one layer at the
+  // first training forward; block is skipped with a warning and the MTP layers run plain.
+  if (m.mtp_num_layers > 0) {
+    if (m.recompute_method == RecomputeMethod::uniform && m.recompute_num_layers && *m.recompute_num_layers != 1) {
+      sink.error("model.recompute_num_layers", "mtp_full_recompute_one_layer",
+                 "recompute_num_layers must be 1 for MTP recompute (multi_token_prediction.py:1426): with "
+                 "mtp_num_layers > 0 and recompute_method uniform, the MTP block asserts it at the first forward");
+    } else if (m.recompute_method == RecomputeMethod::block) {
+      sink.warning("model.recompute_method", "mtp_block_recompute_skipped",
+                   "recompute_method == 'block' is not supported for MTP yet. Skipping recompute. "
+                   "(multi_token_prediction.py:1432): the MTP layers keep all their activations");
+    }
+  }
   // Rule 18, full part (transformer_config.py:1866-1868)
   if (m.moe_layer_recompute) {
     sink.error("model.moe_layer_recompute", "moe_layer_recompute_vs_full",

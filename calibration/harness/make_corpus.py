@@ -583,6 +583,14 @@ add("mtprep_gqa2b_2_separate_core_attn", "mtp_repeated", "gqa2b",
     set=dict(sel("core_attn"), **{"model.mtp_num_layers": 2}), iterations=3)
 add("mtprep_gqa2b_2_repeated_core_attn", "mtp_repeated", "gqa2b",
     set=dict(sel("core_attn"), **{"model.mtp_num_layers": 2, "model.mtp_use_repeated_layer": True}), iterations=3)
+# Third call, predicted before it ran: MTP under full recompute (uniform 1 checkpoints each depth's
+# projection and layer; block skips MTP recompute).
+add("mtprep_gqa2b_1_full_uniform_1", "mtp_repeated", "gqa2b", set=dict(full("uniform", 1), **{"model.mtp_num_layers": 1}),
+    iterations=3)
+add("mtprep_gqa2b_2_full_uniform_1", "mtp_repeated", "gqa2b", set=dict(full("uniform", 1), **{"model.mtp_num_layers": 2}),
+    iterations=3)
+add("mtprep_gqa2b_1_full_block_2", "mtp_repeated", "gqa2b", set=dict(full("block", 2), **{"model.mtp_num_layers": 1}),
+    iterations=3)
 
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:

@@ -291,14 +291,33 @@ struct Builder {
       // In backward autograd takes the later-created nodes first: every head and loss (main, then the
       // depths in reverse) before the MTP layers, so the heads' saved logits are gone by then. The
       // layer is built from the decoder's layer spec, so the selective checkpoints apply to it as to a
-      // decoder layer; MTP's own full recompute (uniform, one layer) is not modelled: it runs plain.
+      // decoder layer. Under full recompute the MTP block checkpoints each depth's projection and layer
+      // when the method is uniform (multi_token_prediction.py:1420-1427; the embedding lookup and the
+      // final norm stay outside, so the checkpoint keeps the hidden input and the embedding) and skips
+      // recompute for block (:1429-1433).
+      const bool mtp_full_uniform = spec.model.recompute_granularity == model::RecomputeGranularity::full &&
+                                    spec.model.recompute_method == model::RecomputeMethod::uniform;
+      // Each depth looks its shifted tokens up in the embedding weight, whose dense gradient autograd
+      // then sums with the decoder lookup's in the weight's input buffer: the first one (the last
+      // depth's, first in backward) stays until the embedding's backward on this chunk (measured: a
+      // [V/TP, h] block alive through the decoder's backward). Already carried when the tied output
+      // layer's gradient is (same weight, same buffer).
+      const bool tied_carry = c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx.grad_accumulation_fusion;
+      const Bytes mtp_embedding_grad = c.has_embedding && !tied_carry
+                                           ? Bytes{d.padded_vocab / ctx.tp * ctx.hidden * ctx.act_bytes} : Bytes{};
       for (std::int64_t k = 0; k < c.mtp_layers; ++k) {
         CheckpointSet mtp_ckpt{};
         if (static_cast<std::size_t>(k) < mtp_at.size() && !pol.layers[mtp_at[static_cast<std::size_t>(k)]].whole_module)
           mtp_ckpt = pol.layers[mtp_at[static_cast<std::size_t>(k)]];
-        if (!c.layers.empty()) {
+        if (!c.layers.empty() && mtp_full_uniform) {
+          cm.segments.push_back(group_segment(profiles, {&mtp_wrapper, &layer_graph(c.layers.back(), hybrid)}, -1));
+          cm.segments.back().held += Bytes{ctx.local_tokens * ctx.hidden * ctx.act_bytes};  // the embedding
+          cm.segments.back().name = "mtp" + std::to_string(k) + "(full recompute)";
+          if (k + 1 == c.mtp_layers) cm.segments.back().carried_weight_grad = mtp_embedding_grad;
+        } else if (!c.layers.empty()) {
           cm.segments.push_back(plain_segment(profiles, mtp_wrapper, CheckpointSet{}, -1));
           cm.segments.back().name = "mtp" + std::to_string(k) + ".wrapper";
+          if (k + 1 == c.mtp_layers) cm.segments.back().carried_weight_grad = mtp_embedding_grad;
           cm.segments.push_back(plain_segment(profiles, layer_graph(c.layers.back(), hybrid), mtp_ckpt, -1));
           cm.segments.back().name = "mtp" + std::to_string(k);
         }
@@ -490,6 +509,9 @@ struct Walker {
           activations -= s.parts[k].held;
         }
         if (s.distributed_input) activations -= kept.segments[i] - s.held;  // nothing else, as kept holds only the slice
+        else activations -= kept.segments[i] - s.input_bytes;  // what the checkpoint kept beside its first input
+        activations += s.carried_weight_grad;
+        carried_weight_grad += s.carried_weight_grad;
       } else {
         touch(s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
         take_pending_workspaces();

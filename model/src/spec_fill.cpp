@@ -97,6 +97,16 @@ class Reader {
   Diagnostics& out_;
 };
 
+// Megatron's int-or-list layer fields (moe_layer_freq, linear_attention_freq): an int, or one 0/1 entry
+// per layer; anything else (null) leaves the field as it was.
+std::optional<LayerPattern> int_or_pattern(const json& v) {
+  if (auto k = Reader::as_int(v)) return LayerPattern{*k};
+  if (!v.is_array()) return std::nullopt;
+  std::vector<std::int64_t> pattern;
+  for (const auto& e : v) pattern.push_back(Reader::as_int(e).value_or(0));
+  return LayerPattern{std::move(pattern)};
+}
+
 std::optional<DType> dtype_from_name(const std::string& n) {
   if (n == "fp32" || n == "float32" || n == "float") return DType::fp32;
   if (n == "bf16" || n == "bfloat16") return DType::bf16;
@@ -214,13 +224,7 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   r.read("moe_apply_probs_on_input", m.moe_apply_probs_on_input);
   r.read("mlp_chunks_for_training", m.mlp_chunks_for_training);
   if (const json* v = r.find("moe_layer_freq")) {
-    if (auto k = Reader::as_int(*v)) {
-      m.moe_layer_freq = *k;
-    } else if (v->is_array()) {
-      std::vector<std::int64_t> pattern;
-      for (const auto& e : *v) pattern.push_back(Reader::as_int(e).value_or(0));
-      m.moe_layer_freq = std::move(pattern);
-    }
+    if (auto f = int_or_pattern(*v)) m.moe_layer_freq = std::move(*f);
   }
   r.read("moe_grouped_gemm", m.moe_grouped_gemm);
   if (auto n = r.name("moe_token_dispatcher_type")) {
@@ -261,15 +265,7 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
   r.read("linear_value_head_dim", m.linear_value_head_dim);
   r.read("linear_num_key_heads", m.linear_num_key_heads);
   r.read("linear_num_value_heads", m.linear_num_value_heads);
-  if (const json* v = r.find("linear_attention_freq"); v && !v->is_null()) {
-    if (auto k = Reader::as_int(*v)) {
-      m.linear_attention_freq = *k;
-    } else if (v->is_array()) {
-      std::vector<std::int64_t> pattern;
-      for (const auto& e : *v) pattern.push_back(Reader::as_int(e).value_or(0));
-      m.linear_attention_freq = std::move(pattern);
-    }
-  }
+  if (const json* v = r.find("linear_attention_freq")) m.linear_attention_freq = int_or_pattern(*v);
   r.read("linear_conv_kernel_dim", m.linear_conv_kernel_dim);
   if (const json* v = r.find("mtp_num_layers")) m.mtp_num_layers = v->is_null() ? 0 : Reader::as_int(*v).value_or(0);
   r.read("mtp_use_repeated_layer", m.mtp_use_repeated_layer);

@@ -302,25 +302,27 @@ struct Builder {
       // depth's, first in backward) stays until the embedding's backward on this chunk (measured: a
       // [V/TP, h] block alive through the decoder's backward). Already carried when the tied output
       // layer's gradient is (same weight, same buffer).
+      // The embedding weight's [V/TP, h] gradient, and whether the tied output layer's already carries it.
+      const Bytes embedding_grad{d.padded_vocab / ctx.tp * ctx.hidden * ctx.act_bytes};
       const bool tied_carry = c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx.grad_accumulation_fusion;
-      const Bytes mtp_embedding_grad = c.has_embedding && !tied_carry
-                                           ? Bytes{d.padded_vocab / ctx.tp * ctx.hidden * ctx.act_bytes} : Bytes{};
-      for (std::int64_t k = 0; k < c.mtp_layers; ++k) {
-        CheckpointSet mtp_ckpt{};
-        if (static_cast<std::size_t>(k) < mtp_at.size() && !pol.layers[mtp_at[static_cast<std::size_t>(k)]].whole_module)
-          mtp_ckpt = pol.layers[mtp_at[static_cast<std::size_t>(k)]];
-        if (!c.layers.empty() && mtp_full_uniform) {
+      const Bytes mtp_embedding_grad = c.has_embedding && !tied_carry ? embedding_grad : Bytes{};
+      for (std::int64_t k = 0; k < c.mtp_layers && !c.layers.empty(); ++k) {
+        const bool first_in_backward = k + 1 == c.mtp_layers;
+        if (mtp_full_uniform) {
           cm.segments.push_back(group_segment(profiles, {&mtp_wrapper, &layer_graph(c.layers.back(), hybrid)}, -1));
-          cm.segments.back().held += Bytes{ctx.local_tokens * ctx.hidden * ctx.act_bytes};  // the embedding
+          cm.segments.back().held += Bytes{ctx.local_tokens * ctx.hidden * ctx.act_bytes};  // the embedding lookup's [s, h]
           cm.segments.back().name = "mtp" + std::to_string(k) + "(full recompute)";
-          if (k + 1 == c.mtp_layers) cm.segments.back().carried_weight_grad = mtp_embedding_grad;
-        } else if (!c.layers.empty()) {
-          cm.segments.push_back(plain_segment(profiles, mtp_wrapper, CheckpointSet{}, -1));
-          cm.segments.back().name = "mtp" + std::to_string(k) + ".wrapper";
-          if (k + 1 == c.mtp_layers) cm.segments.back().carried_weight_grad = mtp_embedding_grad;
-          cm.segments.push_back(plain_segment(profiles, layer_graph(c.layers.back(), hybrid), mtp_ckpt, -1));
-          cm.segments.back().name = "mtp" + std::to_string(k);
+          if (first_in_backward) cm.segments.back().carried_weight_grad = mtp_embedding_grad;
+          continue;
         }
+        cm.segments.push_back(plain_segment(profiles, mtp_wrapper, CheckpointSet{}, -1));
+        cm.segments.back().name = "mtp" + std::to_string(k) + ".wrapper";
+        if (first_in_backward) cm.segments.back().carried_weight_grad = mtp_embedding_grad;
+        const std::size_t at = static_cast<std::size_t>(k) < mtp_at.size() ? mtp_at[static_cast<std::size_t>(k)] : 0;
+        const CheckpointSet mtp_ckpt =
+            static_cast<std::size_t>(k) < mtp_at.size() && !pol.layers[at].whole_module ? pol.layers[at] : CheckpointSet{};
+        cm.segments.push_back(plain_segment(profiles, layer_graph(c.layers.back(), hybrid), mtp_ckpt, -1));
+        cm.segments.back().name = "mtp" + std::to_string(k);
       }
       for (std::int64_t k = 0; k < c.mtp_layers; ++k) {
         cm.segments.push_back(plain_segment(profiles, output, CheckpointSet{}, -1));
@@ -332,8 +334,7 @@ struct Builder {
       cm.segments.back().deferred_wgrad = deferred_wgrad_bytes();
       if (cm.receives_input && cm.segments.back().deferred_wgrad.value > 0)
         cm.segments.back().deferred_graph = cm.segments.front().input_bytes * 2;
-      if (c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx.grad_accumulation_fusion)
-        cm.segments.back().carried_weight_grad = Bytes{d.padded_vocab / ctx.tp * ctx.hidden * ctx.act_bytes};
+      if (tied_carry) cm.segments.back().carried_weight_grad = embedding_grad;
     }
     return cm;
   }

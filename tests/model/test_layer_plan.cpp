@@ -169,7 +169,7 @@ TEST_CASE("gated_delta_net in a GPT model: linear_attention_freq places the stan
   s.model.num_moe_experts = 4;
   s.model.moe_layer_freq = std::int64_t{1};
   SECTION("an int N: every N-th layer (i + 1 divisible by N) is attention, the rest GDN") {
-    s.model.linear_attention_freq = MoeLayerFreq{std::int64_t{4}};
+    s.model.linear_attention_freq = LayerPattern{std::int64_t{4}};
     const auto plan = plan_of(s);
     REQUIRE(plan.decoder_layers.size() == 8);
     for (std::int64_t i = 0; i < 8; ++i) {
@@ -179,7 +179,7 @@ TEST_CASE("gated_delta_net in a GPT model: linear_attention_freq places the stan
     }
   }
   SECTION("a list: 1 is GDN, 0 attention") {
-    s.model.linear_attention_freq = MoeLayerFreq{std::vector<std::int64_t>{0, 1, 1, 0, 1, 0, 0, 1}};
+    s.model.linear_attention_freq = LayerPattern{std::vector<std::int64_t>{0, 1, 1, 0, 1, 0, 0, 1}};
     const auto plan = plan_of(s);
     const MixerKind expected[] = {MixerKind::attention, MixerKind::gdn, MixerKind::gdn, MixerKind::attention,
                                   MixerKind::gdn, MixerKind::attention, MixerKind::attention, MixerKind::gdn};
@@ -187,7 +187,7 @@ TEST_CASE("gated_delta_net in a GPT model: linear_attention_freq places the stan
   }
   SECTION("without the variant the frequency is not read") {
     s.model.experimental_attention_variant.reset();
-    s.model.linear_attention_freq = MoeLayerFreq{std::int64_t{4}};
+    s.model.linear_attention_freq = LayerPattern{std::int64_t{4}};
     for (const auto& l : plan_of(s).decoder_layers) CHECK(l.mixer == MixerKind::attention);
   }
 }

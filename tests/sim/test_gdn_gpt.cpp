@@ -2,23 +2,13 @@
 // linear_attention_freq-th layer, which is gated standard attention (experimental_attention_variant).
 #include <catch2/catch.hpp>
 
-#include <map>
 #include <string>
 
-#include "peakcast/model/spec_parser.hpp"
-#include "peakcast/model/validate.hpp"
-#include "peakcast/sim/prediction.hpp"
+#include "held_tensors.hpp"
 
 using namespace peakcast;
 
-namespace {
-bool holds(const std::vector<sim::ModuleProfile::HeldTensor>& held, const std::string& suffix) {
-  for (const auto& t : held)
-    if (t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0)
-      return true;
-  return false;
-}
-}  // namespace
+using test::holds_suffix;
 
 TEST_CASE("GDN layers and gated attention layers in one GPT model", "[sim][graph][gdn]") {
   const std::string text = R"({
@@ -30,21 +20,14 @@ TEST_CASE("GDN layers and gated attention layers in one GPT model", "[sim][graph
               "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4},
     "train": {"micro_batch_size": 1, "global_batch_size": 1},
     "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})";
-  auto r = model::parse_run_spec(text);
-  REQUIRE(r.spec);
-  REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));
-  sim::PredictOptions o;
-  o.record_held_tensors = true;
-  const auto p = sim::predict(*r.spec, o);
-  std::map<std::string, std::vector<sim::ModuleProfile::HeldTensor>> held;
-  for (const auto& m : p.ranks.at(0).modules) held[m.name] = m.held_tensors;
+  auto held = test::held_by_module(test::valid_spec(text));
   for (const char* gdn : {"L0", "L1", "L2"}) {
     REQUIRE(held.count(gdn));
-    CHECK(holds(held[gdn], "gdn.core_out"));
-    CHECK_FALSE(holds(held[gdn], "core_attention.out"));
+    CHECK(holds_suffix(held[gdn], "gdn.core_out"));
+    CHECK_FALSE(holds_suffix(held[gdn], "core_attention.out"));
   }
   REQUIRE(held.count("L3"));
-  CHECK(holds(held["L3"], "core_attention.out"));
-  CHECK(holds(held["L3"], "output_gate.out"));
-  CHECK_FALSE(holds(held["L3"], "gdn.core_out"));
+  CHECK(holds_suffix(held["L3"], "core_attention.out"));
+  CHECK(holds_suffix(held["L3"], "output_gate.out"));
+  CHECK_FALSE(holds_suffix(held["L3"], "gdn.core_out"));
 }

@@ -5,9 +5,7 @@
 
 #include <string>
 
-#include "peakcast/model/spec_parser.hpp"
-#include "peakcast/model/validate.hpp"
-#include "peakcast/sim/prediction.hpp"
+#include "held_tensors.hpp"
 
 using namespace peakcast;
 
@@ -25,19 +23,11 @@ struct Held {
 };
 
 Held layer0(int chunks, const std::string& extra = "") {
-  auto r = model::parse_run_spec(spec_text(chunks, extra));
-  REQUIRE(r.spec);
-  REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));
-  sim::PredictOptions o;
-  o.record_held_tensors = true;
-  const auto p = sim::predict(*r.spec, o);
+  auto held = test::held_by_module(test::valid_spec(spec_text(chunks, extra)));
+  REQUIRE(held.count("L0"));
   Held h;
-  for (const auto& m : p.ranks.at(0).modules)
-    if (m.name == "L0")
-      for (const auto& t : m.held_tensors) {
-        h.total += t.bytes;
-        h.chunk_tensors += t.name.find(".chunk") != std::string::npos ? 1 : 0;
-      }
+  h.total = test::total_bytes(held["L0"]);
+  for (const auto& t : held["L0"]) h.chunk_tensors += t.name.find(".chunk") != std::string::npos ? 1 : 0;
   return h;
 }
 }  // namespace

@@ -6,10 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "peakcast/model/spec_parser.hpp"
+#include "held_tensors.hpp"
 #include "peakcast/model/static_memory.hpp"
-#include "peakcast/model/validate.hpp"
-#include "peakcast/sim/prediction.hpp"
 
 using namespace peakcast;
 
@@ -22,10 +20,7 @@ model::RunSpec parse(int depths, bool repeated) {
                            std::to_string(depths) + R"(, "mtp_use_repeated_layer": )" + (repeated ? "true" : "false") +
                            R"(}, "train": {"micro_batch_size": 1, "global_batch_size": 1},
       "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})";
-  auto r = model::parse_run_spec(text);
-  REQUIRE(r.spec);
-  REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));
-  return *r.spec;
+  return test::valid_spec(text);
 }
 
 std::int64_t params(int depths, bool repeated) {

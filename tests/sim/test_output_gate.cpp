@@ -5,10 +5,8 @@
 
 #include <string>
 
-#include "peakcast/model/spec_parser.hpp"
+#include "held_tensors.hpp"
 #include "peakcast/model/static_memory.hpp"
-#include "peakcast/model/validate.hpp"
-#include "peakcast/sim/prediction.hpp"
 
 using namespace peakcast;
 
@@ -24,27 +22,13 @@ std::string spec_text(bool gate, int tp, const std::string& extra = "") {
       "cluster": {"num_gpus": )" + std::to_string(tp) + R"(, "gpu": "h100-sxm-80gb"}})";
 }
 
-model::RunSpec parse(const std::string& text) {
-  auto r = model::parse_run_spec(text);
-  REQUIRE(r.spec);
-  REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));
-  return *r.spec;
-}
+model::RunSpec parse(const std::string& text) { return test::valid_spec(text); }
 
 // What layer L0 holds for its backward, per micro-batch.
 Bytes layer0_saved(bool gate, int tp) {
-  const auto spec = parse(spec_text(gate, tp));
-  sim::PredictOptions o;
-  o.record_held_tensors = true;
-  const auto p = sim::predict(spec, o);
-  for (const auto& m : p.ranks.at(0).modules)
-    if (m.name == "L0") {
-      Bytes b{};
-      for (const auto& t : m.held_tensors) b += t.bytes;
-      return b;
-    }
-  FAIL("no L0");
-  return {};
+  auto held = test::held_by_module(parse(spec_text(gate, tp)));
+  REQUIRE(held.count("L0"));
+  return test::total_bytes(held["L0"]);
 }
 }  // namespace
 

@@ -6,9 +6,7 @@
 
 #include <string>
 
-#include "peakcast/model/spec_parser.hpp"
-#include "peakcast/model/validate.hpp"
-#include "peakcast/sim/prediction.hpp"
+#include "held_tensors.hpp"
 
 using namespace peakcast;
 
@@ -27,20 +25,9 @@ std::string spec_text(bool on, bool fused, int topk = 1) {
 }
 
 Bytes layer0_saved(bool on, bool fused) {
-  auto r = model::parse_run_spec(spec_text(on, fused));
-  REQUIRE(r.spec);
-  REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));
-  sim::PredictOptions o;
-  o.record_held_tensors = true;
-  const auto p = sim::predict(*r.spec, o);
-  for (const auto& m : p.ranks.at(0).modules)
-    if (m.name == "L0") {
-      Bytes b{};
-      for (const auto& t : m.held_tensors) b += t.bytes;
-      return b;
-    }
-  FAIL("no L0");
-  return {};
+  auto held = test::held_by_module(test::valid_spec(spec_text(on, fused)));
+  REQUIRE(held.count("L0"));
+  return test::total_bytes(held["L0"]);
 }
 }  // namespace
 

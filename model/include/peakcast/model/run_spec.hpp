@@ -34,8 +34,10 @@ enum class RecomputeTag { core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, 
 const char* to_string(RecomputeTag t);
 std::optional<RecomputeTag> recompute_tag_from_string(const std::string& s);
 
+// Megatron's int-or-list layer fields: an int (a frequency) or an explicit 0/1 entry per layer.
+using LayerPattern = std::variant<std::int64_t, std::vector<std::int64_t>>;
 // moe_layer_freq: an int k (layer i is MoE when i % k == 0) or an explicit 0/1 list.
-using MoeLayerFreq = std::variant<std::int64_t, std::vector<std::int64_t>>;
+using MoeLayerFreq = LayerPattern;
 
 struct ModelSpec {
   std::optional<std::string> preset;  // model.preset, already applied by the parser
@@ -120,7 +122,7 @@ struct ModelSpec {
   // GPT models with experimental_attention_variant "gated_delta_net" (Qwen3-Next): an int N puts a
   // standard attention layer at every N-th layer and GDN elsewhere; a list gives 1 (GDN) / 0 per layer
   // (experimental_attention_variant_module_specs.py:402-420). Ignored by hybrid patterns.
-  std::optional<MoeLayerFreq> linear_attention_freq;
+  std::optional<LayerPattern> linear_attention_freq;
 
   std::int64_t mtp_num_layers = 0;  // None and 0 both mean no MTP
   // One MTP layer (wrapper, inner layer, final norm) applied at every depth: one set of weights

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "peakcast/model/diagnostics.hpp"
 #include "peakcast/model/run_spec.hpp"
 
 namespace peakcast::cli {
@@ -19,18 +20,23 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInvalidInput = 2;
 inline constexpr int kExitDoesNotFit = 3;  // only with --fail-if-oom
 
-// Reads SPEC (or the embedded default when empty), applies --set overrides, parses and validates.
-// Prints every diagnostic to stderr; on errors returns nullopt (the caller exits with 2).
-// Warnings are returned through `warnings` so results can carry them.
-std::optional<model::RunSpec> load_spec(const std::string& path, const std::vector<std::string>& sets,
-                                        std::vector<std::string>* warnings = nullptr);
+// A run spec read, parsed and validated once, with the warnings of both steps.
+struct LoadedSpec {
+  model::RunSpec spec;
+  model::Diagnostics warnings;
+};
 
-// --moe-busiest-rank: set model.moe_routing_imbalance to the busiest expert-parallel rank's load
-// under an untrained router (the calibrated per-layer spread). False (message on stderr) when the
-// spec already sets that key.
-// Sets model.moe_routing_imbalance to the busiest EP rank's load under an untrained router.
-// `requested`: the user asked for it (an error when it cannot be computed); otherwise a default that
-// falls back to balanced routing with a note on stderr.
+// Reads SPEC (or the embedded default when empty), applies --set overrides, parses and validates.
+// Prints every error to stderr and returns nullopt on errors (the caller exits with 2); warnings
+// are returned, for the result to carry.
+std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<std::string>& sets);
+// The same for a spec text already read (`path` names it in messages).
+std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::string& path, const std::vector<std::string>& sets);
+
+// Sets model.moe_routing_imbalance to the busiest expert-parallel rank's load under an untrained
+// router (the calibrated per-layer spread). `requested`: the user asked for it (--moe-busiest-rank:
+// an error when it cannot be computed or the spec already sets the key); otherwise a default that
+// falls back to balanced routing with a note on stderr. False on an error (message on stderr).
 bool apply_busiest_rank_routing(model::RunSpec& spec, bool requested = true);
 
 Runner add_predict_command(CLI::App& app);

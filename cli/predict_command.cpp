@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "peakcast/model/validate.hpp"
 #include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/sim/prediction.hpp"
 #include "report_html.hpp"
@@ -39,20 +38,19 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_flag("--moe-busiest-rank", args->busiest_rank,
                 "MoE: predict the busiest expert-parallel rank of an untrained router (sets model.moe_routing_imbalance)");
   return [args] {
-    std::vector<std::string> warnings;
-    auto spec = load_spec(args->spec, args->sets, &warnings);
-    if (!spec) return kExitInvalidInput;
-    if (args->busiest_rank && !apply_busiest_rank_routing(*spec)) return kExitInvalidInput;
+    auto loaded = load_spec(args->spec, args->sets);
+    if (!loaded) return kExitInvalidInput;
+    model::RunSpec& spec = loaded->spec;
+    if (args->busiest_rank && !apply_busiest_rank_routing(spec)) return kExitInvalidInput;
     sim::PredictOptions opt;
     opt.record_timeline = !args->timeline.empty() || !args->html.empty();
     opt.record_held_tensors = args->explain;
-    if (!args->html.empty() && !write_predict_html(args->html, *spec, sim::predict(*spec, opt))) return kExitInvalidInput;
-    sim::Prediction p = sim::predict(*spec, opt);
+    sim::Prediction p = sim::predict(spec, opt);
     // The spec's validation warnings first, then what the simulation itself found (fragmentation risk).
     const model::Diagnostics found = p.warnings;
-    p.warnings = model::validate(*spec);
-    std::erase_if(p.warnings, [](const model::Diagnostic& d) { return d.severity != model::Severity::warning; });
+    p.warnings = loaded->warnings;
     p.warnings.insert(p.warnings.end(), found.begin(), found.end());
+    if (!args->html.empty() && !write_predict_html(args->html, spec, p)) return kExitInvalidInput;
     if (!args->timeline.empty()) {
       std::ofstream out(args->timeline);
       if (!out) {
@@ -64,20 +62,20 @@ Runner add_predict_command(CLI::App& app) {
     if (args->json) {
       std::cout << sim::to_json(p) << "\n";
     } else {
-      for (const auto& w : warnings) std::cerr << w << "\n";
-      print_prediction_table(std::cout, *spec, p);
+      for (const auto& w : loaded->warnings) std::cerr << model::format(w) << "\n";
+      print_prediction_table(std::cout, spec, p);
       for (const auto& w : found) std::cout << "warning: " << w.message << "\n";
       // At balanced routing every EP rank looks alike; say what the busiest one of an untrained router needs.
-      if (!args->busiest_rank && spec->model.moe_routing_imbalance == 1.0) {
-        if (const auto load = sim::untrained_busiest_rank_load(*spec)) {
-          model::RunSpec busy = *spec;
+      if (!args->busiest_rank && spec.model.moe_routing_imbalance == 1.0) {
+        if (const auto load = sim::untrained_busiest_rank_load(spec)) {
+          model::RunSpec busy = spec;
           busy.model.moe_routing_imbalance = *load;
           const sim::Prediction pb = sim::predict(busy);
           char line[256];
           std::snprintf(line, sizeof line,
                         "busiest of %lld EP ranks under an untrained router (%.3f x its balanced rows): max peak %.3f GB%s "
                         "(--moe-busiest-rank)\n",
-                        static_cast<long long>(spec->model.expert_model_parallel_size), *load,
+                        static_cast<long long>(spec.model.expert_model_parallel_size), *load,
                         pb.max_peak_allocated.gb(), pb.fits ? "" : ", does not fit");
           std::cout << line;
         }

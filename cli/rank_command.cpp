@@ -123,9 +123,9 @@ Runner add_rank_command(CLI::App& app) {
                   "narrowest (selective boundaries before whole-layer recompute, each by replay time; default) or replay-time")
       ->check(CLI::IsMember({"narrowest", "replay-time"}));
   return [args] {
-    std::vector<std::string> warnings;
-    auto spec = load_spec(args->spec, args->sets, &warnings);
-    if (!spec) return kExitInvalidInput;
+    auto loaded = load_spec(args->spec, args->sets);
+    if (!loaded) return kExitInvalidInput;
+    model::RunSpec* spec = &loaded->spec;
     if (args->busiest_rank && args->balanced) {
       std::cerr << "error: --moe-busiest-rank and --moe-balanced: use one or the other\n";
       return kExitInvalidInput;
@@ -148,14 +148,14 @@ Runner add_rank_command(CLI::App& app) {
     }
     const sim::Ranking ranking = sim::rank_candidates(
         *spec, budget, args->headroom_sigma, args->order == "replay-time" ? sim::RankOrder::replay_time : sim::RankOrder::narrowest);
-    if (!args->html.empty() && !write_rank_html(args->html, *spec, ranking)) {
+    if (!args->html.empty() && !write_rank_html(args->html, *spec, ranking, sim::shown_candidate_prediction(*spec, ranking))) {
       std::cerr << "error: --html: cannot write " << args->html << "\n";
       return kExitInvalidInput;
     }
     if (args->json) {
       std::cout << sim::to_json(ranking) << "\n";
     } else {
-      for (const auto& w : warnings) std::cerr << w << "\n";
+      for (const auto& w : loaded->warnings) std::cerr << model::format(w) << "\n";
       print_ranking_table(std::cout, ranking, spec->cluster.expandable_segments);
     }
     return kExitOk;

@@ -81,7 +81,8 @@ bool write_predict_html(const std::string& path, const model::RunSpec& spec, con
   return write(path, page("peakcast predict", run_subtitle(spec), body.str()));
 }
 
-bool write_rank_html(const std::string& path, const model::RunSpec& spec, const sim::Ranking& r) {
+bool write_rank_html(const std::string& path, const model::RunSpec& spec, const sim::Ranking& r,
+                     const std::optional<sim::Prediction>& shown) {
   std::ostringstream body;
   std::size_t viable = 0;
   for (const auto& c : r.candidates) viable += c.viable ? 1 : 0;
@@ -103,14 +104,10 @@ bool write_rank_html(const std::string& path, const model::RunSpec& spec, const 
   body << "</p>";
   body << "<h2>Candidates: replay time vs peak</h2>" << html::candidates_svg(r);
   // The timelines of the narrowest viable policy (or the cheapest non-viable one when none fits).
-  if (!r.candidates.empty()) {
-    const auto& shown = r.candidates[r.narrowest_viable.value_or(0)];
-    sim::Predictor predictor(spec);
-    sim::PredictOptions opt;
-    opt.record_timeline = true;
-    const sim::Prediction p = predictor.run(shown.choice, opt);
-    body << "<h2>Policy " << html::escape(shown.label) << (r.narrowest_viable ? " (narrowest viable)" : " (lowest peak; nothing fits)")
-         << "</h2>" << prediction_sections(p, r.budget);
+  if (!r.candidates.empty() && shown) {
+    const auto& label = r.candidates[r.narrowest_viable.value_or(0)].label;
+    body << "<h2>Policy " << html::escape(label) << (r.narrowest_viable ? " (narrowest viable)" : " (lowest peak; nothing fits)")
+         << "</h2>" << prediction_sections(*shown, r.budget);
   }
   body << "<h2>All candidates</h2><table><tr><th>#</th><th class='l'>policy</th><th class='l'>viable</th><th>peak GB</th>"
           "<th>replay s</th><th>step s</th><th class='l'>why not viable / notes</th></tr>";

@@ -1,6 +1,7 @@
 #pragma once
 // `--html FILE` of predict, rank and sweep: one self-contained page (inline CSS and SVG, no scripts,
 // no external fonts or assets) a user can open offline or attach to a ticket.
+#include <optional>
 #include <string>
 
 #include "peakcast/model/run_spec.hpp"
@@ -13,8 +14,10 @@ namespace peakcast::cli {
 // `p` should carry timelines (PredictOptions::record_timeline). Returns false when FILE cannot be written.
 bool write_predict_html(const std::string& path, const model::RunSpec& spec, const sim::Prediction& p);
 
-// Candidates as replay time vs peak, plus the narrowest viable policy's timelines and breakdown.
-bool write_rank_html(const std::string& path, const model::RunSpec& spec, const sim::Ranking& r);
+// Candidates as replay time vs peak, plus the shown policy's timelines and breakdown
+// (`shown`: sim::shown_candidate_prediction).
+bool write_rank_html(const std::string& path, const model::RunSpec& spec, const sim::Ranking& r,
+                     const std::optional<sim::Prediction>& shown);
 
 // Fits and headroom heatmaps over the first two varied keys, plus the full table.
 bool write_sweep_html(const std::string& path, const sim::SweepResult& r);

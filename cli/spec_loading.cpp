@@ -14,8 +14,7 @@ namespace {
 constexpr std::size_t kMaxSpecBytes = 16 * 1024 * 1024;
 }  // namespace
 
-std::optional<model::RunSpec> load_spec(const std::string& path, const std::vector<std::string>& sets,
-                                        std::vector<std::string>* warnings) {
+std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<std::string>& sets) {
   std::string text;
   if (path.empty()) {
     text = std::string(model::default_run_spec_text());
@@ -33,19 +32,24 @@ std::optional<model::RunSpec> load_spec(const std::string& path, const std::vect
       return std::nullopt;
     }
   }
+  return load_spec_text(text, path, sets);
+}
+
+std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::string& /*path*/, const std::vector<std::string>& sets) {
   model::ParseResult parsed = model::parse_run_spec(text, sets);
   model::Diagnostics all = parsed.diagnostics;
   if (parsed.spec || parsed.partial) {
     const model::Diagnostics v = model::validate(parsed.spec ? *parsed.spec : *parsed.partial);
     all.insert(all.end(), v.begin(), v.end());
   }
+  LoadedSpec loaded;
   for (const auto& d : all) {
     if (d.severity == model::Severity::error) std::cerr << model::format(d) << "\n";
-    else if (warnings) warnings->push_back(model::format(d));
-    else std::cerr << model::format(d) << "\n";
+    else loaded.warnings.push_back(d);
   }
   if (!parsed.spec || model::has_errors(all)) return std::nullopt;
-  return parsed.spec;
+  loaded.spec = std::move(*parsed.spec);
+  return loaded;
 }
 
 bool apply_busiest_rank_routing(model::RunSpec& spec, bool requested) {

@@ -122,7 +122,9 @@ Runner add_sweep_command(CLI::App& app) {
       text = std::string(model::default_run_spec_text());
     }
     // The base spec must be valid on its own so a typo in SPEC is not reported once per point.
-    if (!load_spec(args->spec, args->sets)) return kExitInvalidInput;
+    const auto base = load_spec_text(text, args->spec, args->sets);
+    if (!base) return kExitInvalidInput;
+    for (const auto& w : base->warnings) std::cerr << model::format(w) << "\n";
     if (args->budget_gb && !(*args->budget_gb > 0 && std::isfinite(*args->budget_gb))) {
       std::cerr << "error: --budget-gb: the budget must be a positive number of GB\n";
       return kExitInvalidInput;

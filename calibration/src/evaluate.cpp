@@ -10,6 +10,7 @@
 #include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/reserved_estimate.hpp"
 
 namespace peakcast::calibration {
 
@@ -69,7 +70,7 @@ std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not)
 
 namespace {
 
-Evaluation evaluate_one(const Record& r, double profile_fixed) {
+Evaluation evaluate_one(const Record& r) {
   Evaluation e;
   e.record = &r;
   const auto& m = r.measured;
@@ -94,7 +95,6 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   e.without_recompute = runs_without_recompute(spec);
   // predict() already adds the shipped profile's fixed term for this record's stack.
   e.profile_fixed = static_cast<double>(sim::load_fitted_constants("default", e.stack).framework_fixed.value);
-  (void)profile_fixed;
   // The measured rank (or the largest one) by the quantity measured: a report printed after
   // iteration 1 is the largest rank's iteration-1 peak.
   const auto compared = [&](const sim::RankPrediction& rp) {
@@ -113,6 +113,11 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
   e.predicted_peak = static_cast<double>(compared(*best));
   e.predicted_phase = sim::to_string(e.measured_first_iteration_only ? best->first_iteration_peak_phase : best->peak_phase);
   e.predicted_graph_pool = static_cast<double>(best->reserved_outside_allocated.value);
+  e.predicted_reserved = static_cast<double>(best->estimated_peak_reserved.value);
+  e.predicted_reserved_p90 = static_cast<double>(best->estimated_peak_reserved_p90.value);
+  const auto ratios = sim::reserved_ratios(sim::load_fitted_constants("default", e.stack), e.expandable_segments);
+  e.reserved_ratio_median = ratios.median;
+  e.reserved_ratio_p90 = ratios.p90;
   e.predicted_time = best->time;
   // A run that printed its memory after iteration 1 and ran out later (the seed's Nemotron rows
   // out of memory in iteration 2) measured a whole first iteration: that peak is compared. Any
@@ -134,10 +139,9 @@ Evaluation evaluate_one(const Record& r, double profile_fixed) {
 }  // namespace
 
 std::vector<Evaluation> evaluate_records(const std::vector<Record>& records) {
-  const double fixed = static_cast<double>(sim::load_fitted_constants().framework_fixed.value);
   std::vector<Evaluation> out;
   out.reserve(records.size());
-  for (const auto& r : records) out.push_back(evaluate_one(r, fixed));
+  for (const auto& r : records) out.push_back(evaluate_one(r));
   return out;
 }
 

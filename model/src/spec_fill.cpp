@@ -294,7 +294,8 @@ void fill_model(const json& doc, ModelSpec& m, Diagnostics& out) {
                       "wrong_type", "expected a layer symbol string such as \"t\", \"E\" or \"L\"");
               continue;
             }
-            layout += (j > 0 ? "," : "") + stage[j].get<std::string>();
+            if (j > 0) layout += ',';
+            layout += stage[j].get<std::string>();
           }
         } else {
           r.error(r.path("pipeline_model_parallel_layout") + "[" + std::to_string(i) + "]", "wrong_type",

@@ -27,8 +27,14 @@ std::string frames_path(const std::vector<Frame>& frames, const std::string& roo
   std::string p = root;
   for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
     const Frame& f = frames[i];
-    if (f.object) p += std::string(p.empty() ? "" : ".") + f.key;
-    else p += "[" + std::to_string(f.count) + "]";
+    if (f.object) {
+      if (!p.empty()) p += '.';
+      p += f.key;
+    } else {
+      p += '[';
+      p += std::to_string(f.count);
+      p += ']';
+    }
   }
   return p;
 }

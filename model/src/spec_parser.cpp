@@ -127,6 +127,14 @@ ParseResult SpecText::parse(const std::vector<std::string>& overrides) const {
   });
 }
 
+std::optional<GpuSpec> gpu_preset(const std::string& name, Diagnostics& out) {
+  GpuSpec gpu;
+  const std::size_t before = out.size();
+  detail::fill_gpu(json(name), gpu, out);
+  if (has_errors(Diagnostics(out.begin() + static_cast<std::ptrdiff_t>(before), out.end()))) return std::nullopt;
+  return gpu;
+}
+
 std::string_view default_run_spec_text() {
   const auto text = embedded_config("runs/moonlight-16b-8xh100.json");
   return text ? *text : std::string_view("{}");

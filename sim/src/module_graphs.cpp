@@ -623,7 +623,8 @@ std::int64_t rotary_dim(const model::RunSpec& spec, const model::Derived& d) {
 LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c,
                              const model::LayerSpec& layer, bool hybrid) {
   LayerGraph g;
-  g.name = "L" + std::to_string(layer.index);
+  g.name = "L";  // appended, not "L" + ...: GCC 12 warns falsely on that (-Wrestrict, PR 105329)
+  g.name += std::to_string(layer.index);
   GraphBuilder b(g, c, g.name + ".");
   const auto& m = spec.model;
   const std::int64_t Nl = c.local_tokens, h = c.hidden;

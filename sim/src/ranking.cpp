@@ -143,4 +143,11 @@ Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroo
   return out;
 }
 
+std::optional<Prediction> shown_candidate_prediction(const model::RunSpec& spec, const Ranking& r) {
+  if (r.candidates.empty()) return std::nullopt;
+  PredictOptions opt;
+  opt.record_timeline = true;
+  return Predictor(spec).run(r.candidates[r.narrowest_viable.value_or(0)].choice, opt);
+}
+
 }  // namespace peakcast::sim

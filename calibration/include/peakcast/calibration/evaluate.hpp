@@ -26,6 +26,10 @@ struct Evaluation {
   sim::RankPrediction::StepTime predicted_time;  // the measured rank's step-time parts
   bool expandable_segments = false;  // the run's allocator grew segments (spec cluster.expandable_segments)
   double predicted_graph_pool = 0;   // bytes the graphs' private pool keeps reserved beside the cache
+  // The simulator's reservation estimate at the compared rank (sim/reserved_estimate.hpp), median and
+  // p90, and the ratios it scaled the allocated peaks by (0: the profile has none).
+  double predicted_reserved = 0, predicted_reserved_p90 = 0;
+  double reserved_ratio_median = 0, reserved_ratio_p90 = 0;
   // The prediction with the profile's fixed term removed: the fit's regressor.
   double uncalibrated_peak() const { return predicted_peak - profile_fixed; }
   // Whether the record enters the fixed-term fit: a whole-run peak, not out of memory, and the

@@ -37,6 +37,9 @@ class SpecText {
   std::shared_ptr<const Parsed> parsed_;
 };
 
+// A shipped GPU preset (configs/gpus/<name>.json); nullopt with an error in `out` when there is none.
+std::optional<GpuSpec> gpu_preset(const std::string& name, Diagnostics& out);
+
 // The embedded default: the seed's Moonlight 16B study on 8 x H100 80GB.
 std::string_view default_run_spec_text();
 

@@ -96,6 +96,10 @@ inline constexpr double kSamePeakRelativeTolerance = 1e-3;
 Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma = 0,
                         RankOrder order = RankOrder::narrowest);
 
+// The candidate a report shows (the narrowest viable one, else the first), predicted with its
+// timelines; nullopt when there is no candidate.
+std::optional<Prediction> shown_candidate_prediction(const model::RunSpec& spec, const Ranking& r);
+
 // Why a tag can leave the peak unchanged, in a Megatron user's words.
 std::string why_tag_has_no_effect(model::RecomputeTag t);
 

@@ -1,0 +1,156 @@
+// validate_corpus: each record's prediction with its fixed term (the shipped profile's, or its
+// fold's), the error, phase and fit verdicts, the reservation estimate, and the group statistics.
+#include "peakcast/calibration/validation.hpp"
+
+#include <cmath>
+
+namespace peakcast::calibration {
+
+const std::vector<std::string>& fitted_corpus_files() {
+  static const std::vector<std::string> files = {
+      "calibration/data/h200_corpus.jsonl",        "calibration/data/h200_multi_gpu.jsonl",
+      "calibration/data/h200_seedlike.jsonl",      "calibration/data/h200_routing.jsonl",
+      "calibration/data/h200_seedllama.jsonl",     "calibration/data/h200_variants.jsonl",
+      "calibration/data/h200_distribute.jsonl",    "calibration/data/h200_cross_entropy.jsonl",
+      "calibration/data/h200_etp.jsonl",           "calibration/data/h200_fp8_store.jsonl",
+      "calibration/data/h200_expandable.jsonl",    "calibration/data/h200_cuda_graphs.jsonl",
+      "calibration/data/h200_defer.jsonl"};
+  return files;
+}
+
+const std::vector<std::string>& validation_corpus_files() {
+  static const std::vector<std::string> files = [] {
+    std::vector<std::string> f = fitted_corpus_files();
+    // Measured after the shipped profile was fitted: compared, never fitted on.
+    for (const char* held_out : {"calibration/data/h200_output_gate.jsonl", "calibration/data/h200_probs_on_input.jsonl",
+                                 "calibration/data/h200_mlp_chunks.jsonl", "calibration/data/h200_mtp_repeated.jsonl"})
+      f.emplace_back(held_out);
+    return f;
+  }();
+  return files;
+}
+
+namespace {
+
+// The fixed term each record is predicted with: the shipped profile's for its stack, or, K-fold,
+// the fit on the other folds' records of its stack.
+std::vector<double> fixed_terms(const std::vector<Evaluation>& evals, int k) {
+  const auto terms = stack_terms();
+  std::vector<double> fixed(evals.size(), 0.0);
+  for (std::size_t i = 0; i < evals.size(); ++i) fixed[i] = terms.for_stack(evals[i].stack);
+  if (k <= 1) return fixed;
+  for (int fold = 0; fold < k; ++fold) {
+    std::map<std::string, std::vector<FitPoint>> train;
+    for (std::size_t i = 0; i < evals.size(); ++i) {
+      const auto& e = evals[i];
+      if (static_cast<int>(i % k) == fold || !e.fits_fixed_term()) continue;
+      train[e.stack].push_back({e.uncalibrated_peak(), e.measured_peak});
+    }
+    for (std::size_t i = 0; i < evals.size(); ++i)
+      if (static_cast<int>(i % k) == fold && train.count(evals[i].stack))
+        fixed[i] = fit_stack(evals[i].stack, train[evals[i].stack]).framework_fixed;
+  }
+  return fixed;
+}
+
+// The simulator's reservation estimate shifted by the record's fixed term: every pass's allocated
+// peak holds the term, so the estimate moves by its change times the ratio.
+void compare_reserved(const Evaluation& e, double fixed_shift, ValidationRow& row) {
+  const auto& r = *e.record;
+  if (e.measured_first_iteration_only || !r.measured.peak_reserved_bytes || e.reserved_ratio_median <= 0) return;
+  const double measured = static_cast<double>(*r.measured.peak_reserved_bytes);
+  row.reserved_estimate = e.predicted_reserved + fixed_shift * e.reserved_ratio_median;
+  row.reserved_within_p90 = measured <= e.predicted_reserved_p90 + fixed_shift * e.reserved_ratio_p90;
+}
+
+ValidationRow compare_one(const Evaluation& e, double fixed) {
+  ValidationRow row;
+  row.eval = &e;
+  const auto& r = *e.record;
+  if (e.predicted_peak > 0) {
+    row.predicted = e.uncalibrated_peak() + fixed;
+    row.fit_ok = e.predicted_fits == !r.measured.oom;
+  }
+  if (!e.usable) return row;
+  row.compared = true;
+  row.rel_error = (*row.predicted - e.measured_peak) / e.measured_peak;
+  row.phase_ok = phase_agrees(r.measured.peak_phase, e.predicted_phase);
+  compare_reserved(e, fixed - e.profile_fixed, row);
+  return row;
+}
+
+void count(GroupStats& g, const ValidationRow& row) {
+  if (row.fit_ok) {
+    ++g.fit_compared;
+    g.fit_agree += *row.fit_ok;
+  }
+  if (row.phase_ok) {
+    ++g.phase_compared;
+    g.phase_agree += *row.phase_ok;
+  }
+}
+
+}  // namespace
+
+ValidationReport validate_corpus(const std::vector<Evaluation>& evals, const ValidationOptions& options) {
+  ValidationReport out;
+  out.cross_validate = options.cross_validate;
+  const std::vector<double> fixed = fixed_terms(evals, options.cross_validate);
+  std::map<std::string, std::vector<double>> errors;
+  std::vector<double> reserved_errors;
+  for (std::size_t i = 0; i < evals.size(); ++i) {
+    const ValidationRow row = compare_one(evals[i], fixed[i]);
+    const std::string& group = evals[i].record->group;
+    count(out.groups[group], row);
+    count(out.groups["(all)"], row);
+    if (row.compared) {
+      errors[group].push_back(std::fabs(row.rel_error));
+      errors["(all)"].push_back(std::fabs(row.rel_error));
+    }
+    if (row.reserved_estimate) {
+      const double measured = static_cast<double>(*evals[i].record->measured.peak_reserved_bytes);
+      reserved_errors.push_back(std::fabs(*row.reserved_estimate - measured) / measured);
+      out.reserved_within_p90 += *row.reserved_within_p90;
+    }
+    out.rows.push_back(row);
+  }
+  for (auto it = out.groups.begin(); it != out.groups.end();) {
+    // A group with no compared record has no statistics (fit verdicts alone stay in its rows).
+    if (!errors.count(it->first)) {
+      it = out.groups.erase(it);
+      continue;
+    }
+    GroupStats& g = it->second;
+    g.errors = error_stats(errors[it->first]);
+    g.within_bounds = !((options.max_median >= 0 && g.errors.median > options.max_median) ||
+                        (options.max_worst >= 0 && g.errors.worst > options.max_worst));
+    out.within_bounds = out.within_bounds && g.within_bounds;
+    ++it;
+  }
+  out.reserved = error_stats(reserved_errors);
+  return out;
+}
+
+TimeReport validate_time(const std::vector<Evaluation>& evals) {
+  TimeReport out;
+  std::vector<double> errs;
+  for (const auto& e : evals) {
+    const auto& m = e.record->measured;
+    if (!m.fwd_bwd_time_s || e.predicted_time.microbatches <= 0) continue;
+    TimeRow row{&e, *m.fwd_bwd_time_s, m.fwd_bwd_time_min_s.value_or(0), m.fwd_bwd_time_max_s.value_or(0),
+                e.predicted_time.forward_backward_s, 0};
+    row.rel_error = (row.predicted_s - row.measured_s) / row.measured_s;
+    errs.push_back(std::fabs(row.rel_error));
+    out.rows.push_back(row);
+  }
+  out.pairs = policy_pairs(evals);
+  for (const auto& p : out.pairs) {
+    out.resolved_pairs += p.resolved();
+    out.order_agrees += p.resolved() && p.order_agrees();
+  }
+  out.steps = step_rows(evals);
+  out.errors = error_stats(errs);
+  return out;
+}
+
+}  // namespace peakcast::calibration

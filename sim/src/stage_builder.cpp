@@ -1,0 +1,190 @@
+// Each model chunk as Megatron runs it: the embedding on the first chunk, the decoder layers under
+// the chunk's checkpoint sets (full-recompute groups as one segment), then on the last chunk the MTP
+// depths and the loss heads.
+#include "stage_builder.hpp"
+
+#include <set>
+
+namespace peakcast::sim::detail {
+
+namespace {
+// "L<index>", the decoder layer's name in reports (built by append: GCC 12 warns falsely on
+// `"L" + std::to_string(...)`, PR 105329).
+std::string layer_name(std::int64_t index) {
+  std::string name(1, 'L');
+  name += std::to_string(index);
+  return name;
+}
+}  // namespace
+
+StageBuilder::StageBuilder(const model::RunSpec& spec, const model::Derived& d)
+    : ctx_(make_shape_context(spec, d)), hybrid_(spec.model.hybrid_override_pattern.has_value()) {
+  embedding_ = build_embedding_graph(spec, d, ctx_);
+  output_ = build_output_graph(spec, d, ctx_);
+  if (spec.model.mtp_num_layers > 0) mtp_wrapper_ = build_mtp_wrapper_graph(spec, d, ctx_);
+}
+
+const LayerGraph& StageBuilder::layer_graph(const model::RunSpec& spec, const model::Derived& d, const model::LayerSpec& l) {
+  // A selective `mlp` checkpoint turns mlp_chunks_for_training off (module_graphs.cpp ffn_block).
+  const bool unchunked_by_recompute = spec.model.mlp_chunks_for_training > 1 &&
+                                      spec.model.recompute_granularity == model::RecomputeGranularity::selective &&
+                                      model::has_tag(d, model::RecomputeTag::mlp);
+  const std::string key = std::to_string(static_cast<int>(l.mixer)) + "/" + std::to_string(static_cast<int>(l.ffn)) +
+                          (l.high_precision ? "/bf16" : "") + (unchunked_by_recompute ? "/mlp-recompute" : "");
+  auto it = graph_cache_.find(key);
+  if (it == graph_cache_.end()) {
+    // A BF16 edge layer under FP8 saves its GEMM inputs unquantised.
+    ShapeContext layer_ctx = ctx_;
+    if (l.high_precision) layer_ctx.fp8 = false;
+    it = graph_cache_.emplace(key, build_layer_graph(spec, d, layer_ctx, l, hybrid_)).first;
+  }
+  return it->second;
+}
+
+// One deferral entry (tensor_parallel/layers.py:1147-1152 and :603-606): the output layer's input,
+// [tokens / TP with SP, hidden], and the gradient of its logits, [tokens, vocab / TP], both in the
+// activation dtype. Every call of the shared output layer (MTP depths too) adds one.
+Bytes StageBuilder::deferred_wgrad_bytes(const model::RunSpec& spec, const model::Derived& d) const {
+  if (!spec.model.defer_embedding_wgrad_compute) return Bytes{};
+  return Bytes{(ctx_.local_tokens * ctx_.hidden + ctx_.tokens * (d.padded_vocab / ctx_.tp)) * ctx_.act_bytes};
+}
+
+Bytes StageBuilder::dummy_wgrads(const model::RunSpec& spec, const model::Derived& d, const model::PipelineStage& stage) {
+  std::set<std::pair<std::int64_t, std::int64_t>> shapes;
+  const auto add = [&](const LayerGraph& g) { shapes.insert(g.dummy_wgrad_shapes.begin(), g.dummy_wgrad_shapes.end()); };
+  for (const auto& c : stage.chunks) {
+    for (const auto& l : c.layers) add(layer_graph(spec, d, l));
+    if (c.has_output_layer) add(output_);
+  }
+  std::int64_t elements = 0;
+  for (const auto& [rows, cols] : shapes) elements += rows * cols;
+  return Bytes{elements * ctx_.act_bytes};
+}
+
+std::vector<ChunkModel> StageBuilder::stage(const model::RunSpec& spec, const model::Derived& d,
+                                            const model::PipelineStage& stage, std::int64_t pp_rank, GraphBypass bypass,
+                                            const TimeModel& time) {
+  std::vector<ChunkModel> chunks;
+  for (const auto& c : stage.chunks) chunks.push_back(chunk(spec, d, c, pp_rank, bypass));
+  for (auto& cm : chunks) {
+    for (auto& seg : cm.segments) {
+      seg.forward_s = time.seconds(seg.forward_work);
+      seg.backward_s = time.backward_seconds(seg.forward_work);
+      seg.replay_s = time.seconds(seg.replay_work);
+    }
+  }
+  return chunks;
+}
+
+ChunkModel StageBuilder::chunk(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& c,
+                               std::int64_t pp_rank, GraphBypass bypass) {
+  ChunkModel cm;
+  const bool first_chunk_overall = pp_rank == 0 && c.vpp_index == 0;
+  cm.receives_input = !first_chunk_overall;
+  cm.sends_output = !c.has_output_layer;
+  if (c.has_embedding) {
+    cm.segments.push_back(plain_segment(profiles_, embedding_, CheckpointSet{}, -1));
+    cm.segments.back().is_embedding = true;
+  }
+  const ChunkPolicy pol = chunk_policy(spec, d, c, bypass);
+  add_layers(spec, d, c, pol, cm);
+  if (c.has_output_layer) add_mtp_and_output(spec, d, c, pol, cm);
+  return cm;
+}
+
+void StageBuilder::add_layers(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& c,
+                              const ChunkPolicy& pol, ChunkModel& cm) {
+  std::size_t i = 0;
+  while (i < c.layers.size()) {
+    const auto& l = c.layers[i];
+    if (l.is_mtp) { ++i; continue; }  // MTP depths are added with the output layer
+    if (pol.layers[i].whole_module) {
+      std::vector<const LayerGraph*> group;
+      const int gid = pol.group_of_layer[i];
+      std::size_t j = i;
+      while (j < c.layers.size() && pol.layers[j].whole_module && (gid < 0 ? j == i : pol.group_of_layer[j] == gid)) {
+        group.push_back(&layer_graph(spec, d, c.layers[j]));
+        ++j;
+      }
+      cm.segments.push_back(group_segment(profiles_, group, static_cast<int>(l.index)));
+      if (spec.model.distribute_saved_activations && d.tp > 1) distribute_group_input(cm.segments.back(), d.tp);
+      std::string& name = cm.segments.back().name;
+      name = layer_name(l.index);
+      if (group.size() > 1) name += ".." + layer_name(l.index + static_cast<std::int64_t>(group.size()) - 1);
+      name += "(full recompute)";
+      i = j;
+      continue;
+    }
+    Segment& s = cm.segments.emplace_back(plain_segment(profiles_, layer_graph(spec, d, l), pol.layers[i], static_cast<int>(l.index)));
+    s.name = layer_name(l.index);
+    const auto dispatcher = spec.model.moe_token_dispatcher_type;
+    if (l.ffn == model::FfnKind::moe && (pol.layers[i].keep_inputs & kMoe) && !spec.model.fp8 &&
+        (dispatcher == model::Dispatcher::allgather || dispatcher == model::Dispatcher::alltoall))
+      s.retained_after_backward = s.input_bytes * 2;
+    const GraphCapture capture = graph_capture(spec, l);
+    s.graph_captured = capture == GraphCapture::whole;
+    if (capture == GraphCapture::mixer || capture == GraphCapture::ffn)
+      s.captured_held = captured_half_bytes(*s.held_tensors, capture == GraphCapture::ffn);
+    // A captured layer's forward and backward are each one graph replay on the host, not one
+    // Python call per op (its kernels still take their GPU time).
+    if (s.graph_captured) s.forward_work.host_calls = 1;
+    // TE's CPU offload context moves the saved activations of the first N layers to the host.
+    s.offloaded = spec.model.cpu_offloading && spec.model.cpu_offloading_activations &&
+                  static_cast<std::int64_t>(i) < spec.model.cpu_offloading_num_layers;
+    ++i;
+  }
+}
+
+// Each MTP depth adds its wrapper and a layer of the last decoder layer's kind, all before any head
+// (gpt_model.py runs the MTP block, then process_mtp_loss); then each depth's head and loss. In
+// backward autograd takes the later-created nodes first: every head and loss (main, then the depths
+// in reverse) before the MTP layers, so the heads' saved logits are gone by then. The layer is built
+// from the decoder's layer spec, so the selective checkpoints apply to it as to a decoder layer.
+// Under full recompute the MTP block checkpoints each depth's projection and layer when the method is
+// uniform (multi_token_prediction.py:1420-1427; the embedding lookup and the final norm stay outside,
+// so the checkpoint keeps the hidden input and the embedding) and skips recompute for block
+// (:1429-1433).
+void StageBuilder::add_mtp_and_output(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& c,
+                                      const ChunkPolicy& pol, ChunkModel& cm) {
+  std::vector<std::size_t> mtp_at;  // positions of the MTP depths' layers in the chunk
+  for (std::size_t j = 0; j < c.layers.size(); ++j) if (c.layers[j].is_mtp) mtp_at.push_back(j);
+  const bool mtp_full_uniform = spec.model.recompute_granularity == model::RecomputeGranularity::full &&
+                                spec.model.recompute_method == model::RecomputeMethod::uniform;
+  // Each depth looks its shifted tokens up in the embedding weight, whose dense gradient autograd
+  // then sums with the decoder lookup's in the weight's input buffer: the first one (the last
+  // depth's, first in backward) stays until the embedding's backward on this chunk (measured: a
+  // [V/TP, h] block alive through the decoder's backward). Already carried when the tied output
+  // layer's gradient is (same weight, same buffer).
+  const Bytes embedding_grad{d.padded_vocab / ctx_.tp * ctx_.hidden * ctx_.act_bytes};
+  const bool tied_carry = c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx_.grad_accumulation_fusion;
+  const Bytes mtp_embedding_grad = c.has_embedding && !tied_carry ? embedding_grad : Bytes{};
+  for (std::int64_t k = 0; k < c.mtp_layers && !c.layers.empty(); ++k) {
+    const bool first_in_backward = k + 1 == c.mtp_layers;
+    if (mtp_full_uniform) {
+      Segment& g = cm.segments.emplace_back(group_segment(profiles_, {&mtp_wrapper_, &layer_graph(spec, d, c.layers.back())}, -1));
+      g.held += Bytes{ctx_.local_tokens * ctx_.hidden * ctx_.act_bytes};  // the embedding lookup's [s, h]
+      g.name = "mtp" + std::to_string(k) + "(full recompute)";
+      if (first_in_backward) g.carried_weight_grad = mtp_embedding_grad;
+      continue;
+    }
+    Segment& w = cm.segments.emplace_back(plain_segment(profiles_, mtp_wrapper_, CheckpointSet{}, -1));
+    w.name = "mtp" + std::to_string(k) + ".wrapper";
+    if (first_in_backward) w.carried_weight_grad = mtp_embedding_grad;
+    const std::size_t at = static_cast<std::size_t>(k) < mtp_at.size() ? mtp_at[static_cast<std::size_t>(k)] : 0;
+    const CheckpointSet mtp_ckpt =
+        static_cast<std::size_t>(k) < mtp_at.size() && !pol.layers[at].whole_module ? pol.layers[at] : CheckpointSet{};
+    cm.segments.push_back(plain_segment(profiles_, layer_graph(spec, d, c.layers.back()), mtp_ckpt, -1));
+    cm.segments.back().name = "mtp" + std::to_string(k);
+  }
+  const Bytes deferred = deferred_wgrad_bytes(spec, d);
+  for (std::int64_t k = 0; k <= c.mtp_layers; ++k) {  // each depth's head, then the main one
+    Segment& head = cm.segments.emplace_back(plain_segment(profiles_, output_, CheckpointSet{}, -1));
+    head.is_output = true;
+    head.deferred_wgrad = deferred;
+  }
+  Segment& main_head = cm.segments.back();
+  if (cm.receives_input && main_head.deferred_wgrad.value > 0) main_head.deferred_graph = cm.segments.front().input_bytes * 2;
+  if (tied_carry) main_head.carried_weight_grad = embedding_grad;
+}
+
+}  // namespace peakcast::sim::detail

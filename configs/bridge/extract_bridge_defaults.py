@@ -345,6 +345,8 @@ def field_entry(classes, q, st, ann, declaring):
     repo_path = classes.get(declaring)["where"]
     e = {"default": d, "source": f"{repo_path}:{st.lineno}", "annotation": ann}
     e.update(flags)
+    if st.target.id.startswith("_"):
+        e["serialized"] = False  # ConfigContainer.to_dict skips '_' names (megatron/training/config/container.py:138, :182)
     return e
 
 

@@ -75,7 +75,7 @@ def main():
         runtime_config_update(cfg)  # training/config.py:1990, called by pretrain() (pretrain.py:74)
         emulate_setup(cfg, world)
         path = os.path.join(out_dir, f"{name}.run_config.yaml")
-        cfg.to_yaml(path)  # what save_checkpoint's finalize fn calls (training/checkpointing.py:1481)
+        cfg.to_yaml(path)  # what save_checkpoint's finalize fn calls (training/checkpointing.py:1482)
         text = open(path).read().replace(cwd_token, "/opt/Megatron-Bridge")
         open(path, "w").write(text)
         print("wrote", path)
@@ -283,7 +283,7 @@ def emulate_setup(cfg, world):
     if hasattr(cfg.dataset, "token_dtype_code") and cfg.dataset.token_dtype_code is None:  # :335-340
         cfg.dataset.token_dtype_code = 4 if tok_vocab > 65535 + 1 else 8
 
-    # model_provider.py:664 get_model(): use_cpu_initialization reset (provider path only)
+    # model_provider.py:646 get_model(): use_cpu_initialization reset (provider path only)
     is_builder = isinstance(cfg.model, (GMC, HMC))
     if not is_builder:
         cfg.model.use_cpu_initialization = False

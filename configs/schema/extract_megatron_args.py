@@ -1,0 +1,999 @@
+#!/usr/bin/env python3
+"""Regenerate configs/schema/megatron_args.json: every command-line argument of the pinned Megatron-LM.
+
+Reads megatron/training/arguments.py and the files it pulls arguments from with `ast` (read by
+`git show` from the bare mirror; nothing is imported or executed) and emulates the two ways the pinned
+parser gets its arguments:
+
+  1. explicit `group.add_argument(...)` calls in the `_add_*_args` functions that
+     `add_megatron_arguments` (arguments.py:45) calls, in that order;
+  2. `ArgumentGroupFactory(Cls, exclude=[...]).build_group(parser, title)` (argument_utils.py:45-231),
+     which turns every init field of a dataclass (parents first, as dataclasses.fields() orders them)
+     into an argument: `--field-name`, dest = field name, default = field default (or
+     default_factory()), type from the annotation (Optional[X] -> X, list[X] -> nargs '+',
+     Literal[...] -> type of the first choice + choices, Enum -> name lookup + choices, bool ->
+     store_true when the default == False, else store_false named --no-X and --disable-X), and
+     finally `field(metadata={"argparse_meta": {...}})` overriding any of these.
+
+Also the `extra_args_provider` of pretrain_gpt.py / pretrain_hybrid.py (add_modelopt_args, only when
+nvidia-modelopt is importable) and the kitchen arguments (only when Kitchen is importable); both are
+marked with "conditional".
+
+Usage:
+  extract_megatron_args.py MEGATRON_LM_GIT_DIR > configs/schema/megatron_args.json
+  extract_megatron_args.py MEGATRON_LM_GIT_DIR --write-doc docs/megatron-args-mapping.md
+      (also rewrites the generated part of that document, between its GENERATED markers)
+"""
+import ast
+import json
+import re
+import subprocess
+import sys
+
+MCORE_REV = "24bad8e677d22625d86ef2a54c9506b6e4992c93"
+ARGS_PY = "megatron/training/arguments.py"
+ARG_UTILS_PY = "megatron/training/argument_utils.py"
+
+BUILTIN_TYPES = {"int", "float", "str", "bool", "list", "dict", "tuple", "set", "bytes", "complex"}
+# Enums outside the repository that a dataclass annotation names (argparse builds choices from them).
+EXTERNAL_ENUMS = {"signal.Signals": "platform signal names (SIGTERM, SIGINT, ...): list(signal.Signals)"}
+
+
+class TypeInferenceError(Exception):
+    pass
+
+
+class Repo:
+    def __init__(self, git_dir, rev):
+        self.git_dir, self.rev = git_dir, rev
+        self._text, self._tree = {}, {}
+        out = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", rev],
+                             check=True, capture_output=True, text=True).stdout
+        self.files = set(out.split("\n"))
+
+    def text(self, path):
+        if path not in self._text:
+            self._text[path] = subprocess.run(["git", "--git-dir", self.git_dir, "show", f"{self.rev}:{path}"],
+                                              check=True, capture_output=True, text=True).stdout
+        return self._text[path]
+
+    def tree(self, path):
+        if path not in self._tree:
+            self._tree[path] = ast.parse(self.text(path))
+        return self._tree[path]
+
+    def module_path(self, module):
+        base = module.replace(".", "/")
+        for p in (base + ".py", base + "/__init__.py"):
+            if p in self.files:
+                return p
+        return None
+
+    @staticmethod
+    def package_of(path):
+        parts = path[:-3].split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        else:
+            parts = parts[:-1]
+        return ".".join(parts)
+
+    def resolve(self, path, name, depth=0):
+        """(kind, path, node) for a top-level name of a module; kind in class/function/assign/external."""
+        if depth > 20 or path is None:
+            return ("external", None, name)
+        tree = self.tree(path)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return ("class", path, node)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                return ("function", path, node)
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                return ("assign", path, node)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    if (a.asname or a.name) == name:
+                        mod = self.absolute_module(path, node)
+                        target = self.module_path(mod)
+                        if target is None:
+                            sub = self.module_path(mod + "." + a.name)
+                            if sub is not None:
+                                return ("module", sub, None)
+                            return ("external", None, mod + "." + a.name)
+                        return self.resolve(target, a.name, depth + 1)
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if (a.asname or a.name.split(".")[0]) == name:
+                        return ("external", None, a.name)
+        return ("external", None, name)
+
+    def absolute_module(self, path, node):
+        if node.level == 0:
+            return node.module
+        pkg = self.package_of(path).split(".")
+        if node.level > 1:
+            pkg = pkg[: len(pkg) - (node.level - 1)]
+        return ".".join(pkg + ([node.module] if node.module else []))
+
+
+def src(repo_path, line):
+    return f"mcore:{repo_path}:{line}"
+
+
+def literal(node):
+    """(value, is_literal)."""
+    try:
+        return ast.literal_eval(node), True
+    except Exception:
+        pass
+    # 2**32 and other constant arithmetic
+    try:
+        if isinstance(node, ast.BinOp) and all(isinstance(n, ast.Constant) for n in (node.left, node.right)):
+            return eval(compile(ast.Expression(node), "<c>", "eval"), {"__builtins__": {}}), True
+    except Exception:
+        pass
+    return ast.unparse(node), False
+
+
+# ---------------------------------------------------------------------------------------------
+# Annotation model: what typing.get_origin / get_args would say about a dataclass annotation.
+class T:
+    def __init__(self, kind, name=None, args=(), values=None, members=None, note=None):
+        self.kind, self.name, self.args, self.values, self.members, self.note = kind, name, list(args), values, members, note
+
+    def __repr__(self):
+        return f"T({self.kind},{self.name},{self.args})"
+
+
+NONE = T("none")
+
+
+class Annotations:
+    def __init__(self, repo):
+        self.repo = repo
+
+    def enum_members(self, path, cls):
+        out = []
+        for s in cls.body:
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+                n = s.targets[0].id
+                if not n.startswith("_"):
+                    out.append(n)
+        return out
+
+    def is_enum_class(self, path, cls, depth=0):
+        for b in cls.bases:
+            t = ast.unparse(b)
+            if t.split(".")[-1] in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"):
+                return True
+            if depth < 5 and isinstance(b, ast.Name):
+                kind, p, node = self.repo.resolve(path, b.id)
+                if kind == "class" and self.is_enum_class(p, node, depth + 1):
+                    return True
+        return False
+
+    def name_type(self, path, text):
+        """A bare (non-subscripted) name in an annotation."""
+        if text in BUILTIN_TYPES:
+            return T("prim", text)
+        if text in ("None", "NoneType"):
+            return NONE
+        head = text.split(".")[-1]
+        if text.startswith("typing.") or head in ("Any", "Callable", "List", "Dict", "Tuple", "Optional", "Union",
+                                                   "ContextManager", "Sequence", "Literal"):
+            if head == "Any":
+                return T("prim", "Any")
+            if head == "List":
+                return T("generic", "list", [])
+            if head == "Dict":
+                return T("generic", "dict", [])
+            if head == "Tuple":
+                return T("generic", "tuple", [])
+            return T("generic", head, [])  # bare Callable, ContextManager, ...: origin not None
+        if text in EXTERNAL_ENUMS:
+            return T("enum", text, members=None, note=EXTERNAL_ENUMS[text])
+        first = text.split(".")[0]
+        kind, p, node = self.repo.resolve(path, first)
+        if "." in text and kind == "module":
+            kind, p, node = self.repo.resolve(p, text.split(".")[-1])
+        if kind == "class":
+            if self.is_enum_class(p, node):
+                return T("enum", node.name, members=self.enum_members(p, node), note=f"{p}:{node.lineno}")
+            return T("prim", node.name, note=f"class at {p}:{node.lineno}")
+        return T("prim", text, note="external")
+
+    def convert(self, path, node):
+        if isinstance(node, ast.Constant):
+            if node.value is None:
+                return NONE
+            if isinstance(node.value, str):
+                return T("forward_ref", node.value)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self.name_type(path, ast.unparse(node))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return self.union([self.convert(path, node.left), self.convert(path, node.right)])
+        if isinstance(node, ast.Subscript):
+            head = ast.unparse(node.value).split(".")[-1]
+            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if head == "Optional":
+                return self.union([self.convert(path, node.slice), NONE])
+            if head == "Union":
+                return self.union([self.convert(path, e) for e in elts])
+            if head == "Literal":
+                return T("literal", values=[literal(e)[0] for e in elts])
+            if head in ("list", "List"):
+                return T("generic", "list", [self.convert(path, e) for e in elts])
+            if head in ("tuple", "Tuple"):
+                return T("generic", "tuple", [])
+            if head in ("dict", "Dict"):
+                return T("generic", "dict", [])
+            return T("generic", head, [])
+        return T("prim", ast.unparse(node), note="unrecognised annotation")
+
+    @staticmethod
+    def key(t):
+        return (t.kind, t.name, tuple(map(Annotations.key, t.args)), repr(t.values))
+
+    def union(self, parts):
+        flat = []
+        for p in parts:
+            flat += p.args if p.kind == "union" else [p]
+        out, seen = [], set()
+        for p in flat:  # typing de-duplicates union members, keeping first occurrences
+            k = self.key(p)
+            if k not in seen:
+                seen.add(k)
+                out.append(p)
+        if len(out) == 1:
+            return out[0]
+        return T("union", args=out)
+
+
+def extract_type(t):
+    """Emulates ArgumentGroupFactory._extract_type (argument_utils.py:120-157)."""
+    if t.kind == "enum":
+        return {"type": f"enum:{t.name}", "choices": t.members if t.members is not None else t.note}
+    if t.kind in ("prim", "forward_ref"):
+        if t.kind == "forward_ref":
+            return {"type": f"'{t.name}' (a string annotation: argparse rejects it as not callable)"}
+        return {"type": t.name}
+    if t.kind == "none":
+        return {"type": "NoneType"}
+    if t.kind == "union":
+        if t.args[1].kind == "none":
+            return extract_type(t.args[0])
+        raise TypeInferenceError("Unions not supported by argparse")
+    if t.kind == "generic" and t.name == "list":
+        if len(t.args) == 1:
+            k = extract_type(t.args[0])
+            k["nargs"] = "+"
+            return k
+        raise TypeInferenceError("Multi-type lists not supported by argparse")
+    if t.kind == "literal":
+        types = {type(v).__name__ for v in t.values}
+        assert len(types) == 1, t.values
+        return {"type": types.pop(), "choices": list(t.values)}
+    raise TypeInferenceError(f"Unsupported type: {t.name}")
+
+
+# ---------------------------------------------------------------------------------------------
+def dest_of(options):
+    """argparse's dest for optional arguments: first long option, dashes to underscores."""
+    longs = [o for o in options if o.startswith("--")]
+    o = (longs or options)[0]
+    return o.lstrip("-").replace("-", "_")
+
+
+ACTION_DEFAULTS = {"store_true": False, "store_false": True}
+
+
+def is_deprecated_text(text):
+    return bool(text) and re.search(r"deprecat|old .* do not use|no longer valid", text, re.I) is not None
+
+
+def short(text, n=160):
+    if not text:
+        return None
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+class Extractor:
+    def __init__(self, repo):
+        self.repo = repo
+        self.ann = Annotations(repo)
+        self.args = []
+        self.problems = []
+
+    # ---- dataclasses ------------------------------------------------------------------------
+    def class_fields(self, path, cls, depth=0):
+        """Ordered dataclass fields (parents first; an override keeps the parent's position)."""
+        fields = {}
+        for b in cls.bases:
+            if isinstance(b, ast.Name):
+                kind, p, node = self.repo.resolve(path, b.id)
+                if kind == "class" and depth < 10:
+                    for name, f in self.class_fields(p, node, depth + 1).items():
+                        fields[name] = f
+        body = cls.body
+        for i, s in enumerate(body):
+            if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name):
+                ann_text = ast.unparse(s.annotation)
+                if ann_text.startswith(("ClassVar", "typing.ClassVar", "InitVar", "dataclasses.InitVar")):
+                    continue
+                doc = None
+                if i + 1 < len(body) and isinstance(body[i + 1], ast.Expr) and isinstance(body[i + 1].value, ast.Constant) \
+                        and isinstance(body[i + 1].value.value, str):
+                    doc = body[i + 1].value.value
+                fields[s.target.id] = {"name": s.target.id, "path": path, "cls": cls.name, "node": s, "doc": doc}
+        return fields
+
+    def field_default(self, f):
+        """(argparse default value, is_literal, init, metadata argparse_meta node)."""
+        v = f["node"].value
+        init, meta = True, None
+        if v is None:
+            return None, True, init, meta, "required (no default)"
+        if isinstance(v, ast.Call) and ast.unparse(v.func) in ("field", "dataclasses.field"):
+            kws = {k.arg: k.value for k in v.keywords}
+            if "init" in kws and isinstance(kws["init"], ast.Constant) and kws["init"].value is False:
+                init = False
+            if "metadata" in kws and isinstance(kws["metadata"], ast.Dict):
+                for k, val in zip(kws["metadata"].keys, kws["metadata"].values):
+                    if isinstance(k, ast.Constant) and k.value == "argparse_meta":
+                        meta = val
+            if "default" in kws:
+                d, lit = literal(kws["default"])
+                return d, lit, init, meta, None
+            if "default_factory" in kws:
+                fac = kws["default_factory"]
+                ftxt = ast.unparse(fac)
+                if ftxt in ("list", "tuple", "set"):
+                    return [], True, init, meta, None
+                if ftxt == "dict":
+                    return {}, True, init, meta, None
+                if isinstance(fac, ast.Lambda):
+                    d, lit = literal(fac.body)
+                    return d, lit, init, meta, None
+                return ftxt + "()", False, init, meta, None
+            return None, True, init, meta, "required (no default)"
+        d, lit = literal(v)
+        return d, lit, init, meta, None
+
+    def eval_meta(self, node, path):
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            key = k.value
+            if key in ("type",):
+                out[key] = ast.unparse(v)
+            else:
+                val, lit = literal(v)
+                out[key] = val if lit else ast.unparse(v)
+        return out
+
+    def dataclass_args(self, cls_path, cls_node, exclude, group, call_site, conditional=None):
+        fields = self.class_fields(cls_path, cls_node)
+        for name, f in fields.items():
+            default, lit, init, meta_node, req = self.field_default(f)
+            if name in exclude or not init:
+                continue
+            node = f["node"]
+            t = self.ann.convert(f["path"], node.annotation)
+            rec = {"options": ["--" + name.replace("_", "-")], "dest": name, "action": "store", "type": None,
+                   "nargs": None, "default": default, "choices": None, "const": None}
+            if not lit:
+                rec["default_is_expr"] = True
+            if req:
+                rec["default_note"] = req
+            meta = self.eval_meta(meta_node, f["path"]) if meta_node is not None else None
+            try:
+                k = extract_type(t)
+                rec.update(k)
+                if rec["type"] == "bool":
+                    # argument_utils.py:190-196: `attribute.default == False` -> store_true, else store_false
+                    store_true = (default is False or default == 0) and lit and not isinstance(default, str)
+                    rec["action"] = "store_true" if store_true else "store_false"
+                    rec["type"] = None
+                    if not store_true:
+                        rec["options"] = ["--no-" + name.replace("_", "-"), "--disable-" + name.replace("_", "-")]
+            except TypeInferenceError as e:
+                if meta is None:
+                    self.problems.append(f"{f['cls']}.{name} ({ast.unparse(node.annotation)}): {e} and no argparse_meta "
+                                         f"(the pinned build_group would raise here)")
+                rec["type_inference_failed"] = str(e)
+            if meta is not None:
+                m = dict(meta)
+                if "arg_names" in m:
+                    rec["options"] = list(m.pop("arg_names"))
+                for kk, vv in m.items():
+                    if kk == "help":
+                        continue
+                    rec[kk] = vv
+                rec["argparse_meta"] = meta
+            rec["group"] = group
+            rec["source"] = src(f["path"], node.lineno)
+            rec["added_at"] = src(ARGS_PY, call_site)
+            rec["from_dataclass"] = f"{f['cls']}.{name}"
+            rec["help"] = short(f["doc"])
+            rec["_doc"] = f["doc"]
+            if conditional:
+                rec["conditional"] = conditional
+            self.args.append(rec)
+
+    # ---- explicit add_argument ---------------------------------------------------------------
+    def explicit_arg(self, call, path, group, conditional=None, mutex=None):
+        options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        kw = {k.arg: k.value for k in call.keywords}
+        action = "store"
+        if "action" in kw:
+            a, lit = literal(kw["action"])
+            action = a if lit else ast.unparse(kw["action"]).replace("argparse.", "")
+        rec = {"options": list(options), "dest": None, "action": action, "type": None, "nargs": None,
+               "default": None, "choices": None, "const": None}
+        if action == "BooleanOptionalAction":
+            rec["options"] = options + ["--no-" + o[2:] for o in options if o.startswith("--")]
+        if "dest" in kw:
+            rec["dest"] = literal(kw["dest"])[0]
+        else:
+            rec["dest"] = dest_of(options)
+        if "type" in kw:
+            rec["type"] = ast.unparse(kw["type"])
+        for k in ("nargs", "choices", "const", "required", "metavar"):
+            if k in kw:
+                v, lit = literal(kw[k])
+                rec[k] = v if lit else ast.unparse(kw[k])
+                if not lit:
+                    rec[k + "_is_expr"] = True
+        if "default" in kw:
+            v, lit = literal(kw["default"])
+            rec["default"] = v
+            if not lit:
+                rec["default_is_expr"] = True
+        else:
+            rec["default"] = ACTION_DEFAULTS.get(action)
+            rec["default_note"] = "argparse default for the action"
+        help_node = kw.get("help")
+        help_text = None
+        if help_node is not None:
+            if ast.unparse(help_node) == "argparse.SUPPRESS":
+                rec["hidden"] = True
+                help_text = None
+            else:
+                hv, hl = literal(help_node)
+                help_text = hv if hl else ast.unparse(help_node)
+        rec["group"] = group
+        rec["source"] = src(path, call.lineno)
+        rec["help"] = short(help_text)
+        rec["_doc"] = help_text
+        if conditional:
+            rec["conditional"] = conditional
+        if mutex:
+            rec["mutually_exclusive_group"] = mutex
+        self.args.append(rec)
+
+    # ---- walking the _add_* functions ---------------------------------------------------------
+    def walk_function(self, path, fn, conditional=None):
+        groups = {}          # variable -> title
+        factories = {}       # variable -> (cls_path, cls_node, exclude)
+        mutex = {}           # variable -> (group title, line)
+        local_imports = {}
+        local_values = {}    # variable -> literal value (e.g. the exclude list of _add_network_size_args)
+
+        def visit(stmts, cond):
+            for s in stmts:
+                if isinstance(s, ast.ImportFrom):
+                    for a in s.names:
+                        local_imports[a.asname or a.name] = (self.repo.absolute_module(path, s), a.name)
+                if isinstance(s, ast.If):
+                    test = ast.unparse(s.test)
+                    c = cond
+                    if "HAVE_KITCHEN" in test:
+                        c = "only when Megatron Core's Kitchen extension is importable (arguments.py _add_kitchen_quantization_arguments)"
+                    visit(s.body, c)
+                    visit(s.orelse, cond)
+                    continue
+                if isinstance(s, ast.Try):
+                    visit(s.body, cond)
+                    continue
+                for node in ast.walk(s) if not isinstance(s, (ast.If, ast.Try)) else []:
+                    pass
+                handle(s, cond)
+
+        def get_exclude(kw):
+            if "exclude" not in kw:
+                return []
+            n = kw["exclude"]
+            if isinstance(n, ast.Name):
+                if n.id not in local_values:
+                    raise SystemExit(f"exclude={n.id}: no literal assignment found in {fn.name}")
+                return local_values[n.id]
+            v, lit = literal(n)
+            if not lit:
+                raise SystemExit(f"exclude not a literal in {fn.name}: {ast.unparse(n)}")
+            return v or []
+
+        def resolve_class(name):
+            if name in local_imports:
+                mod, real = local_imports[name]
+                return self.repo.resolve(self.repo.module_path(mod), real)
+            return self.repo.resolve(path, name)
+
+        def handle(s, cond):
+            # assignments: group = parser.add_argument_group(...), factory = ArgumentGroupFactory(...)
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                    and not isinstance(s.value, ast.Call):
+                v, lit = literal(s.value)
+                if lit:
+                    local_values[s.targets[0].id] = v
+                return
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                    and isinstance(s.value, ast.Call):
+                var, call = s.targets[0].id, s.value
+                fname = ast.unparse(call.func)
+                if fname.endswith("add_argument_group"):
+                    kw = {k.arg: k.value for k in call.keywords}
+                    title = literal(kw["title"])[0] if "title" in kw else (literal(call.args[0])[0] if call.args else None)
+                    groups[var] = title
+                    return
+                if fname.endswith("add_mutually_exclusive_group"):
+                    owner = fname.split(".")[0]
+                    mutex[var] = (groups.get(owner), s.lineno)
+                    return
+                if fname == "ArgumentGroupFactory":
+                    kw = {k.arg: k.value for k in call.keywords}
+                    exclude = get_exclude(kw)
+                    if isinstance(call.args[0], ast.Name):
+                        kind, p, node = resolve_class(call.args[0].id)
+                        factories[var] = (p, node, exclude)
+                    return
+                if fname.endswith(".build_group"):
+                    owner = fname.rsplit(".", 1)[0]
+                    title = self.build_group_title(call)
+                    groups[var] = title
+                    p, node, exclude = factories[owner]
+                    self.dataclass_args(p, node, set(exclude), title, call.lineno, cond)
+                    return
+            # bare expression statements
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+                call = s.value
+                fname = ast.unparse(call.func)
+                if fname.endswith(".add_argument"):
+                    owner = fname.rsplit(".", 1)[0]
+                    if owner in mutex:
+                        title, line = mutex[owner]
+                        self.explicit_arg(call, path, title, cond, mutex=f"{owner} ({src(path, line)})")
+                    else:
+                        self.explicit_arg(call, path, groups.get(owner, "(parser: no group)"), cond)
+                    return
+                if fname.endswith(".build_group"):
+                    # ArgumentGroupFactory(Cls).build_group(parser, title) in one expression
+                    inner = call.func.value
+                    if isinstance(inner, ast.Call) and ast.unparse(inner.func) == "ArgumentGroupFactory":
+                        kind, p, node = resolve_class(inner.args[0].id)
+                        kw = {k.arg: k.value for k in inner.keywords}
+                        exclude = get_exclude(kw)
+                        self.dataclass_args(p, node, set(exclude), self.build_group_title(call), call.lineno, cond)
+                    return
+            if isinstance(s, (ast.For, ast.While, ast.With)):
+                visit(s.body, cond)
+
+        visit(fn.body, conditional)
+
+    @staticmethod
+    def build_group_title(call):
+        kw = {k.arg: k.value for k in call.keywords}
+        if "title" in kw:
+            return literal(kw["title"])[0]
+        if len(call.args) > 1:
+            return literal(call.args[1])[0]
+        return None
+
+    def run(self):
+        tree = self.repo.tree(ARGS_PY)
+        fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        order = []
+        for s in fns["add_megatron_arguments"].body:
+            if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call):
+                order.append((ast.unparse(s.value.func), s.lineno))
+        self.order = order
+        for name, line in order:
+            self.walk_function(ARGS_PY, fns[name])
+        # extra_args_provider of pretrain_gpt.py / pretrain_hybrid.py
+        mo_path = "megatron/post_training/arguments.py"
+        mo = {n.name: n for n in self.repo.tree(mo_path).body if isinstance(n, ast.FunctionDef)}
+        self.walk_function(mo_path, mo["add_modelopt_args"],
+                           "only when nvidia-modelopt is importable: pretrain_gpt.py / pretrain_hybrid.py pass "
+                           "add_modelopt_args as extra_args_provider")
+
+
+# ---------------------------------------------------------------------------------------------
+# Deprecated arguments: how the pinned code handles each one. Keyed by dest; `find` is a regex whose
+# first match inside validate_args / parse_args (arguments.py) gives the cited line.
+DEPRECATIONS = {
+    "batch_size": ("--micro-batch-size", r"assert args\.batch_size is None", "validate_args asserts it is unset (error if given)"),
+    "warmup": ("--lr-warmup-fraction / --lr-warmup-iters / --lr-warmup-samples", r"assert args\.warmup is None", "validate_args asserts it is unset (error if given)"),
+    "model_parallel_size": ("--tensor-model-parallel-size", r"assert args\.model_parallel_size is None", "validate_args asserts it is unset (error if given)"),
+    "checkpoint_activations": ("--recompute-activations or --recompute-granularity/--recompute-method", r"if args\.checkpoint_activations:", "validate_args prints a message and calls exit() if given"),
+    "enable_cuda_graph": ("--cuda-graph-impl local", r"args\.cuda_graph_impl = \"local\"", "validate_args sets cuda_graph_impl='local' (asserts --cuda-graph-impl is none)"),
+    "external_cuda_graph": ("--cuda-graph-impl transformer_engine", r"args\.cuda_graph_impl = \"transformer_engine\"", "validate_args sets cuda_graph_impl='transformer_engine' (asserts --cuda-graph-impl is none)"),
+    "cuda_graph_scope_deprecated": ("--cuda-graph-modules", r"args\.cuda_graph_modules = args\.cuda_graph_scope_deprecated", "hidden (help=SUPPRESS); validate_args copies it to cuda_graph_modules (error if both given)"),
+    "hybrid_override_pattern": ("--hybrid-layer-pattern", r"args\.hybrid_layer_pattern = args\.hybrid_override_pattern", "validate_args copies it to hybrid_layer_pattern (error if both given)"),
+    "mtp_hybrid_override_pattern": ("--hybrid-layer-pattern with '/'-separated MTP patterns", r"if args\.mtp_hybrid_override_pattern is not None:", "validate_args warns; with --mtp-num-layers > 0 and no '/' in the pattern it appends '/'+pattern x mtp_num_layers to hybrid_layer_pattern; ignored for GPT models"),
+    "use_rotary_position_embeddings": ("--position-embedding-type rope", r"args\.position_embedding_type = 'rope'", "validate_args sets position_embedding_type='rope'"),
+    "add_position_embedding": ("--position-embedding-type", r"raise RuntimeError\('--no-position-embedding is deprecated", "--no-position-embedding: validate_args raises RuntimeError unless position_embedding_type is rope (then it has no effect)"),
+    "no_weight_decay_cond_type": ("--apply-wd-to-qk-layernorm", r"args\.apply_wd_to_qk_layernorm = True", "validate_args warns and sets apply_wd_to_qk_layernorm=True"),
+    "deprecated_use_mcore_models": (None, r"dest='deprecated_use_mcore_models'", "--use-mcore-models: stored under deprecated_use_mcore_models and never read (mcore models are the default)"),
+    "use_dist_ckpt_deprecated": ("--ckpt-format", r"if args\.use_dist_ckpt_deprecated", "validate_args prints that it has no effect"),
+    "dist_ckpt_format_deprecated": ("--ckpt-format", r"if args\.dist_ckpt_format_deprecated", "validate_args prints that it has no effect"),
+    "ckpt_fully_parallel_save_deprecated": ("--no-ckpt-fully-parallel-save (to disable)", r"if args\.ckpt_fully_parallel_save_deprecated", "validate_args prints that it has no effect"),
+    "disable_msc_deprecated": ("--enable-msc (MSC is off by default)", r"if args\.disable_msc_deprecated", "parse_args warns and forces enable_msc=False"),
+    "rampup_batch_size": ("--step-batch-size-schedule", None, "docstring says deprecated; still honoured"),
+    # (replacement, (file, regex), how): handled outside arguments.py
+    "moe_deepep_num_sms": ("--moe-flex-dispatcher-num-sms", ("megatron/core/transformer/transformer_config.py", r"moe_deepep_num_sms / moe_hybridep_num_sms are deprecated"),
+                           "TransformerConfig.__post_init__ warns and copies it to moe_flex_dispatcher_num_sms when that is None"),
+    "moe_hybridep_num_sms": ("--moe-flex-dispatcher-num-sms", ("megatron/core/transformer/transformer_config.py", r"moe_deepep_num_sms / moe_hybridep_num_sms are deprecated"),
+                             "TransformerConfig.__post_init__ warns and copies it to moe_flex_dispatcher_num_sms when that is None"),
+    "fp8_interval": (None, ("megatron/core/extensions/transformer_engine.py", r"fp8_interval is deprecated and ignored"),
+                     "ignored from Transformer Engine 1.8 on (a warning when != 1)"),
+    "tp_comm_split_ag": (None, ("megatron/core/model_parallel_config.py", r"tp_comm_split_ag: bool"), "docstring: deprecated from Transformer Engine 1.6; still passed to TE as ub_split_ag where TE takes it"),
+    "tp_comm_split_rs": (None, ("megatron/core/model_parallel_config.py", r"tp_comm_split_rs: bool"), "docstring: deprecated from Transformer Engine 1.6; still passed to TE as ub_split_rs where TE takes it"),
+    "freeze_base_for_mtp": ("--qad-train-target mtp", ("megatron/post_training/model_builder.py", r"if args\.freeze_base_for_mtp:"),
+                            "model_builder treats it as qad_train_target='mtp' (error if another target is given)"),
+}
+# Mentions 'deprecated' in its help without being deprecated itself.
+NOT_DEPRECATED = {"moe_flex_dispatcher_num_sms", "cuda_graph_modules", "optimizer",
+                  "ckpt_convert_update_legacy_dist_opt_format", "export_model_type"}
+# Compatibility aliases that stay supported.
+ALIASES = {"moe_router_padding_for_fp8": ("--moe-router-padding-for-quantization",
+                                          ("megatron/core/transformer/transformer_config.py", r"if self\.moe_router_padding_for_fp8:"),
+                                          "TransformerConfig.__post_init__ also enables moe_router_padding_for_quantization")}
+# Argument values that are deprecated (the argument itself is not).
+DEPRECATED_VALUES = {
+    "optimizer": [("dist_muon", "--optimizer muon --use-distributed-optimizer", r"optimizer='dist_muon' is deprecated",
+                   "validate_args sets optimizer='muon' and use_layer_wise_distributed_optimizer=True")],
+    "export_model_type": [("MambaModel", "HybridModel", None, "help: accepted for backward compatibility but deprecated")],
+    "cuda_graph_modules": [("full", "no value (empty list = whole layer)", r"full scope is deprecated",
+                            "validate_args (_normalize_cuda_graph_modules_args) drops it"),
+                           ("full_iteration / full_iteration_inference", "--cuda-graph-impl full_iteration / --inference-cuda-graph-scope",
+                            r"is deprecated\. \"\n?", "validate_args migrates them via get_deprecated_cuda_graph_modules_migration")],
+}
+
+
+def find_line(text, pattern, start_line=1):
+    if pattern is None:
+        return None
+    lines = text.split("\n")
+    rx = re.compile(pattern)
+    for i in range(start_line - 1, len(lines)):
+        if rx.search(lines[i]):
+            return i + 1
+    return None
+
+
+def mark_deprecations(ex):
+    args_text = ex.repo.text(ARGS_PY)
+    for r in ex.args:
+        doc = r.pop("_doc", None)
+        r["deprecated"] = False
+        r["replacement"] = None
+        d = DEPRECATIONS.get(r["dest"])
+        if d is not None and not (r["dest"] == "add_position_embedding" and "--no-position-embedding" not in r["options"]):
+            rep, pat, how = d
+            if isinstance(pat, tuple):
+                fpath, pat = pat
+                line = find_line(ex.repo.text(fpath), pat)
+            else:
+                fpath, line = ARGS_PY, find_line(args_text, pat)
+            r["deprecated"] = True
+            r["replacement"] = rep
+            r["deprecation"] = how + (f" ({src(fpath, line)})" if line else "")
+        elif r["dest"] in ALIASES:
+            rep, (fpath, pat), how = ALIASES[r["dest"]]
+            r["alias_of"] = rep
+            r["alias_handling"] = how + f" ({src(fpath, find_line(ex.repo.text(fpath), pat))})"
+        elif r["dest"] in NOT_DEPRECATED:
+            pass
+        elif is_deprecated_text(doc) or "deprecated" in (r["dest"] or ""):
+            r["deprecated"] = True
+            r["deprecation"] = "help/docstring says: " + short(doc, 200)
+        if r["dest"] in DEPRECATED_VALUES:
+            r["deprecated_values"] = [
+                {"value": v, "replacement": rep, "handling": how,
+                 "source": src(ARGS_PY, find_line(args_text, pat)) if pat and find_line(args_text, pat) else r["source"]}
+                for v, rep, pat, how in DEPRECATED_VALUES[r["dest"]]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Config construction: which TransformerConfig / OptimizerConfig / DDP-config field each argument feeds.
+def config_mapping(ex):
+    repo = ex.repo
+    dests = {}
+    for r in ex.args:
+        dests.setdefault(r["dest"], r)
+    out = {}
+
+    def overrides_in(path, fn_name, var):
+        """kw-dict assignments `var['field'] = expr` inside a function, with line and enclosing condition."""
+        tree = repo.tree(path)
+        fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == fn_name)
+        found = []
+
+        def visit(stmts, conds):
+            for s in stmts:
+                if isinstance(s, ast.If):
+                    visit(s.body, conds + [ast.unparse(s.test)])
+                    visit(s.orelse, conds + ["not (" + ast.unparse(s.test) + ")"])
+                    continue
+                if isinstance(s, ast.Assign):
+                    for t in s.targets:
+                        if isinstance(t, ast.Subscript) and ast.unparse(t.value) == var \
+                                and isinstance(t.slice, ast.Constant):
+                            found.append({"field": t.slice.value, "value": ast.unparse(s.value),
+                                          "condition": " and ".join(conds) or None, "source": src(path, s.lineno)})
+                if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and ast.unparse(s.value.func) == var + ".pop":
+                    found.append({"field": literal(s.value.args[0])[0], "value": "(removed: class default)",
+                                  "condition": " and ".join(conds) or None, "source": src(path, s.lineno)})
+                for attr in ("body", "orelse", "finalbody"):
+                    if not isinstance(s, ast.If) and hasattr(s, attr) and isinstance(getattr(s, attr), list):
+                        visit(getattr(s, attr), conds)
+        visit(fn.body, [])
+        return fn, found
+
+    def fields_of(path, cls):
+        kind, p, node = repo.resolve(path, cls)
+        return [(n, f) for n, f in ex.class_fields(p, node).items() if ex.field_default(f)[2]]
+
+    specs = [
+        ("TransformerConfig", "megatron/core/transformer/transformer_config.py", "TransformerConfig",
+         ARG_UTILS_PY, "core_transformer_config_from_args", "kw_args"),
+        ("MLATransformerConfig", "megatron/core/transformer/transformer_config.py", "MLATransformerConfig",
+         ARG_UTILS_PY, "core_transformer_config_from_args", "kw_args"),
+        ("OptimizerConfig", "megatron/core/optimizer/optimizer_config.py", "OptimizerConfig",
+         "megatron/training/training.py", "get_megatron_optimizer_config", "kwargs"),
+        ("DistributedDataParallelConfig", "megatron/core/distributed/distributed_data_parallel_config.py",
+         "DistributedDataParallelConfig", "megatron/training/training.py", "get_megatron_ddp_config", "kwargs"),
+        ("GPTModelConfig", "megatron/training/models/gpt.py", "GPTModelConfig", ARG_UTILS_PY, "gpt_config_from_args", "kwargs"),
+        ("HybridModelConfig", "megatron/training/models/hybrid.py", "HybridModelConfig", ARG_UTILS_PY,
+         "hybrid_config_from_args", "kwargs"),
+    ]
+    set_attrs = validate_args_assignments(repo)
+    for label, cpath, cls, fpath, fn_name, var in specs:
+        fn, overrides = overrides_in(fpath, fn_name, var)
+        ov = {}
+        for o in overrides:
+            ov.setdefault(o["field"], []).append(o)
+        copy_line = None
+        for n in ast.walk(fn):
+            if isinstance(n, ast.For) and "dataclasses.fields" in ast.unparse(n.iter) or \
+                    isinstance(n, ast.For) and ast.unparse(n.iter).startswith("fields("):
+                copy_line = n.lineno
+        rows = []
+        field_list = fields_of(cpath, cls)
+        if label == "MLATransformerConfig":
+            base = {n for n, _ in fields_of("megatron/core/transformer/transformer_config.py", "TransformerConfig")}
+            field_list = [(n, f) for n, f in field_list if f["cls"] == "MLATransformerConfig"]
+        for name, f in field_list:
+            row = {"field": name, "field_source": src(f["path"], f["node"].lineno)}
+            if name in dests and copy_line is not None:
+                a = dests[name]
+                row["copied_from_arg"] = {"options": a["options"], "dest": a["dest"],
+                                          "source": a["source"], "copy": src(fpath, copy_line)}
+            if name in set_attrs and copy_line is not None:
+                row["set_on_args_by"] = set_attrs[name]
+            if name in ov:
+                row["overridden"] = ov[name]
+            if "copied_from_arg" not in row and "overridden" not in row and "set_on_args_by" not in row:
+                row["not_set_from_args"] = True
+            rows.append(row)
+        # overrides of fields not declared in the class (dynamic attributes)
+        names = {n for n, _ in field_list}
+        if label == "MLATransformerConfig":
+            names |= base
+        extra = [o for o in overrides if o["field"] not in names]
+        out[label] = {"built_by": src(fpath, fn.lineno), "copies_same_named_args": src(fpath, copy_line) if copy_line else None,
+                      "fields": rows, "other_keys": extra}
+    return out
+
+
+def validate_args_assignments(repo):
+    """`args.X = ...` in parse_args / validate_args and the helpers they call in arguments.py:
+    attributes that exist on args without being CLI dests (or that validate_args rewrites)."""
+    tree = repo.tree(ARGS_PY)
+    fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    out = {}
+    for fname in ("parse_args", "validate_args", "_normalize_cuda_graph_modules_args",
+                  "_normalize_inference_cuda_graph_scope_arg"):
+        fn = fns[fname]
+
+        def visit(stmts, conds):
+            for s in stmts:
+                if isinstance(s, ast.If):
+                    visit(s.body, conds + [ast.unparse(s.test)])
+                    visit(s.orelse, conds + ["not (" + ast.unparse(s.test) + ")"])
+                    continue
+                if isinstance(s, (ast.Assign, ast.AugAssign)):
+                    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                    flat = []
+                    for t in targets:
+                        flat += t.elts if isinstance(t, ast.Tuple) else [t]
+                    for t in flat:
+                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "args":
+                            out.setdefault(t.attr, []).append(
+                                {"value": short(ast.unparse(s.value), 120), "condition": short(" and ".join(conds), 200) or None,
+                                 "source": src(ARGS_PY, s.lineno), "function": fname})
+                for attr in ("body", "orelse", "finalbody", "handlers"):
+                    v = getattr(s, attr, None)
+                    if isinstance(v, list) and not isinstance(s, ast.If):
+                        visit([x for x in v if isinstance(x, ast.stmt)] +
+                              [y for x in v if isinstance(x, ast.ExceptHandler) for y in x.body], conds)
+        visit(fn.body, [])
+    return out
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    repo = Repo(sys.argv[1], MCORE_REV)
+    ex = Extractor(repo)
+    ex.run()
+    mark_deprecations(ex)
+
+    # argparse sanity: option strings unique (conflict_handler='error' would raise otherwise)
+    seen = {}
+    for r in ex.args:
+        for o in r["options"]:
+            if o in seen and not (r.get("conditional") or seen[o].get("conditional")):
+                ex.problems.append(f"option {o} defined twice: {seen[o]['source']} and {r['source']}")
+            seen.setdefault(o, r)
+    # dests shared by several arguments: argparse's namespace default is the first action's default
+    by_dest = {}
+    for r in ex.args:
+        by_dest.setdefault(r["dest"], []).append(r)
+    shared = {}
+    for d, rs in by_dest.items():
+        if len(rs) > 1:
+            shared[d] = {"arguments": [r["options"] for r in rs], "namespace_default": rs[0]["default"],
+                         "namespace_default_from": rs[0]["source"]}
+            for r in rs[1:]:
+                r["namespace_default"] = rs[0]["default"]
+
+    args_text = repo.text(ARGS_PY)
+    parser_line = find_line(args_text, r"argparse\.ArgumentParser\(description='Megatron-LM Arguments'")
+    abbrev_line = find_line(args_text, r"allow_abbrev=False", parser_line or 1)
+    parse_line = find_line(args_text, r"args = parser\.parse_args\(\)")
+    known_line = find_line(args_text, r"args, _ = parser\.parse_known_args\(\)")
+    out = {
+        "_comment": (
+            "Generated by configs/schema/extract_megatron_args.py from Megatron-LM " + MCORE_REV + " (ast only, "
+            "nothing imported). Every argument the pinned parser defines: explicit add_argument calls in the "
+            "_add_*_args functions of megatron/training/arguments.py (called from add_megatron_arguments, "
+            "arguments.py:45) and the arguments ArgumentGroupFactory (megatron/training/argument_utils.py:45) "
+            "builds from dataclass fields (from_dataclass names the field; added_at the build_group call). "
+            "'source' is the add_argument call or the dataclass field. 'default' is the argparse default "
+            "(a literal, or the expression text with default_is_expr). type 'enum:X' means argparse converts the "
+            "member name with X[name]; choices are then the member names. Arguments with 'conditional' exist "
+            "only when an optional package imports. deprecated/replacement/deprecation say how the pinned code "
+            "handles each deprecated name. Regenerate: configs/schema/extract_megatron_args.py "
+            "/work/.mirror/NVIDIA+Megatron-LM/repo > configs/schema/megatron_args.json"),
+        "revision": MCORE_REV,
+        "parser": {
+            "allow_abbrev": False,
+            "source": src(ARGS_PY, abbrev_line),
+            "prefix_matching": "off: with allow_abbrev=False argparse does not accept unique prefixes of long "
+                               "options, so --tensor-parallel 2 is an unrecognized argument (long options may "
+                               "still be written --opt=value)",
+            "unknown_arguments": "parse_args() (" + src(ARGS_PY, parse_line) + ") exits with 'error: unrecognized "
+                                 "arguments: --tensor-parallel-size 2' (status 2) for an undefined option; the "
+                                 "value token is reported with it. parse_known_args() is used only when "
+                                 "ignore_unknown_args=True (" + src(ARGS_PY, known_line) + "), which pretrain_gpt.py "
+                                 "and pretrain_hybrid.py do not pass.",
+            "repeated_arguments": "the last occurrence wins (store actions overwrite; append actions accumulate)",
+            "conflict_handler": "error (argparse default): an option string defined twice would raise at parser build",
+            "python_version": repo.text(".python-version").strip() if ".python-version" in repo.files else None,
+            "add_argument_order": [{"function": n, "source": src(ARGS_PY, l)} for n, l in ex.order],
+            "extra_args_provider": {
+                "pretrain_gpt.py": src("pretrain_gpt.py", find_line(repo.text("pretrain_gpt.py"), r"extra_args_provider=")),
+                "pretrain_hybrid.py": src("pretrain_hybrid.py", find_line(repo.text("pretrain_hybrid.py"), r"extra_args_provider=")),
+                "pretrain_mamba.py": "runs pretrain_hybrid.py (runpy) with a DeprecationWarning: " +
+                                     src("pretrain_mamba.py", find_line(repo.text("pretrain_mamba.py"), r"runpy\.run_path")),
+                "provider": "megatron.post_training.arguments.add_modelopt_args, only when nvidia-modelopt imports",
+            },
+            "args_defaults": {
+                "pretrain_gpt.py": {"tokenizer_type": "GPT2BPETokenizer",
+                                    "source": src("pretrain_gpt.py", find_line(repo.text("pretrain_gpt.py"), r"args_defaults="))},
+                "applied_by": "validate_args sets each key whose parsed value is None (" +
+                              src(ARGS_PY, find_line(args_text, r"# Set input defaults\.")) + ")",
+            },
+        },
+        "counts": {},
+        "arguments": ex.args,
+        "shared_dests": shared,
+        "config_mapping": config_mapping(ex),
+        "validate_args_sets": validate_args_assignments(repo),
+        "problems": ex.problems,
+    }
+    n_opts = sum(len(r["options"]) for r in ex.args)
+    out["counts"] = {"arguments": len(ex.args), "option_strings": n_opts,
+                     "from_dataclasses": sum(1 for r in ex.args if "from_dataclass" in r),
+                     "explicit": sum(1 for r in ex.args if "from_dataclass" not in r),
+                     "conditional": sum(1 for r in ex.args if r.get("conditional")),
+                     "deprecated": sum(1 for r in ex.args if r["deprecated"]),
+                     "list_valued": sum(1 for r in ex.args if r["nargs"] not in (None, "?"))}
+    if "--write-doc" in sys.argv:
+        write_doc(out, sys.argv[sys.argv.index("--write-doc") + 1])
+    json.dump(out, sys.stdout, indent=1, default=str)
+    sys.stdout.write("\n")
+    for p in ex.problems:
+        print("problem:", p, file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+def md_escape(s):
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def write_doc(out, path):
+    lines = ["<!-- BEGIN GENERATED by configs/schema/extract_megatron_args.py --write-doc; do not edit by hand -->", ""]
+    lines.append("### Generated: list-valued arguments (nargs) and how their values arrive")
+    lines.append("")
+    lines.append("| options | dest | nargs | type | default | arrives as | source |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for r in out["arguments"]:
+        if r["nargs"] is None:
+            continue
+        n = r["nargs"]
+        t = r["type"] or "str"
+        if n == "+":
+            how = f"list of {t}, one or more tokens (`{r['options'][0]} a b` -> [a, b])"
+        elif n == "*":
+            how = f"list of {t}, zero or more tokens (a bare `{r['options'][0]}` -> [])"
+        elif n == "?":
+            how = "one optional token (bare flag -> const)"
+        else:
+            how = f"list of exactly {n} {t}"
+        if r.get("default") is not None and not isinstance(r.get("default"), list) and n in ("+", "*"):
+            how += f"; when absent the default {json.dumps(r['default'])} is NOT a list"
+        lines.append(f"| {md_escape(' '.join(r['options']))} | {r['dest']} | {n} | {md_escape(t)} | "
+                     f"{md_escape(json.dumps(r['default'], default=str))} | {md_escape(how)} | {r['source']} |")
+    lines.append("")
+    lines.append("### Generated: arguments whose dest differs from the option name")
+    lines.append("")
+    lines.append("| options | dest | action | source |")
+    lines.append("|---|---|---|---|")
+    for r in out["arguments"]:
+        natural = [o.lstrip("-").replace("-", "_") for o in r["options"]]
+        if r["dest"] not in natural:
+            lines.append(f"| {md_escape(' '.join(r['options']))} | {r['dest']} | {r['action']} | {r['source']} |")
+    lines.append("")
+    for label, m in out["config_mapping"].items():
+        lines.append(f"### Generated: {label} fields and the arguments that set them")
+        lines.append("")
+        lines.append(f"Built by {m['built_by']}; same-named args copied at {m['copies_same_named_args']}. "
+                     "Only fields that an argument sets under a different name, that the builder overrides, or that no "
+                     "argument sets are listed; every other field is copied 1:1 from the argument of the same dest.")
+        lines.append("")
+        lines.append("| field | set from | condition | source |")
+        lines.append("|---|---|---|---|")
+        unset = []
+        for row in m["fields"]:
+            if "overridden" in row:
+                for o in row["overridden"]:
+                    lines.append(f"| {row['field']} | `{md_escape(o['value'])}` | {md_escape(o['condition'] or 'always')} | {o['source']} |")
+            elif row.get("not_set_from_args"):
+                unset.append(row["field"])
+        for o in m["other_keys"]:
+            lines.append(f"| {o['field']} (not a field of the class) | `{md_escape(o['value'])}` | {md_escape(o['condition'] or 'always')} | {o['source']} |")
+        lines.append("")
+        if unset:
+            lines.append(f"Fields no argument sets (class default used): {', '.join(unset)}.")
+            lines.append("")
+    lines.append("<!-- END GENERATED -->")
+    text = open(path).read()
+    a = text.index("<!-- BEGIN GENERATED")
+    b = text.index("<!-- END GENERATED -->") + len("<!-- END GENERATED -->")
+    open(path, "w").write(text[:a] + "\n".join(lines) + text[b:])
+
+
+if __name__ == "__main__":
+    main()

@@ -25,6 +25,7 @@ Usage:
       (also rewrites the generated part of that document, between its GENERATED markers)
 """
 import ast
+import itertools
 import json
 import re
 import subprocess
@@ -490,6 +491,10 @@ class Extractor:
                     c = cond
                     if "HAVE_KITCHEN" in test:
                         c = "only when Megatron Core's Kitchen extension is importable (arguments.py _add_kitchen_quantization_arguments)"
+                    elif "has_nvidia_modelopt" in test:
+                        c = "only when nvidia-modelopt is importable"
+                    elif "parser._actions" in test:
+                        c = f"only when not already registered ({src(path, s.lineno)})"
                     visit(s.body, c)
                     visit(s.orelse, cond)
                     continue
@@ -539,6 +544,13 @@ class Extractor:
                 if fname.endswith("add_mutually_exclusive_group"):
                     owner = fname.split(".")[0]
                     mutex[var] = (groups.get(owner), s.lineno)
+                    return
+                if isinstance(call.func, ast.Name) and fname not in ("ArgumentGroupFactory",) and call.args \
+                        and ast.unparse(call.args[0]) == "parser":
+                    # parser = helper(parser): follow it
+                    kind, p, node = resolve_class(fname)
+                    if kind == "function" and node is not fn:
+                        self.walk_function(p, node, cond)
                     return
                 if fname == "ArgumentGroupFactory":
                     kw = {k.arg: k.value for k in call.keywords}
@@ -605,6 +617,48 @@ class Extractor:
         self.walk_function(mo_path, mo["add_modelopt_args"],
                            "only when nvidia-modelopt is importable: pretrain_gpt.py / pretrain_hybrid.py pass "
                            "add_modelopt_args as extra_args_provider")
+
+
+# Other training scripts the functional tests run, and the extra_args_provider each passes.
+OTHER_SCRIPTS = ["pretrain_vlm.py", "train_rl.py", "examples/mimo/train.py", "examples/bert/pretrain_bert.py",
+                 "examples/t5/pretrain_t5.py", "megatron/elastification/pretrain_hybrid_flex.py"]
+
+
+def script_providers(repo):
+    """{script: {"provider": name, "source": ..., "arguments": [...]}} for OTHER_SCRIPTS."""
+    out = {}
+    for script in OTHER_SCRIPTS:
+        if script not in repo.files:
+            out[script] = {"missing_at_revision": True}
+            continue
+        tree = repo.tree(script)
+        provider, line = None, None
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("parse_and_validate_args"):
+                for k in n.keywords:
+                    if k.arg == "extra_args_provider":
+                        provider, line = ast.unparse(k.value), n.lineno
+                if line is None:
+                    line = n.lineno
+        entry = {"parse_and_validate_args": src(script, line) if line else None, "provider": provider, "arguments": []}
+        if provider:
+            fn, fpath = None, script
+            for n in ast.walk(tree):
+                if isinstance(n, ast.FunctionDef) and n.name == provider:
+                    fn = n
+            if fn is None:  # imported, possibly inside a function
+                for n in ast.walk(tree):
+                    if isinstance(n, ast.ImportFrom) and any((a.asname or a.name) == provider for a in n.names):
+                        fpath = repo.module_path(repo.absolute_module(script, n))
+                        fn = next(m for m in repo.tree(fpath).body if isinstance(m, ast.FunctionDef) and m.name == provider)
+            sub = Extractor(repo)
+            sub.walk_function(fpath, fn)
+            for r in sub.args:
+                r.pop("_doc", None)
+            entry["arguments"] = sub.args
+            entry["provider_source"] = src(fpath, fn.lineno)
+        out[script] = entry
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -911,6 +965,7 @@ def main():
         "shared_dests": shared,
         "config_mapping": config_mapping(ex),
         "validate_args_sets": validate_args_assignments(repo),
+        "other_scripts": script_providers(repo),
         "problems": ex.problems,
     }
     n_opts = sum(len(r["options"]) for r in ex.args)
@@ -920,8 +975,12 @@ def main():
                      "conditional": sum(1 for r in ex.args if r.get("conditional")),
                      "deprecated": sum(1 for r in ex.args if r["deprecated"]),
                      "list_valued": sum(1 for r in ex.args if r["nargs"] not in (None, "?"))}
+    if "--functional-tests" in sys.argv:
+        i = sys.argv.index("--functional-tests")
+        functional_tests(out, repo, sys.argv[i + 1], sys.argv[i + 2])
     if "--write-doc" in sys.argv:
         write_doc(out, sys.argv[sys.argv.index("--write-doc") + 1])
+    report = out.pop("_functional_args_report", None)
     json.dump(out, sys.stdout, indent=1, default=str)
     sys.stdout.write("\n")
     for p in ex.problems:
@@ -929,6 +988,353 @@ def main():
 
 
 # ---------------------------------------------------------------------------------------------
+# Functional tests (Deliverable: functional_test_world_sizes.json): world size per CSV case, from the
+# recipes at the CSV's extraction commit, and every MODEL_ARGS key checked against the pinned parser.
+TESTS_REV = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
+
+
+def yaml_with_lines(text):
+    """(python object, {id-path tuple: line}) using yaml.compose for 1-based line numbers."""
+    import yaml
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    lines = {}
+
+    def build(n, path):
+        lines[path] = n.start_mark.line + 1
+        if isinstance(n, yaml.MappingNode):
+            out = {}
+            for k, v in n.value:
+                key = loader.construct_object(k)
+                lines[path + (key, "__key__")] = k.start_mark.line + 1
+                out[key] = build(v, path + (key,))
+            return out
+        if isinstance(n, yaml.SequenceNode):
+            return [build(v, path + (i,)) for i, v in enumerate(n.value)]
+        return loader.construct_object(n, deep=True)
+    loader = yaml.SafeLoader("")
+    return build(node, ()), lines
+
+
+_RECIPE_CACHE = {}
+
+
+def recipe_file_rows(path, text):
+    rows = []
+    data, lines = yaml_with_lines(text)
+    spec = data.get("spec", {})
+    for pi, product in enumerate(data.get("products") or []):
+        if "products" not in product:
+            continue
+        tc = product["test_case"][0]
+        for qi, inner in enumerate(product["products"]):
+            keys = [k for k in inner if k != "cadence"]
+            for combo in itertools.product(*[inner[k] for k in keys]):
+                flat = dict(zip(keys, combo))
+                eff = {k: v for k, v in spec.items() if k not in flat}
+                eff.update(flat)
+                eff["test_case"] = tc
+
+                def line_of(key):
+                    if key in flat:
+                        return lines.get(("products", pi, "products", qi, key, "__key__"))
+                    return lines.get(("spec", key, "__key__"))
+                rows.append({"recipe": path, "spec": eff,
+                             "test_case_line": lines.get(("products", pi, "test_case", 0)),
+                             "nodes_line": line_of("nodes"), "gpus_line": line_of("gpus")})
+    return rows
+
+
+def recipe_rows(trepo):
+    """Flattened recipe rows (recipe_parser.flatten_products + flatten_workload semantics at TESTS_REV):
+    product keys override spec keys; each inner products block is a cartesian product of its lists;
+    only test_case[0] is used. Files are cached by blob id."""
+    listing = subprocess.run(["git", "--git-dir", trepo.git_dir, "ls-tree", "-r", trepo.rev, "--",
+                              "tests/test_utils/recipes"], check=True, capture_output=True, text=True).stdout
+    rows = []
+    for line in listing.split("\n"):
+        if not line.strip():
+            continue
+        meta, path = line.split("\t", 1)
+        blob = meta.split()[2]
+        if not path.endswith(".yaml") or path.split("/")[-1].startswith("_"):
+            continue
+        if blob not in _RECIPE_CACHE:
+            text = subprocess.run(["git", "--git-dir", trepo.git_dir, "cat-file", "blob", blob], check=True,
+                                  capture_output=True, text=True).stdout
+            try:
+                _RECIPE_CACHE[blob] = recipe_file_rows(path, text)
+            except Exception as e:  # older layouts that the current flattening does not read
+                _RECIPE_CACHE[blob] = []
+        rows += [dict(r, recipe=path) for r in _RECIPE_CACHE[blob]]
+    return rows
+
+
+PLATFORM_FAMILY = [("gb200", "dgx_gb200"), ("h100", "dgx_h100"), ("a100", "dgx_a100")]
+
+
+def family(platform):
+    p = (platform or "").replace("_", "")
+    for tag, name in PLATFORM_FAMILY:
+        if tag in p:
+            return name
+    return None
+
+
+def resolve_world(rows, model, tc, envp):
+    """World size for one CSV (model, test_case, env_platform) from flattened recipe rows."""
+    env, _, plat = envp.partition("_")
+    if env not in ("dev", "lts"):
+        env, plat = None, envp
+    second = plat.endswith("_2nd")
+    if second:  # run_ci_test.sh writes <golden>_2nd.json for the second (resumed) run of the same row
+        plat = plat[: -len("_2nd")]
+    cand = [x for x in rows if x["spec"].get("model") == model and x["spec"]["test_case"] == tc]
+    if not cand:
+        return None
+    fam = family(plat)
+    fam_dir = {"dgx_gb200": "/gb200/", "dgx_h100": "/h100/", "dgx_a100": "/h100/"}.get(fam)
+    steps = [
+        ("exact: recipe row for this environment and platform",
+         lambda x: x["spec"].get("environment") == env and x["spec"].get("platforms") == plat),
+        (f"no row for platform '{plat or '(none)'}' (the golden file's name); rows of environment '{env}' on {fam}",
+         lambda x: x["spec"].get("environment") == env and x["spec"].get("platforms") == fam),
+        (f"no row for environment '{env}' / platform '{plat or '(none)'}'; rows of any environment on {fam}",
+         lambda x: x["spec"].get("platforms") == fam),
+        (f"no row on {fam}; rows of the same recipe directory ({fam_dir})",
+         lambda x: fam_dir is not None and fam_dir in x["recipe"]),
+        (f"no platform in the golden file name; all rows of environment '{env}'",
+         lambda x: fam is None and x["spec"].get("environment") == env),
+        ("no platform in the golden file name; all rows of this test case",
+         lambda x: fam is None),
+    ]
+    for how, pred in steps:
+        use = [x for x in cand if pred(x)]
+        if not use:
+            continue
+        sizes = {(x["spec"].get("nodes"), x["spec"].get("gpus")) for x in use}
+        srcs = sorted({f"{x['recipe']}:{x['test_case_line']}" for x in use})
+        if len(sizes) > 1:
+            worlds = {n * g for n, g in sizes}
+            return {"nodes": None, "gpus_per_node": None, "world_size": worlds.pop() if len(worlds) == 1 else None,
+                    "source": srcs,
+                    "note": how + ": rows disagree (" + ", ".join(f"{n}x{g}" for n, g in sorted(sizes)) + ")",
+                    "_recipe": use[0]["recipe"]}
+        x = use[0]
+        n, g = sizes.pop()
+        return {"nodes": n, "gpus_per_node": g, "world_size": n * g,
+                "source": f"{x['recipe']}:{x['test_case_line']} (nodes :{x['nodes_line']}, gpus :{x['gpus_line']})",
+                "match": how + ("; golden file of the second (resumed) run, run_ci_test.sh:461" if second else ""), "recipe_platforms": sorted({str(y["spec"].get("platforms")) for y in use}),
+                "recipe_environments": sorted({str(y["spec"].get("environment")) for y in use}),
+                "_recipe": x["recipe"]}
+    return None
+
+
+def resolve_in_history(git_dir, keys):
+    """{(model, tc, envp): (revision, result)}: for CSV cases whose test case no recipe at TESTS_REV lists,
+    the newest ancestor revision whose recipes resolve them (same matching rules)."""
+    revs = subprocess.run(["git", "--git-dir", git_dir, "rev-list", TESTS_REV, "--", "tests/test_utils/recipes"],
+                          check=True, capture_output=True, text=True).stdout.split()
+    todo, out = set(keys), {}
+    for rev in revs[1:]:
+        if not todo:
+            break
+        names = sorted({tc for _, tc, _ in todo})
+        cmd = ["git", "--git-dir", git_dir, "grep", "-h", "-F"]
+        for tc in names:
+            cmd += ["-e", tc]
+        cmd += [rev, "--", "tests/test_utils/recipes"]
+        hits = subprocess.run(cmd, capture_output=True, text=True).stdout
+        found = set()
+        for line in hits.split("\n"):
+            m = re.search(r"^\s*-\s*test_case:\s*\[([^\]]*)\]", line)
+            if m:
+                found |= {n.strip() for n in m.group(1).split(",")}
+        if not found & set(names):
+            continue
+        rows = recipe_rows(Repo(git_dir, rev))
+        for key in list(todo):
+            if key[1] in found:
+                r = resolve_world(rows, *key)
+                if r is not None and r.get("world_size") is not None:
+                    out[key] = (rev, r)
+                    todo.discard(key)
+    return out
+
+
+def functional_tests(out, repo, csv_path, out_path):
+    import csv
+    trepo = Repo(repo.git_dir, TESTS_REV)
+    rows = recipe_rows(trepo)
+    cases = []
+    seen = set()
+    par = {}
+    with open(csv_path) as f:
+        for r in csv.DictReader(f):
+            k = (r["model"], r["test_case"], r["env_platform"])
+            if k not in seen:
+                seen.add(k)
+                cases.append(k)
+                def num(c):
+                    v = r.get(c) or ""
+                    return int(float(v)) if v.strip() not in ("", "nan") else 1
+                par[k] = {"tp": num("tensor-model-parallel-size"), "pp": num("pipeline-model-parallel-size"),
+                          "cp": num("context-parallel-size")}
+    result, not_found = {}, []
+    missing = []
+    for model, tc, envp in cases:
+        key = f"{model}/{tc}/{envp}"
+        r = resolve_world(rows, model, tc, envp)
+        if r is None:
+            missing.append((model, tc, envp))
+            continue
+        result[key] = r
+        r["recipe_revision"] = TESTS_REV
+        m = re.search(r"TRAINING_SCRIPT_PATH=([^\"\s]+)", trepo.text(r["_recipe"]))
+        r["training_script"] = m.group(1) if m else None
+    # Test cases absent from the recipes at TESTS_REV: the newest earlier revision whose recipes list them.
+    older = resolve_in_history(repo.git_dir, missing)
+    for model, tc, envp in missing:
+        key = f"{model}/{tc}/{envp}"
+        rev, r = older.get((model, tc, envp), (None, None))
+        if r is None:
+            not_found.append(key)
+            result[key] = {"nodes": None, "gpus_per_node": None, "world_size": None, "source": None,
+                           "note": f"test case in no recipe row at {TESTS_REV[:8]}, nor resolvable in any earlier revision "
+                                   "of tests/test_utils/recipes (by the same matching rules)"}
+            continue
+        r["recipe_revision"] = rev
+        r["note"] = (f"not in the recipes at {TESTS_REV[:8]}; taken from {rev[:10]}, the newest ancestor revision "
+                     f"whose tests/test_utils/recipes resolve this case")
+        m = re.search(r"TRAINING_SCRIPT_PATH=([^\"\s]+)", Repo(repo.git_dir, rev).text(r["_recipe"]))
+        r["training_script"] = m.group(1) if m else None
+        result[key] = r
+    # Processes per node actually launched: _run_training.sh uses GPUS_PER_NODE (default 8); only recipes whose
+    # script exports GPUS_PER_NODE pass their `gpus` through.
+    rt = trepo.text("tests/functional_tests/shell_test_utils/_run_training.sh")
+    default_line = find_line(rt, r"GPUS_PER_NODE=\$\{GPUS_PER_NODE:-8\}")
+    nodes_line = find_line(rt, r"NUM_NODES=\$\{NUM_NODES:-\$\{SLURM_NNODES:-1\}\}")
+    for key, r in result.items():
+        if r.get("nodes") is None and r.get("world_size") is None:
+            continue
+        rev = r.get("recipe_revision", TESTS_REV)
+        recipe = r["_recipe"]
+        text = (trepo if rev == TESTS_REV else Repo(repo.git_dir, rev)).text(recipe)
+        m = re.search(r"GPUS_PER_NODE=(\{gpus\}|\d+)", text)
+        r["recipe_gpus"] = r["gpus_per_node"]
+        if m and m.group(1) == "{gpus}":
+            r["gpus_per_node_rule"] = f"recipe script exports GPUS_PER_NODE={{gpus}} ({recipe}:{find_line(text, r'GPUS_PER_NODE=')})"
+        elif m:
+            r["gpus_per_node"] = int(m.group(1))
+            r["gpus_per_node_rule"] = f"recipe script sets GPUS_PER_NODE={m.group(1)} ({recipe}:{find_line(text, r'GPUS_PER_NODE=')})"
+        else:
+            r["gpus_per_node_rule"] = (f"recipe does not export GPUS_PER_NODE: _run_training.sh launches "
+                                       f"${{GPUS_PER_NODE:-8}} processes per node (tests/functional_tests/shell_test_utils/"
+                                       f"_run_training.sh:{default_line} at {TESTS_REV[:8]}); recipe gpus = {r['recipe_gpus']}")
+            r["gpus_per_node"] = 8
+        r["nodes_rule"] = (f"NUM_NODES=${{NUM_NODES:-${{SLURM_NNODES:-1}}}} (_run_training.sh:{nodes_line}); "
+                           "the recipe's nodes is the allocation")
+        if r["nodes"] is not None:
+            r["world_size"] = r["nodes"] * r["gpus_per_node"]
+            if r["gpus_per_node"] != r["recipe_gpus"]:
+                r["warning_recipe_gpus"] = (f"recipe says gpus: {r['recipe_gpus']} but {r['gpus_per_node']} processes per "
+                                            "node are launched (see gpus_per_node_rule)")
+    for (model, tc, envp), pr in par.items():
+        r = result[f"{model}/{tc}/{envp}"]
+        ws = r.get("world_size")
+        if ws:
+            mp = pr["tp"] * pr["pp"] * pr["cp"]
+            r["csv_tp_pp_cp"] = [pr["tp"], pr["pp"], pr["cp"]]
+            r["data_parallel_size"] = ws // mp if ws % mp == 0 else None
+            if ws % mp:
+                r["warning"] = f"world size {ws} is not divisible by TP*PP*CP = {mp} from the CSV columns"
+    for r in result.values():
+        r.pop("_recipe", None)
+    result = dict(sorted(result.items()))
+
+    with open(csv_path) as f:
+        header = next(csv.reader(f))
+    first_arg = header.index("num-layers")
+    csv_cols_bad = {}
+    all_opts = {o: a for a in out["arguments"] for o in a["options"]}
+    for col in header[first_arg:]:
+        if "--" + col not in all_opts:
+            dests = [a["options"] for a in out["arguments"] if a["dest"] == col.replace("-", "_")]
+            csv_cols_bad[col] = ("no option --" + col + (f"; dest {col.replace('-', '_')} is set by {dests}" if dests else ""))
+    # MODEL_ARGS of every case against the pinned parser
+    options = {}
+    for a in out["arguments"]:
+        for o in a["options"]:
+            options[o] = a
+    script_opts = {}
+    for script, e in out["other_scripts"].items():
+        for a in e.get("arguments", []):
+            for o in a["options"]:
+                script_opts.setdefault(o, []).append(script)
+    undefined, deprecated_used, conditional_used, false_flags, non_cli = {}, {}, {}, {}, {}
+    choice_bad = {}
+    flag_actions = ("store_true", "store_false", "store_const", "count")
+    for model, tc in sorted({(m, t) for m, t, _ in cases}):
+        cpath = f"tests/functional_tests/test_cases/{model}/{tc}/model_config.yaml"
+        if cpath not in trepo.files:
+            undefined.setdefault("(model_config.yaml missing)", []).append(f"{model}/{tc}")
+            continue
+        import yaml
+        cfg = yaml.safe_load(trepo.text(cpath)) or {}
+        script = next((v.get("training_script") for k, v in result.items()
+                       if k.startswith(f"{model}/{tc}/") and v.get("training_script")), None)
+        for section in [k for k in cfg if str(k).startswith("MODEL_ARGS")]:
+            for key, val in (cfg[section] or {}).items():
+                key = str(key)
+                where = f"{model}/{tc}" + ("" if section == "MODEL_ARGS" else f" ({section})")
+                if not key.startswith("--"):
+                    non_cli.setdefault(key, []).append(where)
+                    continue
+                name = key.split("=", 1)[0]
+                if name not in options:
+                    extra = script_opts.get(name)
+                    undefined.setdefault(name, []).append(where + (f" [defined by {', '.join(extra)}]" if extra else "")
+                                                          + (f" [script {script}]" if script else ""))
+                    continue
+                a = options[name]
+                if a["deprecated"]:
+                    deprecated_used.setdefault(name, []).append(where)
+                if a.get("conditional"):
+                    conditional_used.setdefault(name, []).append(where)
+                if val is False and a["action"] in flag_actions:
+                    false_flags.setdefault(name, []).append(where)
+                ch = a.get("choices")
+                if isinstance(ch, list) and val is not True and val is not None and val != "":
+                    vals = val if isinstance(val, list) else str(val).strip("[]").split() if a["nargs"] in ("+", "*") else [val]
+                    bad = [v for v in vals if str(v) not in [str(c) for c in ch]]
+                    if bad:
+                        choice_bad.setdefault(name, []).append(f"{where}: {bad} not in {ch}")
+    out["_functional_args_report"] = {"undefined": undefined, "deprecated_used": deprecated_used,
+                                      "conditional_used": conditional_used, "false_valued_flags": false_flags,
+                                      "non_cli_keys": non_cli, "n_cases": len(cases), "choice_violations": choice_bad,
+                                      "csv_columns_not_options": csv_cols_bad,
+                                      "n_model_configs": len({(m, t) for m, t, _ in cases})}
+    world = {"_comment": (
+        "World size (nodes x GPUs per node) of every distinct (model, test_case, env_platform) of "
+        "/work/shared/external-validation/megatron_functional_golden_memory.csv, from the test recipes "
+        f"tests/test_utils/recipes/**/*.yaml of NVIDIA/Megatron-LM at {TESTS_REV} (the CSV's extraction commit; "
+        "present in the mirror). Keys are '<model>/<test_case>/<env_platform>' with env_platform exactly as the "
+        "CSV column (the golden file name: environment + platform, e.g. dev_dgx_h100, lts, dev_dgx_h100_2nd). "
+        "Recipe rows are flattened as tests/test_utils/python_scripts/recipe_parser.py does (product keys override "
+        "spec keys). 'match' says whether the platform of the golden file has its own recipe row; golden files "
+        "such as *_2nd, *dracooci*, *dgxc or a bare environment have none, and then the rows of the same "
+        "environment are used (all agreeing, else the entry is null). source = recipe file:line of the test_case "
+        "entry. Generated by configs/schema/extract_megatron_args.py --functional-tests."),
+        "revision": TESTS_REV, "cases": result, "not_found": not_found,
+        "model_args_check": dict(out["_functional_args_report"], _comment=(
+            "Every MODEL_ARGS* key of the model_config.yaml (at " + TESTS_REV[:8] + ") of each CSV test case, checked "
+            "against the arguments the pinned Megatron-LM " + MCORE_REV[:8] + " parser defines (megatron_args.json) "
+            "and against the extra_args_provider of the case's training script (other_scripts there)."))}
+    with open(out_path, "w") as f:
+        json.dump(world, f, indent=1)
+        f.write("\n")
+
+
+
 def md_escape(s):
     return str(s).replace("|", "\\|").replace("\n", " ")
 

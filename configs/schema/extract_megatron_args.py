@@ -692,6 +692,15 @@ DEPRECATIONS = {
                      "ignored from Transformer Engine 1.8 on (a warning when != 1)"),
     "tp_comm_split_ag": (None, ("megatron/core/model_parallel_config.py", r"tp_comm_split_ag: bool"), "docstring: deprecated from Transformer Engine 1.6; still passed to TE as ub_split_ag where TE takes it"),
     "tp_comm_split_rs": (None, ("megatron/core/model_parallel_config.py", r"tp_comm_split_rs: bool"), "docstring: deprecated from Transformer Engine 1.6; still passed to TE as ub_split_rs where TE takes it"),
+    "moe_layer_recompute": ("--recompute-granularity selective --recompute-modules moe",
+                            ("megatron/core/transformer/transformer_config.py", r"if self\.moe_layer_recompute:"),
+                            "TransformerConfig.__post_init__ warns, sets recompute_granularity='selective' and appends 'moe' "
+                            "to recompute_modules (error with full granularity); the warning text says 'moe_layer' but the "
+                            "code appends 'moe'"),
+    "moe_enable_deepep": ("--moe-flex-dispatcher-backend deepep",
+                          ("megatron/core/transformer/transformer_config.py", r"if self\.moe_enable_deepep:"),
+                          "TransformerConfig.__post_init__ sets moe_flex_dispatcher_backend='deepep' and warns (requires "
+                          "--moe-token-dispatcher-type flex)"),
     "freeze_base_for_mtp": ("--qad-train-target mtp", ("megatron/post_training/model_builder.py", r"if args\.freeze_base_for_mtp:"),
                             "model_builder treats it as qad_train_target='mtp' (error if another target is given)"),
 }
@@ -701,7 +710,8 @@ NOT_DEPRECATED = {"moe_flex_dispatcher_num_sms", "cuda_graph_modules", "optimize
 # Compatibility aliases that stay supported.
 ALIASES = {"moe_router_padding_for_fp8": ("--moe-router-padding-for-quantization",
                                           ("megatron/core/transformer/transformer_config.py", r"if self\.moe_router_padding_for_fp8:"),
-                                          "TransformerConfig.__post_init__ also enables moe_router_padding_for_quantization")}
+                                          "TransformerConfig.__post_init__ also enables moe_router_padding_for_quantization "
+                                          "and warns that the flag 'is going to be deprecated'")}
 # Argument values that are deprecated (the argument itself is not).
 DEPRECATED_VALUES = {
     "optimizer": [("dist_muon", "--optimizer muon --use-distributed-optimizer", r"optimizer='dist_muon' is deprecated",
@@ -981,9 +991,17 @@ def main():
     if "--tokenizers" in sys.argv:
         i = sys.argv.index("--tokenizers")
         write_tokenizers(repo, sys.argv[i + 1], sys.argv[i + 2], sys.argv[i + 3])
-    if "--write-doc" in sys.argv:
-        write_doc(out, sys.argv[sys.argv.index("--write-doc") + 1])
     report = out.pop("_functional_args_report", None)
+    if report is None and "--write-doc" in sys.argv:
+        wpath = "configs/schema/functional_test_world_sizes.json"
+        try:
+            report = json.load(open(wpath)).get("model_args_check")
+        except OSError:
+            report = None
+    if "--write-doc" in sys.argv:
+        out["_functional_report_for_doc"] = report
+        write_doc(out, sys.argv[sys.argv.index("--write-doc") + 1])
+        out.pop("_functional_report_for_doc")
     json.dump(out, sys.stdout, indent=1, default=str)
     sys.stdout.write("\n")
     for p in ex.problems:
@@ -1311,7 +1329,17 @@ def functional_tests(out, repo, csv_path, out_path):
                     bad = [v for v in vals if str(v) not in [str(c) for c in ch]]
                     if bad:
                         choice_bad.setdefault(name, []).append(f"{where}: {bad} not in {ch}")
-    out["_functional_args_report"] = {"undefined": undefined, "deprecated_used": deprecated_used,
+    # Where an undefined name exists at the CSV's commit (added after the pinned revision).
+    later = {}
+    for name in undefined:
+        field = name[2:].replace("-", "_")
+        g = subprocess.run(["git", "--git-dir", repo.git_dir, "grep", "-n", "-E",
+                            f"'{name}'|^    {field}: ", TESTS_REV, "--", "megatron/training", "megatron/core"],
+                           capture_output=True, text=True).stdout.strip().split("\n")
+        g = [x for x in g if x]
+        if g:
+            later[name] = "mcore:" + ":".join(g[0].split(":")[1:3])
+    out["_functional_args_report"] = {"undefined": undefined, "defined_at_tests_rev": later, "deprecated_used": deprecated_used,
                                       "conditional_used": conditional_used, "false_valued_flags": false_flags,
                                       "non_cli_keys": non_cli, "n_cases": len(cases), "choice_violations": choice_bad,
                                       "csv_columns_not_options": csv_cols_bad,
@@ -1578,6 +1606,22 @@ def md_escape(s):
 
 def write_doc(out, path):
     lines = ["<!-- BEGIN GENERATED by configs/schema/extract_megatron_args.py --write-doc; do not edit by hand -->", ""]
+    lines.append("### Generated: deprecated arguments and how the pinned code handles them")
+    lines.append("")
+    lines.append("| options | dest | replacement | handling (source) | defined at |")
+    lines.append("|---|---|---|---|---|")
+    for r in out["arguments"]:
+        if r["deprecated"]:
+            lines.append(f"| {md_escape(' '.join(r['options']))} | {r['dest']} | {md_escape(r['replacement'] or '-')} | "
+                         f"{md_escape(r.get('deprecation'))} | {r['source']} |")
+    for r in out["arguments"]:
+        for v in r.get("deprecated_values", []):
+            lines.append(f"| {md_escape(' '.join(r['options']))} {md_escape(v['value'])} (a value) | {r['dest']} | "
+                         f"{md_escape(v['replacement'])} | {md_escape(v['handling'])} ({v['source']}) | {r['source']} |")
+        if r.get("alias_of"):
+            lines.append(f"| {md_escape(' '.join(r['options']))} (alias, still supported) | {r['dest']} | "
+                         f"{md_escape(r['alias_of'])} | {md_escape(r['alias_handling'])} | {r['source']} |")
+    lines.append("")
     lines.append("### Generated: list-valued arguments (nargs) and how their values arrive")
     lines.append("")
     lines.append("| options | dest | nargs | type | default | arrives as | source |")
@@ -1612,9 +1656,13 @@ def write_doc(out, path):
     for label, m in out["config_mapping"].items():
         lines.append(f"### Generated: {label} fields and the arguments that set them")
         lines.append("")
-        lines.append(f"Built by {m['built_by']}; same-named args copied at {m['copies_same_named_args']}. "
-                     "Only fields that an argument sets under a different name, that the builder overrides, or that no "
-                     "argument sets are listed; every other field is copied 1:1 from the argument of the same dest.")
+        if m["copies_same_named_args"]:
+            lines.append(f"Built by {m['built_by']}; every field with a same-named attribute on the validated args is "
+                         f"copied at {m['copies_same_named_args']}. Listed: fields the builder sets otherwise, fields "
+                         "that exist on args only because parse_args/validate_args assign them, and fields nothing sets.")
+        else:
+            lines.append(f"Built by {m['built_by']}, which copies nothing generically: only the fields below are set "
+                         "from args, every other field keeps its class default.")
         lines.append("")
         lines.append("| field | set from | condition | source |")
         lines.append("|---|---|---|---|")
@@ -1625,12 +1673,66 @@ def write_doc(out, path):
                     lines.append(f"| {row['field']} | `{md_escape(o['value'])}` | {md_escape(o['condition'] or 'always')} | {o['source']} |")
             elif row.get("not_set_from_args"):
                 unset.append(row["field"])
+            if "set_on_args_by" in row and "copied_from_arg" not in row and "overridden" not in row:
+                for o in row["set_on_args_by"]:
+                    lines.append(f"| {row['field']} | `args.{row['field']} = {md_escape(o['value'])}` (no such option; "
+                                 f"{o['function']}) | {md_escape(o['condition'] or 'always')} | {o['source']} |")
         for o in m["other_keys"]:
             lines.append(f"| {o['field']} (not a field of the class) | `{md_escape(o['value'])}` | {md_escape(o['condition'] or 'always')} | {o['source']} |")
         lines.append("")
         if unset:
             lines.append(f"Fields no argument sets (class default used): {', '.join(unset)}.")
             lines.append("")
+    lines.append("### Generated: every args attribute that parse_args / validate_args assign")
+    lines.append("")
+    lines.append("These run after parsing and before the configs are built, so the value the config copies is the "
+                 "rewritten one. Conditions are the enclosing if-tests (abridged).")
+    lines.append("")
+    lines.append("| attribute | value | condition | source |")
+    lines.append("|---|---|---|---|")
+    for attr, sets in sorted(out["validate_args_sets"].items()):
+        for o in sets:
+            lines.append(f"| {attr} | `{md_escape(o['value'])}` | {md_escape(o['condition'] or 'always')} | {o['source']} |")
+    lines.append("")
+    fa = out.get("_functional_report_for_doc")
+    if fa:
+        lines.append("## Functional-test arguments not defined at 24bad8e6")
+        lines.append("")
+        lines.append(f"Every MODEL_ARGS* key of the {fa['n_model_configs']} model_config.yaml files (at "
+                     f"{TESTS_REV[:8]}) behind the {fa['n_cases']} CSV cases, checked against the pinned parser of "
+                     "pretrain_gpt.py (this table, modelopt arguments included) and against the extra_args_provider "
+                     "of the case's own training script.")
+        lines.append("")
+        lines.append("| argument | test cases | status |")
+        lines.append("|---|---|---|")
+        for name, where in sorted(fa["undefined"].items()):
+            own = all("[defined by" in w and (w.split("[script ")[-1].rstrip("]").lstrip("./") in w.split("[defined by ")[1])
+                      for w in where)
+            status = ("defined only by the case's own training script (its extra_args_provider), not by the "
+                      "pretrain_gpt.py parser" if own else "NOT DEFINED by the pinned parser nor the case's script: "
+                      "argparse would exit with 'unrecognized arguments'")
+            if not own and name in fa.get("defined_at_tests_rev", {}):
+                status += f"; added after 24bad8e6 (exists at {TESTS_REV[:8]}: {fa['defined_at_tests_rev'][name]})"
+            cases_txt = "; ".join(w.split(" [")[0] for w in where)
+            lines.append(f"| {name} | {md_escape(cases_txt)} | {status} |")
+        lines.append("")
+        if fa.get("csv_columns_not_options"):
+            lines.append("CSV columns that are not option strings: " + "; ".join(
+                f"`{k}`: {md_escape(v)}" for k, v in fa["csv_columns_not_options"].items()) + " (both columns are empty in every row).")
+            lines.append("")
+        dep = fa.get("deprecated_used", {})
+        if dep:
+            lines.append("Deprecated arguments the functional tests still pass: " + "; ".join(
+                f"`{k}` ({len(v)} configs)" for k, v in sorted(dep.items())) + ".")
+            lines.append("")
+        cond = fa.get("conditional_used", {})
+        if cond:
+            lines.append("Arguments that exist only when an optional package imports: " + "; ".join(
+                f"`{k}` ({', '.join(v)})" for k, v in sorted(cond.items())) + ".")
+            lines.append("")
+        lines.append(f"No value outside an argument's choices: {not fa.get('choice_violations')}; no flag given the "
+                     f"value false: {not fa.get('false_valued_flags')}; no non-option keys: {not fa.get('non_cli_keys')}.")
+        lines.append("")
     lines.append("<!-- END GENERATED -->")
     text = open(path).read()
     a = text.index("<!-- BEGIN GENERATED")

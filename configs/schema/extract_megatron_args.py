@@ -416,7 +416,6 @@ class Extractor:
             rec["source"] = src(f["path"], node.lineno)
             rec["added_at"] = src(ARGS_PY, call_site)
             rec["from_dataclass"] = f"{f['cls']}.{name}"
-            rec["help"] = short(f["doc"])
             rec["_doc"] = f["doc"]
             if conditional:
                 rec["conditional"] = conditional
@@ -465,7 +464,6 @@ class Extractor:
                 help_text = hv if hl else ast.unparse(help_node)
         rec["group"] = group
         rec["source"] = src(path, call.lineno)
-        rec["help"] = short(help_text)
         rec["_doc"] = help_text
         if conditional:
             rec["conditional"] = conditional
@@ -935,7 +933,8 @@ def main():
             "arguments.py:45) and the arguments ArgumentGroupFactory (megatron/training/argument_utils.py:45) "
             "builds from dataclass fields (from_dataclass names the field; added_at the build_group call). "
             "'source' is the add_argument call or the dataclass field. 'default' is the argparse default "
-            "(a literal, or the expression text with default_is_expr). type 'enum:X' means argparse converts the "
+            "(a literal, or the expression text with default_is_expr). type null on a store action means a plain "
+            "string (argparse's default); type 'enum:X' means argparse converts the "
             "member name with X[name]; choices are then the member names. Arguments with 'conditional' exist "
             "only when an optional package imports. deprecated/replacement/deprecation say how the pinned code "
             "handles each deprecated name. Regenerate: configs/schema/extract_megatron_args.py "
@@ -1403,7 +1402,7 @@ TOKENIZER_TABLE = {
                                 "source": "same models/llama3 tokenizer code in github:meta-llama/llama-models (derived, see Llama-3.1-8B)"},
     "Qwen/Qwen2-7B": {
         "vocab_size": 151646, "kind": "vendor documentation",
-        "source": "github:QwenLM/Qwen3 7f90d4c docs/source/getting_started/concepts.md:151 ('3 control tokens ... "
+        "source": "github:QwenLM/Qwen3 7f90d4c (Aug 2024, the Qwen2 docs) docs/source/getting_started/concepts.md:151 ('3 control tokens ... "
                   "totaling 151,646'); 151,643 BPE tokens (same file); HF tokenizer_config of Qwen/Qwen2-0.5B lists "
                   "added tokens 151643-151645 (huggingface.co/Qwen/Qwen2-0.5B/blame/633cca26/tokenizer_config.json)",
         "config_vocab_size_note": "config.json vocab_size is larger (embedding padding); Megatron ignores it"},
@@ -1424,7 +1423,7 @@ TOKENIZER_TABLE = {
                   "(_MOONLIGHT_16B_FINETUNING_UNPADDED_VOCAB_SIZE = 163842, 'finetuning-token rows', :52); trust_remote_code tokenizer",
         "caveat": "Bridge names it the unpadded finetuning vocabulary; not checked against len(AutoTokenizer)"},
     "gpt2": {
-        "vocab_size": 50257, "kind": "model config",
+        "vocab_size": 50257, "kind": "model config (third-party copy)",
         "source": "GPT-2 BPE: 50257 entries (<|endoftext|> is the last id, 50256); HF GPT-2 configs carry vocab_size 50257 "
                   "(e.g. huggingface.co/robowaifudev/megatron-gpt2-345m/blame/main/config.json); this is the "
                   "GPT2BPETokenizer vocabulary (megatron_hf_tokenizer.py MEGATRON_CONFIG_MAP 'GPT2BPETokenizer' -> 'gpt2')"},
@@ -1433,7 +1432,7 @@ TOKENIZER_TABLE = {
         "source": "huggingface.co/google-bert/bert-large-cased/blob/fc67c89b/config.json vocab_size 28996 (WordPiece "
                   "vocab.txt; special tokens are inside it)"},
     "google-bert/bert-base-uncased": {
-        "vocab_size": 30522, "kind": "model config",
+        "vocab_size": 30522, "kind": "model config (third-party copy)",
         "source": "bert-(base|large)-uncased config.json vocab_size 30522 (copies at huggingface.co/CesarLeblanc/"
                   "bert-large-uncased/blob/main/config.json); third-party copy, not the google-bert page"},
     "google/gemma-7b": {
@@ -1459,6 +1458,18 @@ NOT_SOURCED = {
     "nvidia/Nemotron-H-8B-Base-8K": "not sourced",
     "nvidia/NVIDIA-Nemotron-Nano-9B-v2": "not sourced",
 }
+
+
+def resolved_table():
+    out = {}
+    for name, e in TOKENIZER_TABLE.items():
+        e = dict(e)
+        if "same_as" in e:
+            base = TOKENIZER_TABLE[e["same_as"]]
+            e = {"vocab_size": base["vocab_size"], "kind": base["kind"], "same_as": e["same_as"],
+                 "source": e["source"] + "; number from " + e["same_as"]}
+        out[name] = e
+    return out
 
 
 def functional_test_tokenizers(repo, csv_path, world):
@@ -1591,7 +1602,7 @@ def write_tokenizers(repo, csv_path, world_path, out_path):
                                  "the tokenizer cannot be built",
             },
         },
-        "tokenizers": TOKENIZER_TABLE,
+        "tokenizers": resolved_table(),
         "not_sourced": NOT_SOURCED,
         "functional_tests": functional_test_tokenizers(repo, csv_path, world),
     }

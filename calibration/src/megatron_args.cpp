@@ -229,6 +229,9 @@ ImportedSpec import_megatron_args(const std::vector<std::string>& tokens, const 
     // Model shape.
     const std::int64_t hidden = to_int(get("hidden-size")), heads = to_int(get("num-attention-heads"));
     model["num_layers"] = to_int(get("num-layers"));
+    // Megatron-LM's training always deallocates the pipeline outputs it sends
+    // (megatron/training/argument_utils.py:305); Megatron Core's dataclass default is False.
+    model["deallocate_pipeline_outputs"] = true;
     model["hidden_size"] = hidden;
     model["num_attention_heads"] = heads;
     model["seq_length"] = to_int(get("seq-length"));

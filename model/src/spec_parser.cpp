@@ -2,8 +2,10 @@
 // Every step reports into one list, so a user fixes the whole file in one pass; nothing throws out.
 #include "peakcast/model/spec_parser.hpp"
 
+#include "bridge_defaults.hpp"
 #include "peakcast/model/embedded_configs.hpp"
 #include "spec_parser_detail.hpp"
+#include "spec_reader.hpp"
 #include "spec_schema.hpp"
 
 namespace peakcast::model {
@@ -46,6 +48,27 @@ std::optional<json> parse_text_unguarded(std::string_view json_text, Diagnostics
   return doc;
 }
 
+// The defaults a document asks for (top-level "defaults"), else the rule of DefaultsProfile.
+DefaultsProfile profile_of(const json& doc) {
+  if (const auto it = doc.find("defaults"); it != doc.end() && it->is_string())
+    return *it == "bridge" ? DefaultsProfile::bridge : DefaultsProfile::megatron_core;
+  return DefaultsProfile::megatron_core;
+}
+
+// The typed fill with the document's defaults profile; records every read in `result.origins`.
+void fill(const json& doc, const std::set<std::string>& preset_keys, ParseResult& result, RunSpec& spec) {
+  detail::FillContext ctx;
+  ctx.profile = profile_of(doc);
+  ctx.preset_keys = &preset_keys;
+  ctx.origins = &result.origins;
+  if (ctx.profile == DefaultsProfile::bridge) {
+    const json& model = doc.contains("model") && doc["model"].is_object() ? doc["model"] : json::object();
+    ctx.bridge = detail::BridgeDefaults::for_provider(detail::default_provider_class(model));
+  }
+  result.defaults = ctx.profile;
+  detail::fill_run_spec(doc, ctx, spec, result.diagnostics);
+}
+
 // The remaining steps on the parsed text; `result.diagnostics` holds what the first step reported.
 ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, const std::vector<std::string>& overrides) {
   Diagnostics& out = result.diagnostics;
@@ -63,7 +86,7 @@ ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, con
       if (!has_errors(scratch)) {
         detail::check_untyped_rules(cleaned, out);
         RunSpec partial;
-        detail::fill_run_spec(cleaned, partial, out);
+        fill(cleaned, preset_keys, result, partial);
         result.partial = std::move(partial);
       }
     }
@@ -72,7 +95,7 @@ ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, con
 
   detail::check_untyped_rules(*doc, out);
   RunSpec spec;
-  detail::fill_run_spec(*doc, spec, out);
+  fill(*doc, preset_keys, result, spec);
   if (!has_errors(out)) result.spec = std::move(spec);
   return result;
 }
@@ -126,6 +149,8 @@ ParseResult SpecText::parse(const std::vector<std::string>& overrides) const {
     return parse_doc_unguarded(std::move(result), parsed_->doc, overrides);
   });
 }
+
+const char* to_string(DefaultsProfile p) { return p == DefaultsProfile::bridge ? "bridge" : "megatron-core"; }
 
 std::optional<GpuSpec> gpu_preset(const std::string& name, Diagnostics& out) {
   GpuSpec gpu;

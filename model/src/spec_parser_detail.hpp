@@ -32,8 +32,10 @@ void check_keys_and_types(const nlohmann::json& doc, const std::set<std::string>
 // (hybrid_override_pattern/hybrid_layer_pattern, cuda_graph_scope/cuda_graph_modules).
 void resolve_aliases(nlohmann::json& doc, const std::set<std::string>& preset_keys, Diagnostics& out);
 
-// spec_fill.cpp: the checked document -> typed RunSpec (plus conversions that can fail).
-void fill_run_spec(const nlohmann::json& doc, RunSpec& spec, Diagnostics& out);
+// spec_fill.cpp: the checked document -> typed RunSpec (plus conversions that can fail); keys the
+// document leaves out take `ctx`'s defaults, and every read is recorded in ctx.origins.
+struct FillContext;
+void fill_run_spec(const nlohmann::json& doc, const FillContext& ctx, RunSpec& spec, Diagnostics& out);
 
 // spec_gpu.cpp: cluster.gpu (preset name or object) -> GpuSpec.
 void fill_gpu(const nlohmann::json& gpu, GpuSpec& out_gpu, Diagnostics& out);

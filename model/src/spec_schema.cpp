@@ -19,7 +19,7 @@ struct Schema {
   std::string error;
 };
 
-void load_sections(const json& doc, Schema& schema) {
+void load_sections(const json& doc, Schema& schema, bool extension) {
   for (const auto& [section, fields] : doc.items()) {
     if (!fields.is_object() || section.empty() || section[0] == '_') continue;
     SectionSchema& table = schema.sections[section];
@@ -39,6 +39,8 @@ void load_sections(const json& doc, Schema& schema) {
         for (const auto& n : *it) if (n.is_string()) field.names.push_back(n.get<std::string>());
       }
       if (field.types.empty()) field.types.push_back("any");
+      if (const auto it = f.find("default"); it != f.end()) field.default_value = *it;
+      field.extension = extension;
       table[name] = std::move(field);
     }
   }
@@ -58,7 +60,7 @@ const Schema& schema() {
         s.error += std::string("configs/") + file + " is not a JSON object; ";
         continue;
       }
-      load_sections(doc, s);
+      load_sections(doc, s, std::string_view(file).find("extensions") != std::string_view::npos);
     }
     return s;
   }();

@@ -3,6 +3,7 @@
 // configs/schema/*.json (generated from the pinned Megatron dataclasses plus peakcast's own keys),
 // and the JSON-level type check of one value against it. Private to peakcast_model.
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,10 @@ struct FieldSchema {
   std::vector<std::string> names;    // accepted names for Python objects; empty = any name
   std::string source;                // "mcore:path:line" of the declaration
   std::string annotation;            // the Python annotation, for messages
+  // The dataclass default (a literal; none when the field is required or its default is an
+  // expression): what a key left out takes under the megatron-core defaults.
+  std::optional<nlohmann::json> default_value;
+  bool extension = false;            // a peakcast key (peakcast_extensions.json), not a Megatron field
 };
 
 using SectionSchema = std::map<std::string, FieldSchema, std::less<>>;

@@ -2,7 +2,8 @@
 // The run spec as plain values: what the parser produces and every later stage reads.
 // Field names are Megatron's own (TransformerConfig, MLATransformerConfig, GPT/Hybrid providers,
 // OptimizerConfig, DistributedDataParallelConfig), so a reader can map each one to its source.
-// Defaults are those of the pinned Megatron Core 24bad8e6 / Megatron-Bridge 600d069b.
+// Member initializers equal the megatron-core defaults of configs/schema (the one table parsing reads,
+// tests/model/test_spec_defaults.cpp keeps them equal); they matter only for specs built in code.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -68,7 +69,7 @@ struct ModelSpec {
 
   // Multi-latent attention
   bool multi_latent_attention = false;
-  std::optional<std::int64_t> q_lora_rank;
+  std::optional<std::int64_t> q_lora_rank = 512;  // MLATransformerConfig; None: no query compression
   std::int64_t kv_lora_rank = 512;
   std::int64_t qk_head_dim = 128;
   std::int64_t qk_pos_emb_head_dim = 64;
@@ -143,7 +144,7 @@ struct ModelSpec {
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
   std::optional<std::int64_t> microbatch_group_size_per_vp_stage;  // default PP
-  bool deallocate_pipeline_outputs = true;  // Bridge providers and MLM training set True
+  bool deallocate_pipeline_outputs = false;  // Megatron Core's default; Bridge's GPTModelProvider and MLM training set True
 
   // Recompute and offloading
   RecomputeGranularity recompute_granularity = RecomputeGranularity::none;
@@ -198,17 +199,22 @@ struct ModelSpec {
   struct UserbufferOverride {
     std::optional<std::string> method;  // "ring_exchange" | "pipeline" | "bulk" | "external"
     std::optional<bool> fp8_buf;
+    bool operator==(const UserbufferOverride&) const = default;
   };
   std::map<std::string, UserbufferOverride> tp_comm_overlap_cfg;
   bool tp_comm_overlap_cfg_is_path = false;
   bool defer_embedding_wgrad_compute = false;
   std::int64_t wgrad_deferral_limit = 0;
+
+  bool operator==(const ModelSpec&) const = default;
 };
 
 struct TrainSpec {
   std::int64_t micro_batch_size = 1;
   std::optional<std::int64_t> global_batch_size;  // default micro_batch_size * DP
   std::int64_t train_iters = 3;  // iterations simulated; >= 2 so the steady state exists
+
+  bool operator==(const TrainSpec&) const = default;
 };
 
 struct OptimizerSpec {
@@ -223,6 +229,8 @@ struct OptimizerSpec {
   OptimizerImpl implementation = OptimizerImpl::te_fused_adam;
   bool overlap_param_gather_with_optimizer_step = false;
   bool optimizer_cpu_offload = false;
+
+  bool operator==(const OptimizerSpec&) const = default;
 };
 
 struct DdpSpec {
@@ -233,6 +241,8 @@ struct DdpSpec {
   std::optional<std::int64_t> bucket_size;
   std::int64_t num_distributed_optimizer_instances = 1;
   bool pad_buckets_for_high_nccl_busbw = false;
+
+  bool operator==(const DdpSpec&) const = default;
 };
 
 // One GPU type: usable allocator capacity plus the ceilings the time model needs.
@@ -245,6 +255,8 @@ struct GpuSpec {
   double hbm_bandwidth_gbps = 0;  // GB/s
   double nvlink_bandwidth_gbps = 0;
   std::string source;             // where the figures come from
+
+  bool operator==(const GpuSpec&) const = default;
 };
 
 struct ClusterSpec {
@@ -253,6 +265,8 @@ struct ClusterSpec {
   // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows segments instead
   // of caching fixed-size ones; it changes the reserved estimate (not the simulated allocated peak).
   bool expandable_segments = false;
+
+  bool operator==(const ClusterSpec&) const = default;
 };
 
 struct RunSpec {
@@ -261,6 +275,8 @@ struct RunSpec {
   OptimizerSpec optimizer;
   DdpSpec ddp;
   ClusterSpec cluster;
+
+  bool operator==(const RunSpec&) const = default;
 };
 
 // Quantities every stage derives the same way; computed once from a validated spec.

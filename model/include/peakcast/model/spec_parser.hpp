@@ -2,6 +2,7 @@
 // Run spec text -> RunSpec. Strict: unknown keys, wrong types and out-of-range values are
 // diagnostics with their key path; nothing is silently defaulted except keys left out, which take
 // the pinned Megatron Core / Bridge defaults. `model.preset` loads a shipped model first.
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,12 +14,30 @@
 
 namespace peakcast::model {
 
+// Which defaults a key left out takes: the pinned Megatron Core dataclasses' (what a script that builds
+// TransformerConfig itself gets), or Megatron-Bridge's provider and config classes' (what a Bridge
+// recipe or run_config.yaml runs with). A run spec says which with the top-level key "defaults";
+// without it, a spec that names a model.preset (every shipped model is a Bridge model) takes
+// Bridge's, any other spec Megatron Core's.
+enum class DefaultsProfile { megatron_core, bridge };
+const char* to_string(DefaultsProfile p);
+
+// Where one value of the resolved spec came from.
+struct KeyOrigin {
+  std::string origin;  // "user", "preset", "Megatron Core default", "Bridge default", "peakcast default", ...
+  std::string source;  // the file and line the value or its default is declared at, when known
+  std::string value;   // the value, as JSON text
+};
+
 struct ParseResult {
   std::optional<RunSpec> spec;  // set when there are no errors
   Diagnostics diagnostics;      // errors and warnings, in file order
   // When the only problems were unknown keys or wrongly typed values, the spec without those keys
   // (defaults in their place), so validation can still list every other problem in one pass.
   std::optional<RunSpec> partial;
+  DefaultsProfile defaults = DefaultsProfile::megatron_core;
+  // Every key the typed spec read ("model.hidden_size"), with its value and where it came from.
+  std::map<std::string, KeyOrigin> origins;
 };
 
 // `overrides` are "section.key=JSON" strings from --set; they apply after the file and preset.

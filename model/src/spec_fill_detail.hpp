@@ -1,0 +1,22 @@
+#pragma once
+// The typed fill of parse_run_spec, split by section (spec_fill.cpp) and by model topic
+// (spec_fill_model.cpp). Private to peakcast_model.
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/model/run_spec.hpp"
+#include "spec_reader.hpp"
+
+namespace peakcast::model::detail {
+
+// Megatron's int-or-list layer fields (moe_layer_freq, linear_attention_freq): an int, or one 0/1
+// entry per layer; anything else (null) leaves the field as it was.
+std::optional<LayerPattern> int_or_pattern(const nlohmann::json& v);
+
+// model.tp_comm_overlap_cfg, the object form Transformer Engine's initialize_ub takes as ub_cfgs.
+void read_userbuffer_overrides(const Reader& r, ModelSpec& m);
+
+void fill_model(const Reader& r, ModelSpec& m);
+
+}  // namespace peakcast::model::detail

@@ -52,7 +52,10 @@ std::optional<json> parse_text_unguarded(std::string_view json_text, Diagnostics
 DefaultsProfile profile_of(const json& doc) {
   if (const auto it = doc.find("defaults"); it != doc.end() && it->is_string())
     return *it == "bridge" ? DefaultsProfile::bridge : DefaultsProfile::megatron_core;
-  return DefaultsProfile::megatron_core;
+  // Every shipped preset is a Megatron-Bridge model: a spec built on one gets Bridge's defaults.
+  const auto model = doc.find("model");
+  const bool preset = model != doc.end() && model->is_object() && model->contains("preset") && (*model)["preset"].is_string();
+  return preset ? DefaultsProfile::bridge : DefaultsProfile::megatron_core;
 }
 
 // The typed fill with the document's defaults profile; records every read in `result.origins`.

@@ -16,7 +16,7 @@ using namespace peakcast;
 namespace {
 std::vector<sim::ModuleProfile::HeldTensor> layer0_held(const std::string& recipe) {
   const std::string text = R"({
-    "model": {"preset": "llama3-8b", "num_layers": 2, "seq_length": 4096, "bf16": true,
+    "defaults": "megatron-core", "model": {"preset": "llama3-8b", "num_layers": 2, "seq_length": 4096, "bf16": true,
               "transformer_impl": "transformer_engine", "fp8": "hybrid", "fp8_recipe": ")" + recipe + R"("},
     "train": {"micro_batch_size": 1, "global_batch_size": 1},
     "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})";
@@ -59,7 +59,7 @@ TEST_CASE("FP8 current scaling: linear_proj keeps the bf16 attention output, del
 
 TEST_CASE("first_last_layers_bf16: the edge layers save their GEMM inputs in bf16, the others FP8 copies", "[sim][graph][fp8]") {
   const std::string text = R"({
-    "model": {"preset": "llama3-8b", "num_layers": 4, "seq_length": 4096, "bf16": true,
+    "defaults": "megatron-core", "model": {"preset": "llama3-8b", "num_layers": 4, "seq_length": 4096, "bf16": true,
               "transformer_impl": "transformer_engine", "fp8": "hybrid", "fp8_recipe": "tensorwise",
               "first_last_layers_bf16": true},
     "train": {"micro_batch_size": 1, "global_batch_size": 1},

@@ -18,7 +18,7 @@ model::RunSpec spec_from(const std::string& text, const std::vector<std::string>
 }
 
 const char* kDense = R"({
-  "model": {"preset": "llama3-8b", "num_layers": 8, "tensor_model_parallel_size": 2, "sequence_parallel": true,
+  "defaults": "megatron-core", "model": {"preset": "llama3-8b", "num_layers": 8, "tensor_model_parallel_size": 2, "sequence_parallel": true,
             "pipeline_model_parallel_size": 2, "seq_length": 4096, "bf16": true},
   "train": {"micro_batch_size": 1, "global_batch_size": 8},
   "optimizer": {"use_distributed_optimizer": true},
@@ -76,7 +76,7 @@ TEST_CASE("CPU offloading moves whole layers' saved sets off the GPU", "[sim][pr
   // PP 1 (offloading forbids PP > 1), one micro-batch of 8 sequences so activations set the peak, identical layers: the activations held at the
   // forward peak drop by the same per-layer amount for each offloaded layer.
   const char* spec = R"({
-    "model": {"preset": "llama3-8b", "num_layers": 8, "seq_length": 4096, "bf16": true, "attention_backend": "fused"},
+    "defaults": "megatron-core", "model": {"preset": "llama3-8b", "num_layers": 8, "seq_length": 4096, "bf16": true, "attention_backend": "fused"},
     "train": {"micro_batch_size": 8, "global_batch_size": 8},
     "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})";
   sim::Predictor p(spec_from(spec));

@@ -35,8 +35,8 @@ std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<s
   return load_spec_text(text, path, sets);
 }
 
-std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::string& /*path*/, const std::vector<std::string>& sets) {
-  model::ParseResult parsed = model::parse_run_spec(text, sets);
+std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::string& path, const std::vector<std::string>& sets) {
+  model::ParseResult parsed = model::parse_spec_input(path, text, sets);
   model::Diagnostics all = parsed.diagnostics;
   if (parsed.spec || parsed.partial) {
     const model::Diagnostics v = model::validate(parsed.spec ? *parsed.spec : *parsed.partial);

@@ -121,6 +121,12 @@ ParseResult guarded(F&& steps) {
 
 }  // namespace
 
+namespace detail {
+ParseResult parse_document(nlohmann::json doc, const std::vector<std::string>& overrides) {
+  return guarded([&] { return parse_doc_unguarded(ParseResult{}, std::optional<json>(std::move(doc)), overrides); });
+}
+}  // namespace detail
+
 ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::string>& overrides) {
   return guarded([&] {
     ParseResult result;

@@ -1,5 +1,6 @@
 #pragma once
 // The steps of parse_run_spec, each in its own file. Private to peakcast_model.
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "peakcast/model/diagnostics.hpp"
 #include "peakcast/model/run_spec.hpp"
+#include "peakcast/model/spec_parser.hpp"
 
 namespace peakcast::model::detail {
 
@@ -42,6 +44,15 @@ void fill_gpu(const nlohmann::json& gpu, GpuSpec& out_gpu, Diagnostics& out);
 
 // spec_untyped_rules.cpp: Megatron rules on fields that RunSpec does not carry (checked on the JSON).
 void check_untyped_rules(const nlohmann::json& doc, Diagnostics& out);
+
+// spec_parser.cpp: the parse steps after the text, on a document another reader produced.
+ParseResult parse_document(nlohmann::json doc, const std::vector<std::string>& overrides);
+
+// yaml_text.cpp: YAML -> JSON as PyYAML's safe_load reads it (YAML 1.1 plain scalars), with size,
+// depth and alias caps; duplicate keys, explicit tags and several documents are errors naming the
+// line. `lines` (optional) gets the line of every mapping key by its path ("model.seq_length").
+std::optional<nlohmann::json> parse_yaml_text(std::string_view text, const std::string& file, Diagnostics& out,
+                                              std::map<std::string, int>* lines);
 
 // Joins a section and key into a path: "model" + "x" -> "model.x".
 inline std::string key_path(std::string_view section, std::string_view key) {

@@ -221,7 +221,9 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
       }
     }
   }
-  if (m.microbatch_group_size_per_vp_stage && !m.virtual_pipeline_model_parallel_size) {
+  // Megatron's post-init sets it to PP without VPP (transformer_config.py); only another value is the user's.
+  if (m.microbatch_group_size_per_vp_stage && !m.virtual_pipeline_model_parallel_size &&
+      *m.microbatch_group_size_per_vp_stage != m.pipeline_model_parallel_size) {
     sink.warning("model.microbatch_group_size_per_vp_stage", "microbatch_group_without_vpp",
                  "only the interleaved (virtual pipeline) schedule uses microbatch_group_size_per_vp_stage; ignored");
   }

@@ -94,8 +94,11 @@ json yaml_float(const std::string& text) {
   std::string v = without_underscores(text);
   std::string lower;
   for (char c : v) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  // JSON has no inf or nan: they stay strings here and fail any numeric field with their own words.
-  if (lower.find("inf") != std::string::npos || lower.find("nan") != std::string::npos) return json(text);
+  // JSON has neither: infinity is held as the largest double (Bridge's default
+  // optimizer.grad_norm_skip_threshold is .inf), NaN as the string, which no numeric field takes.
+  if (lower.find("inf") != std::string::npos)
+    return json((lower[0] == '-' ? -1.0 : 1.0) * std::numeric_limits<double>::max());
+  if (lower.find("nan") != std::string::npos) return json(text);
   if (v.find(':') != std::string::npos) {
     int sign = 1;
     if (v[0] == '-' || v[0] == '+') {

@@ -38,10 +38,19 @@ struct ParseResult {
   DefaultsProfile defaults = DefaultsProfile::megatron_core;
   // Every key the typed spec read ("model.hidden_size"), with its value and where it came from.
   std::map<std::string, KeyOrigin> origins;
+  // What the input held that has no memory effect (Bridge sections, host objects), one line each.
+  std::vector<std::string> ignored;
+  std::string input_kind = "run spec";  // "run spec" | "Bridge run_config.yaml" | "Bridge recipe"
 };
 
 // `overrides` are "section.key=JSON" strings from --set; they apply after the file and preset.
 ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::string>& overrides = {});
+
+// Any input a user describes a run with, by its name and text: a peakcast run spec (JSON), a
+// Megatron-Bridge run_config.yaml (YAML; detected by content), or "bridge:<recipe function>" (a
+// pinned Bridge recipe from the catalogue, `text` empty). Overrides name Bridge's sections for
+// Bridge inputs (model.*, mixed_precision.*, comm_overlap.*, ...) and cluster.* for all.
+ParseResult parse_spec_input(std::string_view name, std::string_view text, const std::vector<std::string>& overrides = {});
 
 // A spec text read once and parsed many times with different overrides (what a sweep does):
 // SpecText(text).parse(overrides) gives exactly what parse_run_spec(text, overrides) gives, without

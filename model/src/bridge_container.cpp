@@ -1,0 +1,288 @@
+// convert_bridge_container: the ConfigContainer's sections one by one (section 7 of
+// docs/bridge/run-config-yaml.md), every value decoded from Bridge's YAML encodings (section 4).
+#include "bridge_container.hpp"
+
+#include <set>
+
+#include "bridge_defaults.hpp"
+#include "spec_schema.hpp"
+#include "spec_suggest.hpp"
+
+namespace peakcast::model::detail {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kContainer = "megatron.bridge.training.config.ConfigContainer";
+
+// Sections without a memory effect: read, listed once as ignored (bridge:src/megatron/bridge/training/config.py:964-1010).
+const std::set<std::string>& ignored_sections() {
+  static const std::set<std::string> s = {"rng", "rerun_state_machine", "validation", "scheduler", "logger", "tokenizer",
+                                          "checkpoint", "ft", "straggler", "nvrx_straggler", "profiling", "tensor_inspect",
+                                          "inprocess_restart", "optimizer_config_override_provider", "dataset"};
+  return s;
+}
+const std::set<std::string>& mapped_sections() {
+  static const std::set<std::string> s = {"model", "train", "optimizer", "ddp", "mixed_precision", "comm_overlap", "dist", "env_vars", "peft"};
+  return s;
+}
+
+// Model fields that hold host objects Bridge's setup() installs or the weight initializers: no bytes on
+// the GPU depend on them (timers, DDP's sync hooks, the grad-scale and finalize hooks, init partials).
+const std::set<std::string>& host_model_fields() {
+  static const std::set<std::string> s = {"timers", "no_sync_func", "grad_sync_func", "param_sync_func", "finalize_model_grads_func",
+                                          "grad_scale_func", "init_method", "output_layer_init_method", "embedding_init_method"};
+  return s;
+}
+
+std::string short_name(const std::string& target) {
+  const auto dot = target.rfind('.');
+  return dot == std::string::npos ? target : target.substr(dot + 1);
+}
+
+// Bridge's encodings (yaml_utils.py representers) -> the plain value a run spec holds: a dtype or
+// function as its name, an enum as its member name, a partial or an object as its target, a nested
+// dataclass as its fields.
+json decode(const json& v) {
+  if (v.is_array()) {
+    json out = json::array();
+    for (const auto& e : v) out.push_back(decode(e));
+    return out;
+  }
+  if (!v.is_object()) return v;
+  if (!v.contains("_target_")) {
+    json out = json::object();
+    for (const auto& [k, e] : v.items()) out[k] = decode(e);
+    return out;
+  }
+  const std::string target = v["_target_"].is_string() ? v["_target_"].get<std::string>() : "";
+  if (v.contains("_name_") && v["_name_"].is_string()) return v["_name_"];   // enum member
+  if (v.contains("_partial_") || v.contains("_call_")) return json(target);  // partial, function, dtype, object
+  json out = json::object();  // a dataclass nested in a section
+  for (const auto& [k, e] : v.items()) if (k.empty() || k[0] != '_') out[k] = decode(e);
+  return out;
+}
+
+// Activation functions are written as their defining module's path (torch.nn.functional.silu,
+// megatron.core.activations.squared_relu, torch._C._nn.gelu): the run spec names the function.
+json decode_model_field(const std::string& key, const json& v) {
+  json d = decode(v);
+  if (key == "activation_func" && d.is_string()) return json(short_name(d.get<std::string>()));
+  return d;
+}
+
+struct Converter {
+  const BridgeDocument& d;
+  Diagnostics& out;
+  BridgeConversion result;
+
+  std::string where(const std::string& path) const {
+    const auto it = d.lines.find(path);
+    return d.file + (it != d.lines.end() ? ":" + std::to_string(it->second) : "");
+  }
+  void error(const std::string& path, const char* rule, const std::string& message) {
+    out.push_back({Severity::error, path, rule, where(path) + ": " + message});
+  }
+  void warning(const std::string& path, const char* rule, const std::string& message) {
+    out.push_back({Severity::warning, path, rule, where(path) + ": " + message});
+  }
+  void put(const std::string& section, const std::string& key, json value, const std::string& from) {
+    result.spec[section][key] = std::move(value);
+    result.sources[section + "." + key] = where(from) + " (" + from + ")";
+  }
+
+  void top_level();
+  void model();
+  void plain_section(const char* section);
+  void dist();
+  void env_vars();
+  void cluster();
+};
+
+void Converter::top_level() {
+  const json& doc = d.doc;
+  if (doc.value("_target_", std::string(kContainer)) != kContainer)
+    error("_target_", "bridge_not_container", "the document's _target_ is not " + std::string(kContainer) +
+                                                  ": not a Megatron-Bridge run_config.yaml");
+  std::vector<std::string> known(mapped_sections().begin(), mapped_sections().end());
+  known.insert(known.end(), ignored_sections().begin(), ignored_sections().end());
+  std::string ignored;
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "_target_" || mapped_sections().count(key)) continue;
+    if (ignored_sections().count(key)) {
+      ignored += (ignored.empty() ? "" : ", ") + key;
+      continue;
+    }
+    std::string msg = "\"" + key.substr(0, 60) + "\" is not a section of Bridge 600d069b's ConfigContainer (training/config.py:964-1010)";
+    if (auto s = closest_name(key, known)) msg += "; did you mean \"" + *s + "\"?";
+    error(key, "unknown_key", msg);
+  }
+  if (!ignored.empty()) result.ignored.push_back("sections without a memory effect: " + ignored);
+  if (doc.contains("peft") && !doc["peft"].is_null())
+    error("peft", "peft_not_simulated", "PEFT (frozen base weights, adapters and their optimizer state) is not simulated");
+  // Bridge's validate() requires the dataset's sequence length to be the model's (config.py:1640-1646).
+  const json* ds = doc.contains("dataset") && doc["dataset"].is_object() ? &doc["dataset"] : nullptr;
+  static const json empty = json::object();
+  const json& m = doc.contains("model") ? doc["model"] : empty;
+  const json* seq = m.is_object() && m.contains("seq_length") ? &m["seq_length"] : nullptr;
+  if (ds && seq && ds->contains("seq_length") && !(*ds)["seq_length"].is_null() && (*ds)["seq_length"] != *seq)
+    error("dataset.seq_length", "bridge_seq_length_mismatch",
+          "dataset.seq_length (" + (*ds)["seq_length"].dump() + ") differs from model.seq_length (" + seq->dump() +
+              "); Bridge refuses that (training/config.py:1640-1646)");
+}
+
+void Converter::model() {
+  const json* mp = d.doc.contains("model") ? &d.doc["model"] : nullptr;
+  if (!mp || !mp->is_object()) {
+    error("model", "bridge_model_missing", "no model section (a provider or a model config)");
+    return;
+  }
+  json m = *mp;
+  std::map<std::string, std::string> from;  // field -> its path in the document
+  for (const auto& [k, v] : m.items()) from[k] = "model." + k;
+  const std::string cls = m.value("_target_", std::string());
+  if (m.contains("_builder_")) {
+    // A builder model config (BridgeGPTModelConfig): its transformer: mapping carries most fields
+    // (mcore:megatron/training/models/gpt.py:153-186); the reader merges it into the outer map.
+    if (m.contains("transformer") && m["transformer"].is_object())
+      for (const auto& [k, v] : m["transformer"].items()) {
+        m[k] = v;
+        from[k] = "model.transformer." + k;
+      }
+    m.erase("transformer");
+    if (m.contains("extra_checkpoint_metadata")) {
+      m.erase("extra_checkpoint_metadata");
+      result.ignored.push_back("model.extra_checkpoint_metadata (checkpoint metadata)");
+    }
+  } else if (!cls.empty() && !BridgeDefaults::for_provider(cls)) {
+    error("model._target_", "bridge_unknown_model_class",
+          "model class " + cls.substr(0, 120) + " is not one of Bridge 600d069b's providers (configs/bridge/defaults.json)");
+  }
+  std::string host;
+  for (const auto& [key, value] : m.items()) {
+    if (key.empty() || key[0] == '_') continue;
+    if (host_model_fields().count(key)) {
+      host += (host.empty() ? "" : ", ") + key;
+      continue;
+    }
+    if (key == "transformer_layer_spec") {
+      // The layer spec function Bridge calls; its use_transformer_engine must agree with transformer_impl.
+      if (value.is_object() && value.contains("use_transformer_engine") && value["use_transformer_engine"].is_boolean()) {
+        const bool te = value["use_transformer_engine"].get<bool>();
+        const std::string impl = m.value("transformer_impl", std::string("transformer_engine"));
+        if (te != (impl == "transformer_engine"))
+          error(from[key], "bridge_layer_spec_vs_impl",
+                "transformer_layer_spec builds " + std::string(te ? "Transformer Engine" : "local") + " modules but transformer_impl is \"" +
+                    impl + "\"");
+      }
+      continue;
+    }
+    if (!find_field("model", key)) {
+      std::string msg = "model field \"" + key.substr(0, 60) + "\" is not one peakcast knows (not in the pinned Megatron / Bridge model classes)";
+      if (auto s = suggest_key("model", key)) msg += "; did you mean " + *s + "?";
+      error(from[key], "unknown_key", msg);
+      continue;
+    }
+    put("model", key, decode_model_field(key, value), from[key]);
+  }
+  if (!host.empty()) result.ignored.push_back("model host objects and initializers: " + host);
+}
+
+void Converter::plain_section(const char* section) {
+  const json* s = d.doc.contains(section) ? &d.doc[section] : nullptr;
+  if (!s || s->is_null()) return;
+  if (!s->is_object()) {
+    error(section, "type_mismatch", std::string("expected the ") + section + " mapping");
+    return;
+  }
+  for (const auto& [key, value] : s->items()) {
+    if (key.empty() || key[0] == '_') continue;
+    const std::string path = std::string(section) + "." + key;
+    if (!find_field(section, key)) {
+      std::string msg = "\"" + key.substr(0, 60) + "\" is not a field of Bridge's " + section + " config";
+      if (auto h = suggest_key(section, key)) msg += "; did you mean " + *h + "?";
+      error(path, "unknown_key", msg);
+      continue;
+    }
+    if (std::string(section) == "optimizer" && key == "timers") continue;  // a host object (setup.py:409-410)
+    put(section, key, decode(value), path);
+  }
+}
+
+// DistributedInitConfig: FSDP replaces DDP and the distributed optimizer (config.py:1064-1196).
+void Converter::dist() {
+  const json* s = d.doc.contains("dist") ? &d.doc["dist"] : nullptr;
+  if (!s || !s->is_object()) return;
+  for (const char* key : {"use_megatron_fsdp", "use_torch_fsdp2"})
+    if (s->value(key, false))
+      error(std::string("dist.") + key, "fsdp_not_simulated",
+            std::string(key) + " wraps the model in FSDP instead of Megatron's DDP and distributed optimizer; not simulated");
+  result.ignored.push_back("dist (process-group settings; FSDP off)");
+}
+
+// env_vars are set before training (config.py:1982-1987); PYTORCH_CUDA_ALLOC_CONF configures the
+// caching allocator the reservation estimate models.
+void Converter::env_vars() {
+  const json* s = d.doc.contains("env_vars") ? &d.doc["env_vars"] : nullptr;
+  if (!s || !s->is_object()) return;
+  std::string others;
+  for (const auto& [key, value] : s->items()) {
+    if (key != "PYTORCH_CUDA_ALLOC_CONF") {
+      others += (others.empty() ? "" : ", ") + key;
+      continue;
+    }
+    const std::string conf = value.is_string() ? value.get<std::string>() : value.dump();
+    bool expandable = false;
+    std::size_t start = 0;
+    while (start <= conf.size()) {
+      const std::size_t comma = conf.find(',', start);
+      const std::string item = conf.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      const std::size_t colon = item.find(':');
+      const std::string name = item.substr(0, colon), val = colon == std::string::npos ? "" : item.substr(colon + 1);
+      if (name == "expandable_segments") expandable = val == "True" || val == "true" || val == "1";
+      else if (!name.empty())
+        warning("env_vars.PYTORCH_CUDA_ALLOC_CONF", "not_simulated",
+                "caching-allocator option " + name.substr(0, 40) + " is not simulated; the reservation estimate assumes its default");
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    put("cluster", "expandable_segments", json(expandable), "env_vars.PYTORCH_CUDA_ALLOC_CONF");
+  }
+  if (!others.empty()) result.ignored.push_back("env_vars without a memory effect: " + others);
+}
+
+// The world size is recorded only as comm_overlap.data_parallel_size, when comm_overlap is set
+// (comm_overlap.py:396, config.py:1039-1040): world = DP x TP x PP x CP (config.py:1018-1026).
+void Converter::cluster() {
+  const json* co = d.doc.contains("comm_overlap") ? &d.doc["comm_overlap"] : nullptr;
+  if (!co || !co->is_object() || !(*co).contains("data_parallel_size") || !(*co)["data_parallel_size"].is_number_integer()) return;
+  const json& m = result.spec["model"];
+  const auto size = [&](const char* k) { return m.contains(k) && m[k].is_number_integer() ? m[k].get<std::int64_t>() : std::int64_t{1}; };
+  const std::int64_t dp = (*co)["data_parallel_size"].get<std::int64_t>();
+  put("cluster", "num_gpus",
+      json(dp * size("tensor_model_parallel_size") * size("pipeline_model_parallel_size") * size("context_parallel_size")),
+      "comm_overlap.data_parallel_size");
+}
+
+}  // namespace
+
+BridgeConversion convert_bridge_container(const BridgeDocument& d, Diagnostics& out) {
+  Converter c{d, out, {}};
+  if (!d.doc.is_object()) {
+    c.error("", "spec_not_object", "a ConfigContainer is a mapping of sections");
+    return c.result;
+  }
+  c.result.spec["defaults"] = "bridge";
+  c.top_level();
+  c.model();
+  for (const char* s : {"train", "optimizer", "ddp"}) c.plain_section(s);
+  c.dist();
+  c.env_vars();
+  c.cluster();
+  c.result.ignored.push_back(d.resolved ? "mixed_precision and comm_overlap: already applied to model, optimizer and ddp before the file was written"
+                                        : "mixed_precision and comm_overlap: applied to model, optimizer and ddp as runtime_config_update does");
+  return c.result;
+}
+
+}  // namespace peakcast::model::detail

@@ -1,0 +1,81 @@
+// parse_spec_input: which reader an input needs, then the one parse pipeline. A Bridge input becomes
+// a run-spec document (bridge_container.cpp) and keeps, for every key, the line it came from.
+#include "bridge_container.hpp"
+#include "peakcast/model/spec_parser.hpp"
+#include "spec_parser_detail.hpp"
+
+namespace peakcast::model {
+
+using nlohmann::json;
+
+namespace {
+
+bool looks_like_json(std::string_view text) {
+  for (char c : text) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    return c == '{' || c == '[';
+  }
+  return true;  // empty: the JSON reader says so
+}
+
+bool sets(const std::vector<std::string>& overrides, const std::string& key) {
+  for (const auto& o : overrides) if (o.rfind(key + "=", 0) == 0) return true;
+  return false;
+}
+
+// Bridge records neither the GPU nor, without comm_overlap, the world size: the user gives them.
+void require_cluster(const detail::BridgeConversion& c, const std::vector<std::string>& rest, const std::string& file,
+                     Diagnostics& out) {
+  const json& cluster = c.spec.contains("cluster") ? c.spec["cluster"] : json::object();
+  if (!cluster.contains("gpu") && !sets(rest, "cluster.gpu"))
+    out.push_back({Severity::error, "cluster.gpu", "bridge_gpu_unknown",
+                   file + " does not record the GPU it trains on; give it with --set cluster.gpu=h100-sxm-80gb "
+                          "(or h200-141gb, b200, a100-80gb)"});
+  if (!cluster.contains("num_gpus") && !sets(rest, "cluster.num_gpus"))
+    out.push_back({Severity::error, "cluster.num_gpus", "bridge_world_size_unknown",
+                   file + " does not record the world size (comm_overlap is null, so comm_overlap.data_parallel_size is "
+                          "absent); give it with --set cluster.num_gpus=N"});
+}
+
+// The run spec's origins name the Bridge file and line a user value came from.
+void attribute(ParseResult& r, const detail::BridgeConversion& c) {
+  for (auto& [path, o] : r.origins) {
+    if (o.origin != "user") continue;
+    if (const auto it = c.sources.find(path); it != c.sources.end()) {
+      o.origin = "Bridge config";
+      o.source = it->second;
+    } else {
+      o.origin = "--set";
+    }
+  }
+  r.ignored = c.ignored;
+}
+
+ParseResult parse_bridge_yaml(std::string_view name, std::string_view text, const std::vector<std::string>& overrides) {
+  ParseResult r;
+  r.input_kind = "Bridge run_config.yaml";
+  detail::BridgeDocument d;
+  d.file = std::string(name.empty() ? "run_config.yaml" : name);
+  const auto doc = detail::parse_yaml_text(text, d.file, r.diagnostics, &d.lines);
+  if (!doc) return r;
+  d.doc = *doc;
+  const std::vector<std::string> rest = detail::apply_bridge_overrides(d, overrides, r.diagnostics);
+  detail::apply_bridge_runtime(d, r.diagnostics);
+  const detail::BridgeConversion c = detail::convert_bridge_container(d, r.diagnostics);
+  require_cluster(c, rest, d.file, r.diagnostics);
+  if (has_errors(r.diagnostics)) return r;
+  ParseResult parsed = detail::parse_document(c.spec, rest);
+  attribute(parsed, c);
+  parsed.input_kind = r.input_kind;
+  parsed.diagnostics.insert(parsed.diagnostics.begin(), r.diagnostics.begin(), r.diagnostics.end());
+  return parsed;
+}
+
+}  // namespace
+
+ParseResult parse_spec_input(std::string_view name, std::string_view text, const std::vector<std::string>& overrides) {
+  if (!looks_like_json(text)) return parse_bridge_yaml(name, text, overrides);
+  return parse_run_spec(text, overrides);
+}
+
+}  // namespace peakcast::model

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "bridge_defaults.hpp"
+#include "spec_parser_detail.hpp"
 #include "spec_schema.hpp"
 #include "spec_suggest.hpp"
 
@@ -68,7 +69,8 @@ json decode(const json& v) {
 // megatron.core.activations.squared_relu, torch._C._nn.gelu): the run spec names the function.
 json decode_model_field(const std::string& key, const json& v) {
   json d = decode(v);
-  if (key == "activation_func" && d.is_string()) return json(short_name(d.get<std::string>()));
+  if ((key == "activation_func" || key == "activation_func_fp8_input_store") && d.is_string() && d.get<std::string>().find('.') != std::string::npos)
+    return json(short_name(d.get<std::string>()));
   return d;
 }
 
@@ -88,8 +90,10 @@ struct Converter {
     out.push_back({Severity::warning, path, rule, where(path) + ": " + message});
   }
   void put(const std::string& section, const std::string& key, json value, const std::string& from) {
+    KeyOrigin o{"Bridge config", where(from) + " (" + from + ")", value.dump()};
+    if (const auto it = d.origins.find(from); it != d.origins.end()) o = {it->second.origin, it->second.source, value.dump()};
     result.spec[section][key] = std::move(value);
-    result.sources[section + "." + key] = where(from) + " (" + from + ")";
+    result.origins[section + "." + key] = std::move(o);
   }
 
   void top_level();
@@ -102,7 +106,7 @@ struct Converter {
 
 void Converter::top_level() {
   const json& doc = d.doc;
-  if (doc.value("_target_", std::string(kContainer)) != kContainer)
+  if (string_or(doc, "_target_", kContainer) != kContainer)
     error("_target_", "bridge_not_container", "the document's _target_ is not " + std::string(kContainer) +
                                                   ": not a Megatron-Bridge run_config.yaml");
   std::vector<std::string> known(mapped_sections().begin(), mapped_sections().end());
@@ -141,7 +145,7 @@ void Converter::model() {
   json m = *mp;
   std::map<std::string, std::string> from;  // field -> its path in the document
   for (const auto& [k, v] : m.items()) from[k] = "model." + k;
-  const std::string cls = m.value("_target_", std::string());
+  const std::string cls = string_or(m, "_target_");
   if (m.contains("_builder_")) {
     // A builder model config (BridgeGPTModelConfig): its transformer: mapping carries most fields
     // (mcore:megatron/training/models/gpt.py:153-186); the reader merges it into the outer map.
@@ -155,6 +159,9 @@ void Converter::model() {
       m.erase("extra_checkpoint_metadata");
       result.ignored.push_back("model.extra_checkpoint_metadata (checkpoint metadata)");
     }
+  }
+  if (!cls.empty() && BridgeDefaults::for_provider(cls)) result.spec["bridge_model_class"] = cls;
+  if (m.contains("_builder_")) {
   } else if (!cls.empty() && !BridgeDefaults::for_provider(cls)) {
     error("model._target_", "bridge_unknown_model_class",
           "model class " + cls.substr(0, 120) + " is not one of Bridge 600d069b's providers (configs/bridge/defaults.json)");
@@ -170,7 +177,7 @@ void Converter::model() {
       // The layer spec function Bridge calls; its use_transformer_engine must agree with transformer_impl.
       if (value.is_object() && value.contains("use_transformer_engine") && value["use_transformer_engine"].is_boolean()) {
         const bool te = value["use_transformer_engine"].get<bool>();
-        const std::string impl = m.value("transformer_impl", std::string("transformer_engine"));
+        const std::string impl = string_or(m, "transformer_impl", "transformer_engine");
         if (te != (impl == "transformer_engine"))
           error(from[key], "bridge_layer_spec_vs_impl",
                 "transformer_layer_spec builds " + std::string(te ? "Transformer Engine" : "local") + " modules but transformer_impl is \"" +

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/model/diagnostics.hpp"
+#include "peakcast/model/spec_parser.hpp"
 
 namespace peakcast::model::detail {
 
@@ -22,12 +23,15 @@ struct BridgeDocument {
   std::map<std::string, int> lines;   // key path ("model.seq_length") -> line, when read from YAML
   bool resolved = true;               // written after runtime_config_update (run_config.yaml): mixed
                                       // precision and comm overlap are already applied to the sections
+  // Where a value came from when not the file itself ("model.hidden_size" -> Hugging Face config, a
+  // recipe assignment, a runtime step); the file's own values are named by their line.
+  std::map<std::string, KeyOrigin> origins;
 };
 
 struct BridgeConversion {
   nlohmann::json spec = nlohmann::json::object();  // model, train, optimizer, ddp, cluster, "defaults": "bridge"
   std::vector<std::string> ignored;                // what was read and has no memory effect, one entry each
-  std::map<std::string, std::string> sources;      // run-spec key path -> "file:line (bridge key path)"
+  std::map<std::string, KeyOrigin> origins;        // run-spec key path -> where its value came from
 };
 
 // Applies `--set section.key=VALUE` for the ConfigContainer's sections to the document (Bridge's own

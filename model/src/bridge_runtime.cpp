@@ -90,7 +90,8 @@ std::optional<json> mixed_precision_fields(const json& mp, Diagnostics& out) {
 }
 
 // MixedPrecisionConfig.setup: every field a target has is overwritten, None included (:113-157).
-void mixed_precision_setup(json& doc, Diagnostics& out) {
+void mixed_precision_setup(BridgeDocument& d, Diagnostics& out) {
+  json& doc = d.doc;
   if (!doc.contains("mixed_precision") || doc["mixed_precision"].is_null()) return;
   const auto fields = mixed_precision_fields(doc["mixed_precision"], out);
   if (!fields) return;
@@ -102,16 +103,28 @@ void mixed_precision_setup(json& doc, Diagnostics& out) {
       {"optimizer", {"fp16", "bf16", "params_dtype", "fp8_recipe", "loss_scale", "initial_loss_scale", "min_loss_scale",
                      "loss_scale_window", "hysteresis", "reuse_grad_buf_for_mxfp8_param_ag"}},
       {"ddp", {"grad_reduce_in_fp32", "fp8_param_gather", "fp4_param_gather", "reuse_grad_buf_for_mxfp8_param_ag"}}};
+  const std::string what = doc["mixed_precision"].is_string() ? "mixed_precision preset " + doc["mixed_precision"].get<std::string>()
+                                                              : std::string("mixed_precision");
   for (const auto& [section, keys] : copies) {
     json& s = doc[section];
-    for (const char* k : keys) (section == "model" ? model_slot(s, k) : s[k]) = (*fields)[k];
+    for (const char* k : keys) {
+      json& slot = section == "model" ? model_slot(s, k) : s[k];
+      const auto set = d.origins.find(section + "." + k);
+      if (set != d.origins.end() && set->second.origin == "--set" && slot != (*fields)[k])
+        out.push_back({Severity::warning, section + "." + k, "overridden_by_mixed_precision",
+                       "--set " + section + "." + k + " is overwritten by MixedPrecisionConfig.setup with the mixed_precision value " +
+                           (*fields)[k].dump() + " (mixed_precision.py:113-157); set mixed_precision." + k + " instead"});
+      slot = (*fields)[k];
+      d.origins[section + "." + k] = {"Bridge runtime", what + " via MixedPrecisionConfig.setup (bridge:src/megatron/bridge/training/mixed_precision.py:113-157)", ""};
+    }
   }
 }
 
 // CommOverlapConfig.setup (comm_overlap.py:604-643): the model's defaults, TE's userbuffers off below
 // TP 2 or without SP, the pipeline overlap by PP / VP, user values on top; then with the distributed
 // optimizer the DDP and optimizer overlap (128 MiB buckets when DP > 1).
-void comm_overlap_setup(json& doc) {
+void comm_overlap_setup(BridgeDocument& d) {
+  json& doc = d.doc;
   if (!doc.contains("comm_overlap") || !doc["comm_overlap"].is_object()) return;
   const json& co = doc["comm_overlap"];
   json& m = doc["model"];
@@ -125,15 +138,25 @@ void comm_overlap_setup(json& doc) {
     if (co.contains(k) && !co[k].is_null()) model_cfg[k] = co[k];
   if (model_cfg["tp_comm_overlap"] == true && (tp < 2 || !model_flag(m, "sequence_parallel"))) model_cfg["tp_comm_overlap"] = false;
   if (model_cfg["tp_comm_overlap"] != true) model_cfg["tp_comm_overlap_cfg"] = nullptr;
-  for (const auto& [k, v] : model_cfg.items()) model_slot(m, k) = v;
+  const KeyOrigin setup{"Bridge runtime", "CommOverlapConfig.setup (bridge:src/megatron/bridge/training/comm_overlap.py:604-643)", ""};
+  for (const auto& [k, v] : model_cfg.items()) {
+    model_slot(m, k) = v;
+    d.origins["model." + k] = setup;
+  }
   if (!doc["ddp"].value("use_distributed_optimizer", false)) return;
   json opt_cfg = {{"bucket_size", dp > 1 ? json(134217728) : json(nullptr)}, {"overlap_grad_reduce", dp > 1},
                   {"overlap_param_gather", dp > 1}, {"overlap_param_gather_with_optimizer_step", false},
                   {"align_param_gather", dp > 1 && pp > 1 && vp > 1}};
   for (const auto& [k, v] : opt_cfg.items())
     if (co.contains(k) && !co[k].is_null()) opt_cfg[k] = co[k];
-  for (const char* k : {"overlap_param_gather", "overlap_param_gather_with_optimizer_step"}) doc["optimizer"][k] = opt_cfg[k];
-  for (const char* k : {"overlap_grad_reduce", "overlap_param_gather", "align_param_gather", "bucket_size"}) doc["ddp"][k] = opt_cfg[k];
+  for (const char* k : {"overlap_param_gather", "overlap_param_gather_with_optimizer_step"}) {
+    doc["optimizer"][k] = opt_cfg[k];
+    d.origins[std::string("optimizer.") + k] = setup;
+  }
+  for (const char* k : {"overlap_grad_reduce", "overlap_param_gather", "align_param_gather", "bucket_size"}) {
+    doc["ddp"][k] = opt_cfg[k];
+    d.origins[std::string("ddp.") + k] = setup;
+  }
   doc["ddp"]["delay_wgrad_compute"] = co.contains("delay_wgrad_compute") ? co["delay_wgrad_compute"] : json(nullptr);
 }
 
@@ -153,7 +176,7 @@ void finalize_and_validate(json& doc) {
     m["hybrid_layer_pattern"] = m["hybrid_override_pattern"];
     m["hybrid_override_pattern"] = nullptr;
   }
-  const std::string cls = m.value("_target_", std::string());
+  const std::string cls = string_or(m, "_target_");
   if (cls.find("hybrid") == std::string::npos && model_slot(m, "position_embedding_type") != "rope") model_slot(m, "apply_rope_fusion") = false;
   json& ddp = doc["ddp"];
   json& opt = doc["optimizer"];
@@ -163,7 +186,7 @@ void finalize_and_validate(json& doc) {
     opt[k] = on;
   }
   if (ddp.value("overlap_grad_reduce", false) && (!ddp.contains("bucket_size") || ddp["bucket_size"].is_null())) {
-    const std::int64_t dp = doc["comm_overlap"].is_object() ? doc["comm_overlap"].value("data_parallel_size", std::int64_t{1}) : 1;
+    const std::int64_t dp = doc["comm_overlap"].is_object() ? int_or(doc["comm_overlap"], "data_parallel_size", 1) : 1;
     ddp["bucket_size"] = std::max<std::int64_t>(40000000, 1000000 * dp * model_int(m, "context_parallel_size", 1));
   }
 }
@@ -174,6 +197,14 @@ std::vector<std::string> apply_bridge_overrides(BridgeDocument& d, const std::ve
   std::vector<std::string> rest;
   const json& sections = defaults_table()["sections"];
   for (const std::string& item : overrides) {
+    // A whole mixed_precision section given as a preset name (mixed_precision.py:432-448).
+    if (item.rfind("mixed_precision=", 0) == 0) {
+      std::string v = item.substr(16);
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      d.doc["mixed_precision"] = v;
+      d.resolved = false;
+      continue;
+    }
     const std::size_t eq = item.find('='), dot = item.find('.');
     if (eq == std::string::npos || dot == std::string::npos || dot > eq || !sections.contains(item.substr(0, dot))) {
       rest.push_back(item);  // cluster.*, top-level keys, or a syntax error the run-spec overrides report
@@ -197,6 +228,7 @@ std::vector<std::string> apply_bridge_overrides(BridgeDocument& d, const std::ve
     Diagnostics ignored;
     const auto value = json::accept(text) ? parse_json_text(text, item.substr(0, eq), "--set", ignored) : std::optional<json>(json(text));
     *slot = value ? *value : json(text);
+    d.origins[section + "." + key] = {"--set", "--set " + item.substr(0, 200), ""};
     if (section == "mixed_precision" || section == "comm_overlap") d.resolved = false;
   }
   return rest;
@@ -206,8 +238,8 @@ void apply_bridge_runtime(BridgeDocument& d, Diagnostics& out) {
   if (d.resolved) return;
   for (const char* s : {"model", "optimizer", "ddp"})
     if (!d.doc.contains(s) || !d.doc[s].is_object()) d.doc[s] = json::object();
-  mixed_precision_setup(d.doc, out);
-  comm_overlap_setup(d.doc);
+  mixed_precision_setup(d, out);
+  comm_overlap_setup(d);
   finalize_and_validate(d.doc);
   d.resolved = true;
 }

@@ -1,6 +1,7 @@
 // parse_spec_input: which reader an input needs, then the one parse pipeline. A Bridge input becomes
 // a run-spec document (bridge_container.cpp) and keeps, for every key, the line it came from.
 #include "bridge_container.hpp"
+#include "bridge_recipe.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "spec_parser_detail.hpp"
 
@@ -41,9 +42,9 @@ void require_cluster(const detail::BridgeConversion& c, const std::vector<std::s
 void attribute(ParseResult& r, const detail::BridgeConversion& c) {
   for (auto& [path, o] : r.origins) {
     if (o.origin != "user") continue;
-    if (const auto it = c.sources.find(path); it != c.sources.end()) {
-      o.origin = "Bridge config";
-      o.source = it->second;
+    if (const auto it = c.origins.find(path); it != c.origins.end()) {
+      o.origin = it->second.origin;
+      o.source = it->second.source;
     } else {
       o.origin = "--set";
     }
@@ -51,15 +52,12 @@ void attribute(ParseResult& r, const detail::BridgeConversion& c) {
   r.ignored = c.ignored;
 }
 
-ParseResult parse_bridge_yaml(std::string_view name, std::string_view text, const std::vector<std::string>& overrides) {
-  ParseResult r;
-  r.input_kind = "Bridge run_config.yaml";
-  detail::BridgeDocument d;
-  d.file = std::string(name.empty() ? "run_config.yaml" : name);
-  const auto doc = detail::parse_yaml_text(text, d.file, r.diagnostics, &d.lines);
-  if (!doc) return r;
-  d.doc = *doc;
-  const std::vector<std::string> rest = detail::apply_bridge_overrides(d, overrides, r.diagnostics);
+// A Bridge document (read from YAML, or a recipe) through overrides, the runtime update and the conversion.
+ParseResult parse_bridge_document(detail::BridgeDocument d, ParseResult r, const std::vector<std::string>& cluster,
+                                  const std::vector<std::string>& overrides) {
+  std::vector<std::string> rest = cluster;
+  const std::vector<std::string> user = detail::apply_bridge_overrides(d, overrides, r.diagnostics);
+  rest.insert(rest.end(), user.begin(), user.end());
   detail::apply_bridge_runtime(d, r.diagnostics);
   const detail::BridgeConversion c = detail::convert_bridge_container(d, r.diagnostics);
   require_cluster(c, rest, d.file, r.diagnostics);
@@ -71,9 +69,30 @@ ParseResult parse_bridge_yaml(std::string_view name, std::string_view text, cons
   return parsed;
 }
 
+ParseResult parse_bridge_yaml(std::string_view name, std::string_view text, const std::vector<std::string>& overrides) {
+  ParseResult r;
+  r.input_kind = "Bridge run_config.yaml";
+  detail::BridgeDocument d;
+  d.file = std::string(name.empty() ? "run_config.yaml" : name);
+  const auto doc = detail::parse_yaml_text(text, d.file, r.diagnostics, &d.lines);
+  if (!doc) return r;
+  d.doc = *doc;
+  return parse_bridge_document(std::move(d), std::move(r), {}, overrides);
+}
+
+ParseResult parse_bridge_recipe(const std::string& name, const std::vector<std::string>& overrides) {
+  ParseResult r;
+  r.input_kind = "Bridge recipe";
+  std::vector<std::string> cluster;
+  auto d = detail::recipe_document(name, r.diagnostics, &cluster);
+  if (!d) return r;
+  return parse_bridge_document(std::move(*d), std::move(r), cluster, overrides);
+}
+
 }  // namespace
 
 ParseResult parse_spec_input(std::string_view name, std::string_view text, const std::vector<std::string>& overrides) {
+  if (name.rfind("bridge:", 0) == 0) return parse_bridge_recipe(std::string(name.substr(7)), overrides);
   if (!looks_like_json(text)) return parse_bridge_yaml(name, text, overrides);
   return parse_run_spec(text, overrides);
 }

@@ -66,7 +66,9 @@ void fill(const json& doc, const std::set<std::string>& preset_keys, ParseResult
   ctx.origins = &result.origins;
   if (ctx.profile == DefaultsProfile::bridge) {
     const json& model = doc.contains("model") && doc["model"].is_object() ? doc["model"] : json::object();
-    ctx.bridge = detail::BridgeDefaults::for_provider(detail::default_provider_class(model));
+    const bool named = doc.contains("bridge_model_class") && doc["bridge_model_class"].is_string();
+    ctx.bridge = detail::BridgeDefaults::for_provider(named ? doc["bridge_model_class"].get<std::string>()
+                                                            : detail::default_provider_class(model));
   }
   result.defaults = ctx.profile;
   detail::fill_run_spec(doc, ctx, spec, result.diagnostics);

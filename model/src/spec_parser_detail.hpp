@@ -54,6 +54,18 @@ ParseResult parse_document(nlohmann::json doc, const std::vector<std::string>& o
 std::optional<nlohmann::json> parse_yaml_text(std::string_view text, const std::string& file, Diagnostics& out,
                                               std::map<std::string, int>* lines);
 
+// obj[key] as a string, `fallback` when absent, null or of another type (json::value throws on null).
+inline std::string string_or(const nlohmann::json& obj, const char* key, const std::string& fallback = "") {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+inline std::int64_t int_or(const nlohmann::json& obj, const char* key, std::int64_t fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
+}
+
 // Joins a section and key into a path: "model" + "x" -> "model.x".
 inline std::string key_path(std::string_view section, std::string_view key) {
   if (section.empty() || section == "top") return std::string(key);

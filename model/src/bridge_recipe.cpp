@@ -1,0 +1,232 @@
+// "bridge:<recipe function>": a pinned Megatron-Bridge recipe from the catalogue (configs/recipes/,
+// each file what the recipe function assigns, traced from the code at 600d069b) resolved as Bridge
+// runs it: the model from its Hugging Face config through AutoBridge's mapping (hf_config.cpp) or
+// from the recipe's provider arguments, the recipe's assignments on top, setup()'s vocabulary, then
+// runtime_config_update (bridge_runtime.cpp) and the same conversion a run_config.yaml takes.
+#include "bridge_recipe.hpp"
+
+#include "bridge_container.hpp"
+#include "hf_config.hpp"
+#include "peakcast/model/embedded_configs.hpp"
+#include "spec_parser_detail.hpp"
+#include "spec_suggest.hpp"
+
+namespace peakcast::model::detail {
+
+using nlohmann::json;
+
+namespace {
+
+const json& provider_table() {
+  static const json t = [] {
+    const auto text = embedded_config("bridge/defaults.json");
+    json j = text ? json::parse(text->begin(), text->end(), nullptr, false) : json();
+    return j.is_object() && j.contains("providers") ? j["providers"] : json::object();
+  }();
+  return t;
+}
+
+// The recipe's provider class ("MLAModelProvider", "BridgeGPTModelConfig (nested ...)") by its full name.
+std::string full_class(const std::string& name) {
+  const std::string short_name = name.substr(0, name.find(' '));
+  for (const auto& [k, v] : provider_table().items())
+    if (k.size() > short_name.size() && k.compare(k.size() - short_name.size() - 1, std::string::npos, "." + short_name) == 0) return k;
+  return "";
+}
+
+// The GPU of the recipe's folder (recipes/<family>/<gpu>/), as a shipped GPU preset.
+std::optional<std::string> gpu_preset_of(const std::string& folder) {
+  if (folder == "h100") return "h100-sxm-80gb";
+  if (folder == "h200") return "h200-141gb";
+  if (folder == "b200") return "b200";
+  if (folder == "a100") return "a100-80gb";
+  return std::nullopt;
+}
+
+// A catalogue value: a recipe's own value, or one it copies from the HF-built provider.
+std::optional<json> resolve(const json& v, const json& model, std::string& why) {
+  if (v.is_object() && v.contains("_unknown")) {
+    const std::string what = v["_unknown"].get<std::string>();
+    const std::string prefix = "hf_provider.";
+    if (what.rfind(prefix, 0) == 0 && model.contains(what.substr(prefix.size()))) return model[what.substr(prefix.size())];
+    why = what;
+    return std::nullopt;
+  }
+  if (v.is_object() && v.contains("_symbol")) return v["_symbol"];  // a function, as its dotted name
+  return v;
+}
+
+struct RecipeBuilder {
+  const json& recipe;
+  const std::string& file;
+  Diagnostics& out;
+  json doc = json::object();
+  std::map<std::string, KeyOrigin> origins;
+
+  void error(const std::string& path, const char* rule, const std::string& message) {
+    out.push_back({Severity::error, path, rule, file + ": " + message});
+  }
+  // The line the recipe assigns a key at (the catalogue's "sources"), else the recipe function's.
+  std::string source_of(const std::string& path) const {
+    if (recipe.contains("sources") && recipe["sources"].contains(path) && recipe["sources"][path].is_string())
+      return recipe["sources"][path].get<std::string>();
+    return string_or(recipe, "source");
+  }
+  bool model();
+  void sections();
+  void vocabulary();
+};
+
+bool RecipeBuilder::model() {
+  const json& mp = recipe["model_provider"];
+  const std::string cls = full_class(string_or(mp, "provider_class"));
+  if (cls.empty()) {
+    error("model_provider", "recipe_unknown_provider", "provider class " + string_or(mp, "provider_class", "?") + " is not in Bridge's table");
+    return false;
+  }
+  json m = json::object();
+  if (string_or(mp, "kind") == "hf") {
+    const std::string id = string_or(mp, "hf_model_id");
+    const auto hf = shipped_hf_config(id);
+    if (!hf) {
+      error("model_provider.hf_model_id", "recipe_hf_config_missing",
+            "no public config.json for " + id + " in configs/hf/ (give the model's config with --hf-config)");
+      return false;
+    }
+    const auto mapped = map_hf_config(*hf, "configs/hf/" + id, out);
+    if (!mapped) return false;
+    m = mapped->fields;
+    for (const auto& [k, v] : m.items())
+      origins["model." + k] = {"Hugging Face config", id + " (configs/hf/) through " + mapped->bridge + " (" + mapped->sources.front() + ")", ""};
+  }
+  const json& rm = recipe["config"].value("model", json::object());
+  json flat = rm;
+  if (flat.contains("transformer") && flat["transformer"].is_object()) {
+    for (const auto& [k, v] : rm["transformer"].items()) flat[k] = v;
+    flat.erase("transformer");
+  }
+  for (const auto& [k, v] : flat.items()) {
+    if (k.empty() || k[0] == '_') continue;
+    std::string why;
+    if (const auto r = resolve(v, m, why)) {
+      m[k] = *r;
+      origins["model." + k] = {"recipe", source_of("model." + k), ""};
+    } else error("config.model." + k, "recipe_value_unresolved", "the recipe computes " + k + " from " + why + ", which peakcast cannot evaluate");
+  }
+  m["_target_"] = cls;
+  doc["model"] = m;
+  return true;
+}
+
+void RecipeBuilder::sections() {
+  for (const auto& [section, v] : recipe["config"].items()) {
+    if (section == "model") continue;
+    if (!v.is_object()) {
+      doc[section] = v;
+      continue;
+    }
+    json s = json::object();
+    for (const auto& [k, e] : v.items()) {
+      if (k == "_constructor") continue;
+      std::string why;
+      if (const auto r = resolve(e, doc["model"], why)) {
+        s[k] = *r;
+        origins[section + "." + k] = {"recipe", source_of(section + "." + k), ""};
+      } else if (section == "model" || section == "train" || section == "optimizer" || section == "ddp" || section == "mixed_precision")
+        error("config." + section + "." + k, "recipe_value_unresolved", "the recipe computes " + k + " from " + why + ", which peakcast cannot evaluate");
+    }
+    doc[section] = s;
+  }
+  const std::int64_t world = int_or(recipe, "num_gpus", 0);
+  const json& m = doc["model"];
+  const auto size = [&](const char* k) { return m.contains(k) && m[k].is_number_integer() ? m[k].get<std::int64_t>() : std::int64_t{1}; };
+  const std::int64_t tp_pp_cp = size("tensor_model_parallel_size") * size("pipeline_model_parallel_size") * size("context_parallel_size");
+  if (!doc["comm_overlap"].is_object()) doc["comm_overlap"] = json::object();
+  if (world > 0 && tp_pp_cp > 0) doc["comm_overlap"]["data_parallel_size"] = world / tp_pp_cp;
+  doc["_target_"] = "megatron.bridge.training.config.ConfigContainer";
+}
+
+// len(tokenizer) of a Hugging Face tokenizer, from configs/tokenizers.json (each size with its source).
+std::optional<std::int64_t> tokenizer_vocab(const std::string& name) {
+  static const json t = [] {
+    const auto text = embedded_config("tokenizers.json");
+    json j = text ? json::parse(text->begin(), text->end(), nullptr, false) : json();
+    return j.is_object() ? j : json::object();
+  }();
+  if (!t.contains("tokenizers") || !t["tokenizers"].contains(name)) return std::nullopt;
+  const json& e = t["tokenizers"][name];
+  return e.contains("vocab_size") && e["vocab_size"].is_number_integer() ? std::optional<std::int64_t>(e["vocab_size"].get<std::int64_t>())
+                                                                          : std::nullopt;
+}
+
+// setup(): the tokenizer's vocabulary when use_tokenizer_vocab_size (or no model vocabulary), padded
+// at build time (bridge:src/megatron/bridge/training/setup.py:321-327, :740-780).
+void RecipeBuilder::vocabulary() {
+  const json& tok = doc.value("tokenizer", json::object());
+  json& m = doc["model"];
+  const bool use_tok = tok.value("use_tokenizer_vocab_size", false) || !m.contains("vocab_size") || m["vocab_size"].is_null();
+  if (!use_tok) {
+    m["should_pad_vocab"] = false;
+    return;
+  }
+  const std::string name = string_or(tok, "tokenizer_model");
+  const auto known = tokenizer_vocab(name);
+  const KeyOrigin setup{"Bridge setup()", "tokenizer vocabulary, padded at build (bridge:src/megatron/bridge/training/setup.py:321-327, :740-780)", ""};
+  if (tok.contains("vocab_size") && tok["vocab_size"].is_number_integer()) {
+    m["vocab_size"] = tok["vocab_size"];
+    m["should_pad_vocab"] = true;
+    origins["model.vocab_size"] = origins["model.should_pad_vocab"] = setup;
+  } else if (known) {
+    m["vocab_size"] = *known;
+    m["should_pad_vocab"] = true;
+    origins["model.vocab_size"] = origins["model.should_pad_vocab"] = setup;
+  } else {
+    error("config.tokenizer", "recipe_vocab_unknown", "the vocabulary comes from tokenizer " + string_or(tok, "tokenizer_model", "?") +
+                                                          ", whose size the catalogue does not record; give --set model.vocab_size=V");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> recipe_names() {
+  std::vector<std::string> names;
+  for (const std::string& p : embedded_config_paths("recipes/"))
+    if (p.size() > 13 && p.compare(p.size() - 5, 5, ".json") == 0) names.push_back(p.substr(8, p.size() - 13));
+  return names;
+}
+
+std::optional<json> recipe_entry(const std::string& name) {
+  const auto text = embedded_config("recipes/" + name + ".json");
+  if (!text || name.find('/') != std::string::npos) return std::nullopt;
+  json j = json::parse(text->begin(), text->end(), nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return j;
+}
+
+std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnostics& out, std::vector<std::string>* cluster_overrides) {
+  const auto recipe = recipe_entry(name);
+  const std::string file = "bridge:" + name;
+  if (!recipe) {
+    std::string msg = "no recipe " + name.substr(0, 80) + " in the catalogue of Bridge 600d069b (peakcast recipes lists them)";
+    if (auto s = closest_name(name, recipe_names())) msg += "; did you mean bridge:" + *s + "?";
+    out.push_back({Severity::error, "", "unknown_recipe", msg});
+    return std::nullopt;
+  }
+  RecipeBuilder b{*recipe, file, out};
+  if (!b.model()) return std::nullopt;
+  b.sections();
+  b.vocabulary();
+  if (cluster_overrides) {
+    if (int_or(*recipe, "num_gpus", 0) > 0)
+      cluster_overrides->push_back("cluster.num_gpus=" + std::to_string((*recipe)["num_gpus"].get<std::int64_t>()));
+    if (const auto gpu = gpu_preset_of(string_or(*recipe, "gpu"))) cluster_overrides->push_back("cluster.gpu=\"" + *gpu + "\"");
+  }
+  BridgeDocument d;
+  d.doc = std::move(b.doc);
+  d.origins = std::move(b.origins);
+  d.file = file;
+  d.resolved = false;
+  return d;
+}
+
+}  // namespace peakcast::model::detail

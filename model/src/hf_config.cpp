@@ -1,0 +1,253 @@
+// map_hf_config: dispatch (auto_bridge.py:2131-2192), the shared mapping and its post-processing
+// (model_bridge.py:548-649, base provider_bridge :738-804), then the architecture's constants and
+// rules, as configs/hf/architectures.json and docs/hf-config-mapping.md give them.
+#include "hf_config.hpp"
+
+#include <set>
+
+#include "peakcast/model/embedded_configs.hpp"
+#include "spec_parser_detail.hpp"
+#include "spec_suggest.hpp"
+
+namespace peakcast::model::detail {
+
+using nlohmann::json;
+
+namespace {
+
+const json& table() {
+  static const json t = [] {
+    const auto text = embedded_config("hf/architectures.json");
+    json j = text ? json::parse(text->begin(), text->end(), nullptr, false) : json();
+    return j.is_object() ? j : json::object();
+  }();
+  return t;
+}
+
+struct Mapper {
+  const json& hf;
+  const std::string& file;
+  const json& arch;
+  Diagnostics& out;
+  HfModel model;
+  std::set<std::string> known;  // HF keys read or classified
+
+  void error(const std::string& key, const char* rule, const std::string& message) {
+    out.push_back({Severity::error, key, rule, file + ": " + message});
+  }
+  const json* get(const std::string& key) {
+    known.insert(key);
+    if (hf.contains(key)) return &hf[key];
+    if (!arch.contains("tf_defaults") || !arch["tf_defaults"].contains(key)) return nullptr;
+    return &arch["tf_defaults"][key];
+  }
+  void copy(const std::vector<std::pair<std::string, std::string>>& pairs) {
+    std::set<std::string> set;  // first match wins (model_bridge.py:561-580)
+    for (const auto& [h, m] : pairs) {
+      const json* v = get(h);
+      if (v && !set.count(m)) {
+        model.fields[m] = *v;
+        set.insert(m);
+      }
+    }
+  }
+  void base();
+  void post_process(bool mla);
+  void rules();
+};
+
+std::vector<std::pair<std::string, std::string>> pairs_of(const json& list) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : list) if (p.is_array() && p.size() == 2) out.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+  return out;
+}
+
+void Mapper::base() { copy(pairs_of(table()["base_mapping"])); }
+
+// Activation names of Bridge's ACTIVATION_FUNC_MAP (utils/activation_map.py:41-63) as the run spec names them.
+std::optional<std::string> activation(const std::string& hf_act) {
+  if (hf_act == "silu" || hf_act == "swish") return "silu";
+  if (hf_act == "gelu") return "gelu";
+  if (hf_act == "relu") return "relu";
+  if (hf_act == "relu2" || hf_act == "squared_relu") return "squared_relu";
+  if (hf_act == "gelu_pytorch_tanh" || hf_act == "fast_gelu") return "fast_gelu";
+  if (hf_act == "quick_gelu") return "quick_gelu";
+  return std::nullopt;
+}
+
+void Mapper::post_process(bool mla) {
+  const json* rs = get("rope_scaling");
+  std::string rope_type;
+  if (rs && rs->is_object()) rope_type = string_or(*rs, "type", string_or(*rs, "rope_type"));
+  // The base provider_bridge (model_bridge.py:790-802) and the YaRN / MLA rope handling (:595-632).
+  // position_embedding_type: yarn for a YaRN config on a GPT provider, rope otherwise (:790-797).
+  model.fields["position_embedding_type"] = !mla && rope_type == "yarn" ? "yarn" : "rope";
+  if (mla) {
+    if (rope_type == "yarn") {
+      for (const auto& [h, m] : std::vector<std::pair<std::string, std::string>>{{"factor", "rotary_scaling_factor"},
+                                                                                 {"mscale", "mscale"}, {"mscale_all_dim", "mscale_all_dim"},
+                                                                                 {"beta_fast", "beta_fast"}, {"beta_slow", "beta_slow"}})
+        if (rs->contains(h)) model.fields[m] = (*rs)[h];
+    } else {
+      model.fields["rotary_scaling_factor"] = 1.0;
+      model.fields["mscale_all_dim"] = 1.0;
+    }
+  } else {
+    if (rope_type == "yarn")
+      for (const auto& [h, m] : std::vector<std::pair<std::string, std::string>>{{"factor", "yarn_rotary_scaling_factor"},
+                                                                                 {"original_max_position_embeddings", "yarn_original_max_position_embeddings"},
+                                                                                 {"beta_fast", "yarn_beta_fast"}, {"beta_slow", "yarn_beta_slow"},
+                                                                                 {"mscale", "yarn_mscale"}, {"mscale_all_dim", "yarn_mscale_all_dim"}})
+        if (rs->contains(h)) model.fields[m] = (*rs)[h];
+  }
+  // make_vocab_size_divisible_by: the largest power of two <= 128 dividing the vocabulary (:634-637, :1716-1747).
+  if (const json* v = get("vocab_size"); v && v->is_number_integer() && v->get<std::int64_t>() > 0) {
+    std::int64_t d = 128;
+    while (d > 1 && v->get<std::int64_t>() % d != 0) d /= 2;
+    model.fields["make_vocab_size_divisible_by"] = d;
+  }
+  // torch_dtype (TF 5: dtype) -> params_dtype, bf16, fp16; fp32 when absent (:639-643, :1660-1714).
+  const json* dt = hf.contains("torch_dtype") ? get("torch_dtype") : get("dtype");
+  const std::string dtype = dt && dt->is_string() ? dt->get<std::string>() : "float32";
+  model.fields["params_dtype"] = dtype == "bfloat16" ? "bf16" : dtype == "float16" ? "fp16" : "fp32";
+  model.fields["bf16"] = dtype == "bfloat16";
+  model.fields["fp16"] = dtype == "float16";
+  // hidden_act, else hidden_activation, else silu (:645-647); an unknown name raises there.
+  const json* act = hf.contains("hidden_act") ? get("hidden_act") : get("hidden_activation");
+  const std::string a = act && act->is_string() ? act->get<std::string>() : "silu";
+  if (const auto name = activation(a)) model.fields["activation_func"] = *name;
+  else error("hidden_act", "hf_unknown_activation", "hidden_act \"" + a.substr(0, 40) + "\" is not in Bridge's ACTIVATION_FUNC_MAP (utils/activation_map.py:41-63)");
+  // MLA-only fields are not fields of a GPT provider: the base provider_bridge drops them (:782-783).
+  if (!mla)
+    for (const auto& f : table()["mla_only_fields"]) model.fields.erase(f.get<std::string>());
+}
+
+void Mapper::rules() {
+  const std::int64_t layers = int_or(hf, "num_hidden_layers", 0);
+  for (const auto& r : arch.value("rules", json::array())) {
+    const std::string rule = r.get<std::string>();
+    if (rule == "moe_layer_freq_from_first_k_dense") {  // deepseek_v2_bridge.py:79-81, deepseek_v3_bridge.py:92-94
+      const json* k = get("first_k_dense_replace");
+      const std::int64_t dense = k && k->is_number_integer() ? k->get<std::int64_t>() : 0;
+      json freq = json::array();
+      for (std::int64_t i = 0; i < layers; ++i) freq.push_back(i < dense ? 0 : 1);
+      model.fields["moe_layer_freq"] = freq;
+    } else if (rule == "shared_experts_product") {  // deepseek_v2_bridge.py:82, deepseek_v3_bridge.py:95
+      const json* n = get("n_shared_experts");
+      const json* f = get("moe_intermediate_size");
+      if (n && f && n->is_number_integer() && f->is_number_integer() && n->get<std::int64_t>() > 0)
+        model.fields["moe_shared_expert_intermediate_size"] = n->get<std::int64_t>() * f->get<std::int64_t>();
+    } else if (rule == "mtp_zero_is_none") {  // deepseek_v3_bridge.py:97: value or None
+      if (model.fields.contains("mtp_num_layers") && model.fields["mtp_num_layers"] == 0) model.fields["mtp_num_layers"] = nullptr;
+    } else if (rule == "default_aux_loss_alpha") {  // deepseek_v3_bridge.py:71
+      if (!hf.contains("aux_loss_alpha")) model.fields["moe_aux_loss_coeff"] = 0.0001;
+    } else if (rule == "refuse_deepseek_moe_layer_freq") {
+      if (const json* v = get("moe_layer_freq"); v && *v != 1)
+        error("moe_layer_freq", "hf_unmapped_shape_key", "moe_layer_freq " + v->dump() + " is not read by the DeepSeek bridge, which makes every layer after first_k_dense_replace MoE");
+    } else if (rule == "refuse_mla_attention_bias") {
+      if (const json* v = get("attention_bias"); v && *v == true)
+        error("attention_bias", "hf_unmapped_shape_key", "attention_bias true: Megatron's MLA linears have no such bias");
+      model.fields.erase("add_qkv_bias");
+    } else if (rule == "refuse_sliding_window") {
+      if (const json* v = get("use_sliding_window"); v && *v == true)
+        error("use_sliding_window", "hf_unmapped_shape_key", "use_sliding_window true: Bridge's bridge builds full causal attention (docs/hf-config-mapping.md 4.4)");
+    } else if (rule == "mistral_sliding_window") {  // mistral_bridge.py:56-59, :73-74
+      if (const json* v = get("sliding_window"); v && v->is_number_integer()) model.fields["window_size"] = json::array({v->get<std::int64_t>() - 1, 0});
+    } else if (rule == "pre_softmax_from_norm_topk_prob") {  // qwen3_moe_bridge.py:66
+      const json* v = get("norm_topk_prob");
+      model.fields["moe_router_pre_softmax"] = !(v && *v == true);
+    } else if (rule == "every_layer_moe") {
+      if (const json* v = get("decoder_sparse_step"); v && *v != 1)
+        error("decoder_sparse_step", "hf_unmapped_shape_key", "decoder_sparse_step " + v->dump() + ": the bridge builds every layer as MoE");
+      if (const json* v = get("mlp_only_layers"); v && v->is_array() && !v->empty())
+        error("mlp_only_layers", "hf_unmapped_shape_key", "mlp_only_layers is not read: the bridge builds every layer as MoE");
+    } else if (rule == "qwen3_next_linear_attention") {  // qwen3_next_bridge.py:86, transformers_compat.py:196-229
+      if (const json* lt = get("layer_types"); lt && lt->is_array()) {
+        json freq = json::array();
+        for (const auto& t : *lt) freq.push_back(t == "linear_attention" ? 1 : 0);
+        model.fields["linear_attention_freq"] = freq;
+      } else if (const json* iv = get("full_attention_interval")) {
+        model.fields["linear_attention_freq"] = *iv;
+      }
+    } else if (rule == "llama_rope_scaling") {  // llama_bridge.py:67-73
+      const json* rs = get("rope_scaling");
+      if (rs && rs->is_object()) {
+        const std::string t = string_or(*rs, "rope_type", string_or(*rs, "type"));
+        if (t == "llama3") {
+          model.fields["rope_scaling"] = true;
+          model.fields["rope_scaling_factor"] = rs->value("factor", 8.0);
+        } else if (t == "linear") {
+          model.fields["seq_len_interpolation_factor"] = rs->value("factor", 1.0);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Diagnostics& out) {
+  if (!hf.is_object()) {
+    out.push_back({Severity::error, "", "hf_not_object", file + ": a config.json is an object"});
+    return std::nullopt;
+  }
+  // Dispatch: auto_map's AutoModelForCausalLM class name, else the first architectures entry (auto_bridge.py:2131-2192).
+  std::string key;
+  if (hf.contains("auto_map") && hf["auto_map"].is_object() && hf["auto_map"].contains("AutoModelForCausalLM")) {
+    const std::string a = hf["auto_map"]["AutoModelForCausalLM"].get<std::string>();
+    key = a.substr(a.rfind('.') + 1);
+  } else if (hf.contains("architectures") && hf["architectures"].is_array() && !hf["architectures"].empty() && hf["architectures"][0].is_string()) {
+    key = hf["architectures"][0].get<std::string>();
+  }
+  const json& archs = table()["architectures"];
+  if (!archs.contains(key)) {
+    std::string msg = key.empty() ? "no architectures entry" : "architecture \"" + key.substr(0, 60) + "\" is not mapped";
+    if (table()["unsupported"].contains(key)) msg += ": " + table()["unsupported"][key].get<std::string>();
+    else {
+      std::vector<std::string> names;
+      for (const auto& [k, v] : archs.items()) names.push_back(k);
+      msg += " (mapped: ";
+      for (std::size_t i = 0; i < names.size(); ++i) msg += (i ? ", " : "") + names[i];
+      msg += ")";
+    }
+    out.push_back({Severity::error, "architectures", "hf_unknown_architecture", file + ": " + msg});
+    return std::nullopt;
+  }
+  const json& arch = archs[key];
+  Mapper m{hf, file, arch, out, {}, {}};
+  m.model.architecture = key;
+  m.model.bridge = string_or(arch, "bridge");
+  m.model.provider_class = string_or(arch, "provider");
+  m.model.sources = {string_or(arch, "source"), string_or(table(), "base_mapping_source")};
+  const bool mla = m.model.provider_class.find("MLAModelProvider") != std::string::npos;
+  if (arch.value("base", false)) {
+    m.base();
+    m.post_process(mla);
+  }
+  m.copy(pairs_of(arch.value("reads", json::array())));
+  m.rules();
+  const json constants = arch.value("constants", json::object());
+  for (const auto& [k, v] : constants.items()) m.model.fields[k] = v;
+  for (const auto& k : table()["ignored"]) m.known.insert(k.get<std::string>());
+  for (const auto& p : pairs_of(table()["base_mapping"])) m.known.insert(p.first);
+  for (const auto& [k, v] : hf.items())
+    if (!m.known.count(k))
+      m.error(k, "hf_unknown_key", "\"" + k.substr(0, 60) + "\" is not read by Bridge's " + m.model.bridge +
+                                       " and peakcast cannot tell whether it changes shapes (docs/hf-config-mapping.md)");
+  if (has_errors(out)) return std::nullopt;
+  return m.model;
+}
+
+std::optional<json> shipped_hf_config(const std::string& hf_id) {
+  std::string name = hf_id;
+  const auto slash = name.find('/');
+  if (slash == std::string::npos) return std::nullopt;
+  name = name.substr(0, slash) + "--" + name.substr(slash + 1);
+  const auto text = embedded_config("hf/" + name + ".json");
+  if (!text) return std::nullopt;
+  json j = json::parse(text->begin(), text->end(), nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return j;
+}
+
+}  // namespace peakcast::model::detail

@@ -10,6 +10,7 @@
 
 #include "peakcast/model/diagnostics.hpp"
 #include "peakcast/model/run_spec.hpp"
+#include "peakcast/model/spec_parser.hpp"
 
 namespace peakcast::cli {
 
@@ -24,6 +25,7 @@ inline constexpr int kExitDoesNotFit = 3;  // only with --fail-if-oom
 struct LoadedSpec {
   model::RunSpec spec;
   model::Diagnostics warnings;
+  model::ParseResult parse;  // origins of every value, what was ignored, the input kind and defaults
 };
 
 // Reads SPEC (or the embedded default when empty), applies --set overrides, parses and validates.

@@ -7,7 +7,10 @@
 #include "commands.hpp"
 #include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include <nlohmann/json.hpp>
+
 #include "report_html.hpp"
+#include "report_spec.hpp"
 #include "report_text.hpp"
 
 namespace peakcast::cli {
@@ -22,19 +25,23 @@ struct PredictArgs {
   std::string html;
   bool explain = false;
   bool busiest_rank = false;
+  bool show_spec = false;
 };
 }  // namespace
 
 Runner add_predict_command(CLI::App& app) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* sub = app.add_subcommand("predict", "Per-rank peak allocated memory, where it lands, and replay cost");
-  sub->add_option("spec", args->spec, "Run spec JSON (default: the embedded Moonlight 16B seed study)");
+  sub->add_option("spec", args->spec,
+                  "Run spec JSON, Bridge run_config.yaml, or bridge:<recipe> (default: the embedded Moonlight 16B seed study)");
   sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
   sub->add_flag("--json", args->json, "Print the schema_version 1 result object");
   sub->add_flag("--fail-if-oom", args->fail_if_oom, "Exit with status 3 when some rank does not fit");
   sub->add_option("--timeline", args->timeline, "Write each rank's memory timeline (JSON) to FILE");
   sub->add_option("--html", args->html, "Write a self-contained HTML report (timelines, breakdown) to FILE");
   sub->add_flag("--explain", args->explain, "Also print each module's saved and transient bytes per micro-batch");
+  sub->add_flag("--show-spec", args->show_spec,
+                "Also print the resolved spec: every memory-relevant key, its value and where it came from (JSON: resolved_spec)");
   sub->add_flag("--moe-busiest-rank", args->busiest_rank,
                 "MoE: predict the busiest expert-parallel rank of an untrained router (sets model.moe_routing_imbalance)");
   return [args] {
@@ -60,8 +67,15 @@ Runner add_predict_command(CLI::App& app) {
       out << sim::to_json(p, true) << "\n";
     }
     if (args->json) {
-      std::cout << sim::to_json(p) << "\n";
+      if (!args->show_spec) {
+        std::cout << sim::to_json(p) << "\n";
+      } else {
+        nlohmann::json j = nlohmann::json::parse(sim::to_json(p));
+        j["resolved_spec"] = nlohmann::json::parse(resolved_spec_json(args->spec, *loaded, p));
+        std::cout << j.dump(2) << "\n";
+      }
     } else {
+      if (args->show_spec) print_resolved_spec(std::cout, args->spec, *loaded, p);
       for (const auto& w : loaded->warnings) std::cerr << model::format(w) << "\n";
       print_prediction_table(std::cout, spec, p);
       for (const auto& w : found) std::cout << "warning: " << w.message << "\n";

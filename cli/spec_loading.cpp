@@ -49,7 +49,8 @@ std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::str
     else loaded.warnings.push_back(d);
   }
   if (!parsed.spec || model::has_errors(all)) return std::nullopt;
-  loaded.spec = std::move(*parsed.spec);
+  loaded.spec = *parsed.spec;
+  loaded.parse = std::move(parsed);
   return loaded;
 }
 

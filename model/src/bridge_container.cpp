@@ -287,7 +287,11 @@ BridgeConversion convert_bridge_container(const BridgeDocument& d, Diagnostics& 
   c.dist();
   c.env_vars();
   c.cluster();
-  c.result.ignored.push_back(d.resolved ? "mixed_precision and comm_overlap: already applied to model, optimizer and ddp before the file was written"
+  for (const auto& [k, v] : d.cluster.items()) {
+    c.result.spec["cluster"][k] = v;
+    if (const auto it = d.origins.find("cluster." + k); it != d.origins.end()) c.result.origins["cluster." + k] = it->second;
+  }
+  c.result.ignored.push_back(!d.emulated ? "mixed_precision and comm_overlap: already applied to model, optimizer and ddp before the file was written"
                                         : "mixed_precision and comm_overlap: applied to model, optimizer and ddp as runtime_config_update does");
   return c.result;
 }

@@ -105,7 +105,10 @@ struct BridgeDefaultsBuilder {
     d->provider_class_ = cls;
     d->by_section_["model"] = provider_fields(cls);
     for (const char* s : {"train", "optimizer", "ddp"}) d->by_section_[s] = section_fields(s);
-    const auto mp = section_fields("mixed_precision");
+    auto mp = section_fields("mixed_precision");
+    // __setattr__ keeps fp8_param == fp8_param_gather and fp4_param == fp4_param_gather (mixed_precision.py:77-95).
+    for (const auto& [param, gather] : {std::pair{"fp8_param", "fp8_param_gather"}, std::pair{"fp4_param", "fp4_param_gather"}})
+      if (mp.count(param) && mp.count(gather) && mp[param].value.is_null()) mp[param] = mp[gather];
     for (const auto& [section, fields] : precision_copies())
       for (const auto& f : fields)
         if (const auto it = mp.find(f); it != mp.end())

@@ -203,7 +203,7 @@ std::optional<json> recipe_entry(const std::string& name) {
   return j;
 }
 
-std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnostics& out, std::vector<std::string>* cluster_overrides) {
+std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnostics& out) {
   const auto recipe = recipe_entry(name);
   const std::string file = "bridge:" + name;
   if (!recipe) {
@@ -216,12 +216,16 @@ std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnosti
   if (!b.model()) return std::nullopt;
   b.sections();
   b.vocabulary();
-  if (cluster_overrides) {
-    if (int_or(*recipe, "num_gpus", 0) > 0)
-      cluster_overrides->push_back("cluster.num_gpus=" + std::to_string((*recipe)["num_gpus"].get<std::int64_t>()));
-    if (const auto gpu = gpu_preset_of(string_or(*recipe, "gpu"))) cluster_overrides->push_back("cluster.gpu=\"" + *gpu + "\"");
-  }
   BridgeDocument d;
+  const std::string where = string_or(*recipe, "source");
+  if (int_or(*recipe, "num_gpus", 0) > 0) {
+    d.cluster["num_gpus"] = (*recipe)["num_gpus"];
+    b.origins["cluster.num_gpus"] = {"recipe", "the recipe's name (" + name + ", " + where + ")", ""};
+  }
+  if (const auto gpu = gpu_preset_of(string_or(*recipe, "gpu"))) {
+    d.cluster["gpu"] = *gpu;
+    b.origins["cluster.gpu"] = {"recipe", "the recipe's folder (" + string_or(*recipe, "gpu") + "/, " + where + ")", ""};
+  }
   d.doc = std::move(b.doc);
   d.origins = std::move(b.origins);
   d.file = file;

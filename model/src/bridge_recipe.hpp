@@ -15,7 +15,7 @@ std::vector<std::string> recipe_names();
 std::optional<nlohmann::json> recipe_entry(const std::string& name);
 
 // The recipe as a ConfigContainer document before runtime_config_update (BridgeDocument::resolved
-// false). `cluster_overrides` gets the recipe's world size and GPU as run-spec overrides.
-std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnostics& out, std::vector<std::string>* cluster_overrides);
+// false), with the world size of its name and the GPU of its folder.
+std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnostics& out);
 
 }  // namespace peakcast::model::detail

@@ -242,6 +242,7 @@ void apply_bridge_runtime(BridgeDocument& d, Diagnostics& out) {
   comm_overlap_setup(d);
   finalize_and_validate(d.doc);
   d.resolved = true;
+  d.emulated = true;
 }
 
 }  // namespace peakcast::model::detail

@@ -11,7 +11,14 @@ using nlohmann::json;
 
 namespace {
 
-bool looks_like_json(std::string_view text) {
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// By the file's extension, else by its first character (a run_config.yaml begins with a key).
+bool looks_like_json(std::string_view name, std::string_view text) {
+  if (ends_with(name, ".json")) return true;
+  if (ends_with(name, ".yaml") || ends_with(name, ".yml")) return false;
   for (char c : text) {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
     return c == '{' || c == '[';
@@ -83,17 +90,16 @@ ParseResult parse_bridge_yaml(std::string_view name, std::string_view text, cons
 ParseResult parse_bridge_recipe(const std::string& name, const std::vector<std::string>& overrides) {
   ParseResult r;
   r.input_kind = "Bridge recipe";
-  std::vector<std::string> cluster;
-  auto d = detail::recipe_document(name, r.diagnostics, &cluster);
+  auto d = detail::recipe_document(name, r.diagnostics);
   if (!d) return r;
-  return parse_bridge_document(std::move(*d), std::move(r), cluster, overrides);
+  return parse_bridge_document(std::move(*d), std::move(r), {}, overrides);
 }
 
 }  // namespace
 
 ParseResult parse_spec_input(std::string_view name, std::string_view text, const std::vector<std::string>& overrides) {
   if (name.rfind("bridge:", 0) == 0) return parse_bridge_recipe(std::string(name.substr(7)), overrides);
-  if (!looks_like_json(text)) return parse_bridge_yaml(name, text, overrides);
+  if (!looks_like_json(name, text)) return parse_bridge_yaml(name, text, overrides);
   return parse_run_spec(text, overrides);
 }
 

@@ -224,6 +224,7 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   const auto& plan_stage = plan.stages.at(static_cast<std::size_t>(r));
   RankPrediction rp;
   rp.rank = rs.rank;
+  rp.params = rs.memory.params;
   rp.vpp_chunks = rs.vpp_chunks;
   const auto steps = pipeline_schedule(sp, r);
 

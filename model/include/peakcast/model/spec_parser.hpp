@@ -52,6 +52,12 @@ ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::st
 // Bridge inputs (model.*, mixed_precision.*, comm_overlap.*, ...) and cluster.* for all.
 ParseResult parse_spec_input(std::string_view name, std::string_view text, const std::vector<std::string>& overrides = {});
 
+// A parsed spec as a Megatron-Bridge run_config.yaml (ConfigContainer sections, Bridge's encodings,
+// keys sorted as yaml.safe_dump writes them) with every key the typed spec read, under `model_class`
+// (a Bridge provider's _target_). The GPU is not part of a ConfigContainer: give it back with
+// --set cluster.gpu=... when reading the file.
+std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::string& model_class);
+
 // A spec text read once and parsed many times with different overrides (what a sweep does):
 // SpecText(text).parse(overrides) gives exactly what parse_run_spec(text, overrides) gives, without
 // reading the text again for each call. Copies share the read text; parse() may run concurrently.

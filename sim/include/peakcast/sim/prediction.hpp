@@ -47,6 +47,7 @@ struct ModuleSummary {
 
 struct RankPrediction {
   model::RankId rank;
+  model::ParamCounts params;    // parameters this rank holds (after TP / PP / EP / ETP sharding)
   std::vector<std::int64_t> vpp_chunks;
   Bytes peak_allocated;         // whole run, iteration 1 included
   Bytes steady_peak_allocated;  // iteration 2 on

@@ -5,6 +5,8 @@
 // runtime_config_update (bridge_runtime.cpp) and the same conversion a run_config.yaml takes.
 #include "bridge_recipe.hpp"
 
+#include <map>
+
 #include "bridge_container.hpp"
 #include "hf_config.hpp"
 #include "peakcast/model/embedded_configs.hpp"
@@ -34,6 +36,43 @@ std::string full_class(const std::string& name) {
   return "";
 }
 
+// Whether `key` is a dataclass field of the provider class (any class of its MRO declares it).
+bool is_model_field(const std::string& cls, const std::string& key) {
+  static const json& bases = [] () -> const json& {
+    static json b;
+    const auto text = embedded_config("bridge/defaults.json");
+    json j = text ? json::parse(text->begin(), text->end(), nullptr, false) : json();
+    b = j.is_object() && j.contains("base_classes") ? j["base_classes"] : json::object();
+    return b;
+  }();
+  const json& providers = provider_table();
+  if (!providers.contains(cls)) return true;
+  for (const auto& c : providers[cls]["mro"]) {
+    const std::string n = c.get<std::string>();
+    const json* e = providers.contains(n) ? &providers[n] : bases.contains(n) ? &bases[n] : nullptr;
+    if (e && e->contains("fields") && (*e)["fields"].contains(key)) return true;
+  }
+  // A builder config (BridgeGPTModelConfig) carries TransformerConfig's fields under transformer:.
+  return cls.find("BridgeGPTModelConfig") != std::string::npos && bases.contains("megatron.core.transformer.transformer_config.TransformerConfig") &&
+         bases["megatron.core.transformer.transformer_config.TransformerConfig"]["fields"].contains(key);
+}
+
+// Model classes whose own layer specs or attention peakcast does not simulate.
+std::optional<std::string> unsupported_class(const std::string& cls) {
+  static const std::map<std::string, std::string> s = {
+      {"Gemma2ModelProvider", "Gemma2's soft-capped attention and alternating sliding windows"},
+      {"Gemma3ModelProvider", "Gemma3's local / global attention pattern"},
+      {"Gemma4DenseProvider", "Gemma4's attention layout"},
+      {"OlMoEModelProvider", "OLMoE's own layer spec (olmoe_provider.py:41)"},
+      {"ExaoneMoeModelProvider", "EXAONE MoE's own layer spec"},
+      {"MiniMaxM3ModelProvider", "MiniMax M3's sparse attention"},
+      {"Step35ModelProvider", "Step 3.5's own layer spec"}};
+  const std::string short_name = cls.substr(cls.rfind('.') + 1);
+  const auto it = s.find(short_name);
+  if (it == s.end()) return std::nullopt;
+  return it->second;
+}
+
 // The GPU of the recipe's folder (recipes/<family>/<gpu>/), as a shipped GPU preset.
 std::optional<std::string> gpu_preset_of(const std::string& folder) {
   if (folder == "h100") return "h100-sxm-80gb";
@@ -49,6 +88,12 @@ std::optional<json> resolve(const json& v, const json& model, std::string& why) 
     const std::string what = v["_unknown"].get<std::string>();
     const std::string prefix = "hf_provider.";
     if (what.rfind(prefix, 0) == 0 && model.contains(what.substr(prefix.size()))) return model[what.substr(prefix.size())];
+    // float(hf_provider.x): the provider's value as a float (e.g. deepseek_v2.py's rotary_base).
+    const std::string as_float = "float(" + prefix;
+    if (what.rfind(as_float, 0) == 0 && what.back() == ')') {
+      const std::string field = what.substr(as_float.size(), what.size() - as_float.size() - 1);
+      if (model.contains(field) && model[field].is_number()) return json(model[field].get<double>());
+    }
     why = what;
     return std::nullopt;
   }
@@ -84,6 +129,10 @@ bool RecipeBuilder::model() {
     error("model_provider", "recipe_unknown_provider", "provider class " + string_or(mp, "provider_class", "?") + " is not in Bridge's table");
     return false;
   }
+  if (const auto why = unsupported_class(cls)) {
+    error("model_provider", "recipe_model_not_simulated", cls + " is not simulated: " + *why);
+    return false;
+  }
   json m = json::object();
   if (string_or(mp, "kind") == "hf") {
     const std::string id = string_or(mp, "hf_model_id");
@@ -107,6 +156,12 @@ bool RecipeBuilder::model() {
   }
   for (const auto& [k, v] : flat.items()) {
     if (k.empty() || k[0] == '_') continue;
+    if (!is_model_field(cls, k)) {
+      // Python sets a plain attribute on the dataclass: nothing reads it (and to_dict never writes it).
+      out.push_back({Severity::warning, "config.model." + k, "recipe_stray_attribute",
+                     file + ": the recipe assigns " + k + ", which is not a field of " + cls + ": no effect"});
+      continue;
+    }
     std::string why;
     if (const auto r = resolve(v, m, why)) {
       m[k] = *r;
@@ -115,6 +170,13 @@ bool RecipeBuilder::model() {
   }
   m["_target_"] = cls;
   doc["model"] = m;
+  // The recipe entry point copies the dataset's sequence length into the model
+  // (bridge:scripts/training/run_recipe.py:515), so the two agree (Kimi K2, Nemotron Nano v2).
+  const json& ds = recipe["config"].value("dataset", json::object());
+  if (ds.contains("seq_length") && ds["seq_length"].is_number_integer()) {
+    doc["model"]["seq_length"] = ds["seq_length"];
+    origins["model.seq_length"] = {"recipe", "dataset.seq_length copied by bridge:scripts/training/run_recipe.py:515", ""};
+  }
   return true;
 }
 

@@ -42,6 +42,12 @@ json& model_slot(json& model, const std::string& key) {
   if (model.contains("transformer") && model["transformer"].is_object() && !model.contains(key)) return model["transformer"][key];
   return model[key];
 }
+// A model field's value, null when absent (reads never create a field).
+json model_get(const json& model, const char* key) {
+  if (model.contains(key)) return model[key];
+  if (model.contains("transformer") && model["transformer"].is_object() && model["transformer"].contains(key)) return model["transformer"][key];
+  return nullptr;
+}
 std::int64_t model_int(const json& model, const char* key, std::int64_t fallback) {
   const json* v = model.contains(key) ? &model[key] : nullptr;
   if (!v && model.contains("transformer") && model["transformer"].contains(key)) v = &model["transformer"][key];
@@ -166,10 +172,10 @@ void comm_overlap_setup(BridgeDocument& d) {
 // and the DDP wrap's bucket size (mcore:megatron/training/models/dist_utils.py:314-319).
 void finalize_and_validate(json& doc) {
   json& m = doc["model"];
-  if (model_int(m, "pipeline_model_parallel_size", 1) > 1 && model_slot(m, "pipeline_dtype").is_null())
-    model_slot(m, "pipeline_dtype") = model_slot(m, "params_dtype");
-  if (model_int(m, "tensor_model_parallel_size", 1) <= 1) model_slot(m, "sequence_parallel") = false;
-  if (model_slot(m, "expert_tensor_parallel_size").is_null() && model_int(m, "expert_model_parallel_size", 1) > 1)
+  if (model_int(m, "pipeline_model_parallel_size", 1) > 1 && model_get(m, "pipeline_dtype").is_null() && !model_get(m, "params_dtype").is_null())
+    model_slot(m, "pipeline_dtype") = model_get(m, "params_dtype");
+  if (model_int(m, "tensor_model_parallel_size", 1) <= 1 && model_flag(m, "sequence_parallel")) model_slot(m, "sequence_parallel") = false;
+  if (model_get(m, "expert_tensor_parallel_size").is_null() && model_int(m, "expert_model_parallel_size", 1) > 1)
     model_slot(m, "expert_tensor_parallel_size") = 1;
   if (m.contains("hybrid_override_pattern") && !m["hybrid_override_pattern"].is_null() &&
       (!m.contains("hybrid_layer_pattern") || m["hybrid_layer_pattern"].is_null())) {
@@ -177,7 +183,8 @@ void finalize_and_validate(json& doc) {
     m["hybrid_override_pattern"] = nullptr;
   }
   const std::string cls = string_or(m, "_target_");
-  if (cls.find("hybrid") == std::string::npos && model_slot(m, "position_embedding_type") != "rope") model_slot(m, "apply_rope_fusion") = false;
+  if (cls.find("hybrid") == std::string::npos && model_get(m, "position_embedding_type") != "rope" && model_flag(m, "apply_rope_fusion"))
+    model_slot(m, "apply_rope_fusion") = false;
   json& ddp = doc["ddp"];
   json& opt = doc["optimizer"];
   for (const char* k : {"use_distributed_optimizer", "overlap_param_gather"}) {
@@ -229,6 +236,9 @@ std::vector<std::string> apply_bridge_overrides(BridgeDocument& d, const std::ve
     const auto value = json::accept(text) ? parse_json_text(text, item.substr(0, eq), "--set", ignored) : std::optional<json>(json(text));
     *slot = value ? *value : json(text);
     d.origins[section + "." + key] = {"--set", "--set " + item.substr(0, 200), ""};
+    // A recipe's entry point keeps the dataset's sequence length equal to the model's (run_recipe.py:515).
+    if (!d.resolved && section == "model" && key == "seq_length" && d.doc.contains("dataset") && d.doc["dataset"].is_object())
+      d.doc["dataset"]["seq_length"] = *slot;
     if (section == "mixed_precision" || section == "comm_overlap") d.resolved = false;
   }
   return rest;

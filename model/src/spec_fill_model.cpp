@@ -2,6 +2,8 @@
 // (spec_keys.cpp), so a value of the wrong kind is skipped; the conversions that can still fail
 // (names, tags) report.
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -134,20 +136,32 @@ void fill_layout(const Reader& r, ModelSpec& m) {
     if (v->is_string()) {
       m.pipeline_model_parallel_layout = v->get<std::string>();
     } else if (v->is_array()) {
-      // List form: one list of layer symbols per stage; written back in the string form "E,t|t,L".
+      // List form: one list of LayerType names per stage (embedding, decoder, mtp, loss; any case,
+      // pipeline_parallel_layer_layout.py:60-70), written back in the string form "E,t|t,L".
+      static const std::map<std::string, std::string> kSymbols = {{"embedding", "E"}, {"decoder", "t"}, {"mtp", "m"}, {"loss", "L"}};
       std::string layout;
       for (std::size_t i = 0; i < v->size(); ++i) {
         if (i > 0) layout += "|";
         const json& stage = (*v)[i];
         if (stage.is_array()) {
           for (std::size_t j = 0; j < stage.size(); ++j) {
+            const std::string at = r.path("pipeline_model_parallel_layout") + "[" + std::to_string(i) + "][" + std::to_string(j) + "]";
             if (!stage[j].is_string()) {
-              r.error(r.path("pipeline_model_parallel_layout") + "[" + std::to_string(i) + "][" + std::to_string(j) + "]",
-                      "wrong_type", "expected a layer symbol string such as \"t\", \"E\" or \"L\"");
+              r.error(at, "wrong_type", "expected a LayerType name: embedding, decoder, mtp or loss");
+              continue;
+            }
+            std::string name = stage[j].get<std::string>();
+            name.erase(0, name.find_first_not_of(" \t"));
+            name.erase(name.find_last_not_of(" \t") + 1);
+            for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            const auto sym = kSymbols.find(name);
+            if (sym == kSymbols.end()) {
+              r.error(at, "pipeline_layout_invalid",
+                      name.substr(0, 40) + " is not a valid LayerType (embedding, decoder, mtp, loss; pipeline_parallel_layer_layout.py:69)");
               continue;
             }
             if (j > 0) layout += ',';
-            layout += stage[j].get<std::string>();
+            layout += sym->second;
           }
         } else {
           r.error(r.path("pipeline_model_parallel_layout") + "[" + std::to_string(i) + "]", "wrong_type",

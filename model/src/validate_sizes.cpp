@@ -1,5 +1,6 @@
 // Sizes and counts: positive where Megatron divides by them or builds that many things, and small
 // enough that byte counts stay exact in 64-bit integers.
+#include <limits>
 #include <cmath>
 
 #include "validate_detail.hpp"
@@ -157,7 +158,8 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
 
   at_least(sink, "train.micro_batch_size", spec.train.micro_batch_size, 1, kMaxTokens);
   optional_at_least(sink, "train.global_batch_size", spec.train.global_batch_size, 1, kMaxTokens);
-  at_least(sink, "train.train_iters", spec.train.train_iters, 1, 1000000, "peakcast simulates this many iterations");
+  // The run's length: peakcast walks iteration 1 and, when there is a second, the steady state.
+  at_least(sink, "train.train_iters", spec.train.train_iters, 1, std::numeric_limits<std::int64_t>::max(), "the run's iterations");
   if (spec.ddp.bucket_size) at_least(sink, "ddp.bucket_size", *spec.ddp.bucket_size, 1, std::int64_t{1} << 50);
   at_least(sink, "ddp.num_distributed_optimizer_instances", spec.ddp.num_distributed_optimizer_instances, 1, kMaxCount);
   at_least(sink, "cluster.num_gpus", spec.cluster.num_gpus, 1, kMaxCount);

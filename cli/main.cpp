@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add(add_calibrate_command);
   add(add_validate_command);
   add(add_import_command);
+  add(add_recipes_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,6 +9,7 @@
 
 #include "bridge_container.hpp"
 #include "hf_config.hpp"
+#include "peakcast/model/recipes.hpp"
 #include "peakcast/model/embedded_configs.hpp"
 #include "spec_parser_detail.hpp"
 #include "spec_suggest.hpp"
@@ -296,3 +297,25 @@ std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnosti
 }
 
 }  // namespace peakcast::model::detail
+
+namespace peakcast::model {
+
+std::vector<RecipeInfo> recipe_catalogue() {
+  std::vector<RecipeInfo> out;
+  for (const auto& name : detail::recipe_names()) {
+    const auto r = detail::recipe_entry(name);
+    if (!r) continue;
+    RecipeInfo i;
+    i.name = name;
+    i.source = detail::string_or(*r, "source");
+    i.gpu = detail::string_or(*r, "gpu");
+    i.num_gpus = detail::int_or(*r, "num_gpus", 0);
+    i.task = name.find("_peft_") != std::string::npos ? "peft" : name.find("_sft_") != std::string::npos ? "sft" : "pretrain";
+    const auto& mp = (*r)["model_provider"];
+    i.model = detail::string_or(mp, "hf_model_id", detail::string_or(mp, "provider_class"));
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+}  // namespace peakcast::model

@@ -1,0 +1,76 @@
+// The Bridge recipe catalogue: every recipe either predicts on its GPU and world size with the layout,
+// precision and recompute settings the recipe assigns (configs/recipes/<name>.json, traced from the
+// pinned code), or is refused with a reason that names what peakcast does not simulate.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/model/recipes.hpp"
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/validate.hpp"
+#include "peakcast/sim/catalogue.hpp"
+
+using namespace peakcast;
+
+namespace {
+nlohmann::json recipe_file(const std::string& name) {
+  std::ifstream in(std::string(PEAKCAST_SOURCE_DIR) + "/configs/recipes/" + name + ".json");
+  return nlohmann::json::parse(in);
+}
+}  // namespace
+
+TEST_CASE("every catalogue recipe predicts or names why not", "[model][recipes]") {
+  const std::set<std::string> reasons = {"recipe_hf_config_missing", "recipe_model_not_simulated", "peft_not_simulated",
+                                         "hf_unknown_architecture",  "recipe_vocab_unknown",       "bridge_gpu_unknown",
+                                         "value_out_of_range"};
+  const auto rows = sim::predict_catalogue();
+  REQUIRE(rows.size() == model::recipe_catalogue().size());
+  int predicted = 0;
+  for (const auto& r : rows) {
+    INFO(r.recipe.name << ": [" << r.error_rule << "] " << r.error);
+    if (!r.predicted) {
+      CHECK(reasons.count(r.error_rule) == 1);
+      continue;
+    }
+    ++predicted;
+    CHECK(r.max_peak.value > 0);
+  }
+  // What this revision of the catalogue covers (docs/recipes.md lists each one).
+  CHECK(predicted >= 82);
+}
+
+TEST_CASE("a predicted recipe runs with the recipe's own layout, precision and recompute", "[model][recipes]") {
+  for (const auto& info : model::recipe_catalogue()) {
+    const auto parsed = model::parse_spec_input("bridge:" + info.name, "", {});
+    if (!parsed.spec) continue;
+    INFO(info.name);
+    const auto recipe = recipe_file(info.name);
+    const auto& m = recipe["config"]["model"];
+    const auto& s = parsed.spec->model;
+    const auto check_int = [&](const char* key, std::int64_t value) {
+      if (m.contains(key) && m[key].is_number_integer()) CHECK(m[key].get<std::int64_t>() == value);
+    };
+    check_int("tensor_model_parallel_size", s.tensor_model_parallel_size);
+    check_int("pipeline_model_parallel_size", s.pipeline_model_parallel_size);
+    check_int("context_parallel_size", s.context_parallel_size);
+    check_int("expert_model_parallel_size", s.expert_model_parallel_size);
+    CHECK(parsed.spec->cluster.num_gpus == info.num_gpus);
+    const auto& train = recipe["config"]["train"];
+    if (train.contains("micro_batch_size")) CHECK(train["micro_batch_size"].get<std::int64_t>() == parsed.spec->train.micro_batch_size);
+    if (train.contains("global_batch_size")) CHECK(train["global_batch_size"].get<std::int64_t>() == parsed.spec->train.global_batch_size);
+    // Precision is the mixed-precision section's (MixedPrecisionConfig.setup copies it onto the model).
+    const auto& mp = recipe["config"]["mixed_precision"];
+    if (mp.is_object() && mp.contains("bf16")) CHECK(mp["bf16"].get<bool>() == s.bf16);
+    if (mp.is_object() && mp.value("_preset", std::string()).find("fp8") != std::string::npos) CHECK(s.fp8.has_value());
+    if (m.contains("recompute_granularity")) {
+      const auto& g = m["recompute_granularity"];
+      const auto want = g.is_null() ? model::RecomputeGranularity::none
+                        : g == "full" ? model::RecomputeGranularity::full : model::RecomputeGranularity::selective;
+      CHECK(want == s.recompute_granularity);
+    }
+  }
+}

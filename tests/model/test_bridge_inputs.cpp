@@ -70,6 +70,15 @@ TEST_CASE("the seed studies from recipe names with the studies' own settings", "
       // The seed's 16-GPU run of the 8-GPU recipe, GBS 16, TE cross-entropy (configs/runs/nemotron-3-nano-16xh100.json).
       {"nemotron-3-nano-16xh100", "bridge:nemotron_3_nano_pretrain_8gpu_h100_bf16_config",
        {"cluster.num_gpus=16", "train.global_batch_size=16", "model.cross_entropy_fusion_impl=te"}},
+      // Bridge PR #3107's run of the Llama 3 70B SFT recipe: FP8 current scaling, TP4 PP4 VPP5 SP, TE graphs on the
+      // MLP, core_attn, TP overlap and the deferred output-layer wgrad (configs/runs/llama3-70b-fp8-32xh100.json).
+      {"llama3-70b-fp8-32xh100", "bridge:llama3_70b_sft_32gpu_h100_bf16_config",
+       {"model.tensor_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=5", "model.sequence_parallel=true",
+        "model.cuda_graph_impl=transformer_engine", "model.cuda_graph_modules=[\"mlp\"]", "model.cuda_graph_scope=null",
+        "model.recompute_granularity=selective", "model.recompute_modules=[\"core_attn\"]", "model.cross_entropy_fusion_impl=te",
+        "mixed_precision=bf16_with_fp8_current_scaling_mixed", "mixed_precision.grad_reduce_in_fp32=false",
+        "comm_overlap.tp_comm_overlap=true", "comm_overlap.defer_embedding_wgrad_compute=true", "comm_overlap.wgrad_deferral_limit=22",
+        "train.global_batch_size=32"}},
   };
   for (const auto& s : studies) {
     INFO(s.recipe);

@@ -110,7 +110,9 @@ Runner add_sweep_command(CLI::App& app) {
       axes.push_back(std::move(*axis));
     }
     std::string text;
-    if (!args->spec.empty()) {
+    if (args->spec.rfind("bridge:", 0) == 0) {
+      // a recipe name: no file
+    } else if (!args->spec.empty()) {
       auto t = read_file(args->spec);
       if (!t) {
         std::cerr << "error: " << args->spec << ": cannot open the run spec file\n";
@@ -132,6 +134,7 @@ Runner add_sweep_command(CLI::App& app) {
     sim::SweepOptions opt;
     if (args->budget_gb) opt.budget = Bytes{static_cast<std::int64_t>(std::llround(*args->budget_gb * 1e9))};
     opt.threads = args->threads;
+    opt.spec_name = args->spec;
     const std::size_t total = sim::sweep_size(axes);
     if (isatty(STDERR_FILENO) && total >= 200) opt.progress = draw_progress;
     const sim::SweepResult result = sim::run_sweep(text, args->sets, axes, opt);

@@ -4,9 +4,12 @@ clear error naming a key), never a crash, a sanitizer report or another status.
 
   scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 500 --seed 1
 
-Seeds are the shipped run specs and examples. Each case applies one to three mutations: a value
-replaced by another type or an extreme number, a key deleted, an unknown key added, or a list
-emptied. Deterministic for a given seed; prints each failing case's spec path and stderr.
+Seeds are the shipped run specs and examples (--inputs json), the Bridge run_config.yaml fixtures
+(yaml: the same structural mutations, dumped as yaml.safe_dump does, plus text-level ones: truncation,
+a duplicated line, anchors and aliases, tags, stray bytes), and catalogue recipe names with mutated
+--set overrides (recipe). Each case applies one to three mutations: a value replaced by another type or
+an extreme number, a key deleted, an unknown key added, or a list emptied. Deterministic for a given
+seed; prints each failing case's spec path and stderr.
 """
 import argparse
 import copy
@@ -17,6 +20,11 @@ import random
 import subprocess
 import sys
 import tempfile
+
+try:
+    import yaml
+except ImportError:  # Debian: python3-yaml (scripts/install_deps.sh installs it)
+    yaml = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BAD_VALUES = [-1, 0, 1, 3, 7, 1.5, -0.0, 1e30, -1e30, 2**63, 2**31, 10**18, "", "abc", "bf16", [], [1, 2],
@@ -127,13 +135,61 @@ def mutate(doc, rng):
         parent.clear()
 
 
+TEXT_NOISE = ["&a [1, 2]", "*a", "!!python/object:os.system {}", "\t", "{", "]]", "- - -", "? x", "\x00", "\xff\xfe",
+              "key: key: key", "'unterminated", "<<: *a", "%YAML 1.1", "---", "..."]
+
+
+def mutate_text(text, rng):
+    lines = text.split("\n")
+    op = rng.random()
+    i = rng.randrange(len(lines))
+    if op < 0.25:
+        return "\n".join(lines[: rng.randrange(len(lines))])          # truncated file
+    if op < 0.5:
+        lines.insert(i, lines[rng.randrange(len(lines))])             # a duplicated line (often a duplicate key)
+    elif op < 0.8:
+        lines[i] = lines[i] + " " + rng.choice(TEXT_NOISE)
+    else:
+        lines.insert(i, rng.choice(TEXT_NOISE))
+    return "\n".join(lines)
+
+
+def yaml_case(docs, rng):
+    doc = copy.deepcopy(rng.choice(docs))
+    for _ in range(rng.randint(1, 3)):
+        mutate(doc, rng)
+    text = yaml.safe_dump(doc, default_flow_style=False)
+    if rng.random() < 0.3:
+        text = mutate_text(text, rng)
+    return text
+
+
+def recipe_case(names, docs, rng):
+    """A recipe name with one to three --set overrides drawn from the JSON seeds' keys and the bad values."""
+    sets = []
+    for _ in range(rng.randint(1, 3)):
+        doc = rng.choice(docs)
+        section = rng.choice(["model", "train", "optimizer", "ddp", "mixed_precision", "comm_overlap", "cluster"])
+        keys = list(doc.get(section, {}).keys()) if isinstance(doc.get(section), dict) else []
+        key = rng.choice(keys) if keys and rng.random() < 0.8 else "unknown_" + str(rng.randrange(10))
+        sets += ["--set", f"{section}.{key}={json.dumps(rng.choice(BAD_VALUES + ODD_NUMBERS))}"]
+    return "bridge:" + rng.choice(names), sets
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--peakcast", default=os.path.join(ROOT, "build", "cli", "peakcast"))
     ap.add_argument("--cases", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commands", default="predict", help="comma list of predict, rank")
+    ap.add_argument("--inputs", default="json", help="comma list of json, yaml, recipe")
     args = ap.parse_args()
+    inputs = args.inputs.split(",")
+    if "yaml" in inputs and yaml is None:
+        print("--inputs yaml needs PyYAML (python3-yaml)")
+        return 1
+    yaml_docs = [yaml.safe_load(open(p)) for p in sorted(glob.glob(os.path.join(ROOT, "tests", "data", "bridge", "*.yaml")))] if yaml else []
+    recipes = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(ROOT, "configs", "recipes", "*.json")))
     seeds = sorted(glob.glob(os.path.join(ROOT, "configs", "runs", "*.json")) +
                    glob.glob(os.path.join(ROOT, "examples", "*.json")))
     docs = [json.load(open(p)) for p in seeds]
@@ -143,13 +199,26 @@ def main():
     counts = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.cases):
-            doc = copy.deepcopy(rng.choice(docs))
-            for _ in range(rng.randint(1, 3)):
-                mutate(doc, rng)
-            spec = os.path.join(tmp, f"case{i}.json")
-            with open(spec, "w") as f:
-                json.dump(doc, f)
-            cmd = [args.peakcast, rng.choice(commands), spec]
+            kind = rng.choice(inputs)
+            extra = []
+            if kind == "yaml":
+                spec = os.path.join(tmp, f"case{i}.yaml")
+                text = yaml_case(yaml_docs, rng)
+                with open(spec, "w", errors="surrogateescape") as f:
+                    f.write(text)
+                extra = ["--set", "cluster.gpu=h100-sxm-80gb"]
+                doc = {"yaml": text}
+            elif kind == "recipe":
+                spec, extra = recipe_case(recipes, docs, rng)
+                doc = {"recipe": spec, "set": extra}
+            else:
+                doc = copy.deepcopy(rng.choice(docs))
+                for _ in range(rng.randint(1, 3)):
+                    mutate(doc, rng)
+                spec = os.path.join(tmp, f"case{i}.json")
+                with open(spec, "w") as f:
+                    json.dump(doc, f)
+            cmd = [args.peakcast, rng.choice(commands), spec] + extra
             if cmd[1] == "rank":
                 cmd += ["--budget-gb", "80"]
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

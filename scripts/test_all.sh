@@ -18,5 +18,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # Bad input never crashes: mutated run specs through the sanitizer build exit 0 or 2, nothing else.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 1 --commands predict,rank
+# The Bridge inputs the same way: mutated run_config.yaml files (structure and text) and recipe names with bad overrides.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 2 --commands predict,rank --inputs yaml,recipe
 
 if [ -x .ci/validate_bounds.sh ]; then .ci/validate_bounds.sh build/cli/peakcast; fi

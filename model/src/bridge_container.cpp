@@ -222,7 +222,7 @@ void Converter::dist() {
   const json* s = d.doc.contains("dist") ? &d.doc["dist"] : nullptr;
   if (!s || !s->is_object()) return;
   for (const char* key : {"use_megatron_fsdp", "use_torch_fsdp2"})
-    if (s->value(key, false))
+    if (detail::is_true(*s, key))
       error(std::string("dist.") + key, "fsdp_not_simulated",
             std::string(key) + " wraps the model in FSDP instead of Megatron's DDP and distributed optimizer; not simulated");
   result.ignored.push_back("dist (process-group settings; FSDP off)");

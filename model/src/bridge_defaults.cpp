@@ -5,6 +5,7 @@
 #include <set>
 
 #include "peakcast/model/embedded_configs.hpp"
+#include "spec_parser_detail.hpp"
 
 namespace peakcast::model::detail {
 
@@ -136,7 +137,7 @@ const BridgeDefault* BridgeDefaults::lookup(const std::string& section, const st
 std::string default_provider_class(const json& model) {
   const auto set = [&](const char* k) { return model.contains(k) && !model[k].is_null(); };
   if (set("hybrid_layer_pattern") || set("hybrid_override_pattern")) return "megatron.bridge.models.hybrid.hybrid_provider.HybridModelProvider";
-  if (model.value("multi_latent_attention", false)) return "megatron.bridge.models.mla_provider.MLAModelProvider";
+  if (is_true(model, "multi_latent_attention")) return "megatron.bridge.models.mla_provider.MLAModelProvider";
   return "megatron.bridge.models.gpt_provider.GPTModelProvider";
 }
 

@@ -227,7 +227,7 @@ std::optional<std::int64_t> tokenizer_vocab(const std::string& name) {
 void RecipeBuilder::vocabulary() {
   const json& tok = doc.value("tokenizer", json::object());
   json& m = doc["model"];
-  const bool use_tok = tok.value("use_tokenizer_vocab_size", false) || !m.contains("vocab_size") || m["vocab_size"].is_null();
+  const bool use_tok = detail::is_true(tok, "use_tokenizer_vocab_size") || !m.contains("vocab_size") || m["vocab_size"].is_null();
   if (!use_tok) {
     m["should_pad_vocab"] = false;
     return;

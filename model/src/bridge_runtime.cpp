@@ -149,7 +149,7 @@ void comm_overlap_setup(BridgeDocument& d) {
     model_slot(m, k) = v;
     d.origins["model." + k] = setup;
   }
-  if (!doc["ddp"].value("use_distributed_optimizer", false)) return;
+  if (!detail::is_true(doc["ddp"], "use_distributed_optimizer")) return;
   json opt_cfg = {{"bucket_size", dp > 1 ? json(134217728) : json(nullptr)}, {"overlap_grad_reduce", dp > 1},
                   {"overlap_param_gather", dp > 1}, {"overlap_param_gather_with_optimizer_step", false},
                   {"align_param_gather", dp > 1 && pp > 1 && vp > 1}};
@@ -188,11 +188,11 @@ void finalize_and_validate(json& doc) {
   json& ddp = doc["ddp"];
   json& opt = doc["optimizer"];
   for (const char* k : {"use_distributed_optimizer", "overlap_param_gather"}) {
-    const bool on = ddp.value(k, false) || opt.value(k, false);
+    const bool on = detail::is_true(ddp, k) || detail::is_true(opt, k);
     ddp[k] = on;
     opt[k] = on;
   }
-  if (ddp.value("overlap_grad_reduce", false) && (!ddp.contains("bucket_size") || ddp["bucket_size"].is_null())) {
+  if (detail::is_true(ddp, "overlap_grad_reduce") && (!ddp.contains("bucket_size") || ddp["bucket_size"].is_null())) {
     const std::int64_t dp = doc["comm_overlap"].is_object() ? int_or(doc["comm_overlap"], "data_parallel_size", 1) : 1;
     ddp["bucket_size"] = std::max<std::int64_t>(40000000, 1000000 * dp * model_int(m, "context_parallel_size", 1));
   }

@@ -220,7 +220,7 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   m.model.provider_class = string_or(arch, "provider");
   m.model.sources = {string_or(arch, "source"), string_or(table(), "base_mapping_source")};
   const bool mla = m.model.provider_class.find("MLAModelProvider") != std::string::npos;
-  if (arch.value("base", false)) {
+  if (detail::is_true(arch, "base")) {
     m.base();
     m.post_process(mla);
   }

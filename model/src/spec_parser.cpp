@@ -140,10 +140,21 @@ ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::st
 struct SpecText::Parsed {
   std::optional<json> doc;   // nullopt when the text itself was rejected
   Diagnostics diagnostics;   // what reading the text reported
+  bool bridge = false;       // a Bridge input: parsed whole each time
+  std::string name, text;
 };
 
-SpecText::SpecText(std::string_view json_text) {
+SpecText::SpecText(std::string_view json_text, std::string_view name) {
   auto parsed = std::make_shared<Parsed>();
+  const bool json_like = json_text.find_first_not_of(" \t\r\n") == std::string_view::npos ||
+                         json_text[json_text.find_first_not_of(" \t\r\n")] == '{';
+  if (name.rfind("bridge:", 0) == 0 || (!json_like && !(name.size() >= 5 && name.substr(name.size() - 5) == ".json"))) {
+    parsed->bridge = true;
+    parsed->name = std::string(name);
+    parsed->text = std::string(json_text);
+    parsed_ = std::move(parsed);
+    return;
+  }
   const ParseResult r = guarded([&] {
     ParseResult out;
     parsed->doc = parse_text_unguarded(json_text, out.diagnostics);
@@ -154,6 +165,7 @@ SpecText::SpecText(std::string_view json_text) {
 }
 
 ParseResult SpecText::parse(const std::vector<std::string>& overrides) const {
+  if (parsed_->bridge) return parse_spec_input(parsed_->name, parsed_->text, overrides);
   return guarded([&] {
     ParseResult result;
     result.diagnostics = parsed_->diagnostics;

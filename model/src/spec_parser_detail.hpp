@@ -66,6 +66,14 @@ inline std::int64_t int_or(const nlohmann::json& obj, const char* key, std::int6
   return it != obj.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
 }
 
+// obj[key] is the boolean true. A peek only: the key's type is checked where it is converted,
+// so a string "yes" here reads as false and is reported there (json::value throws on it).
+inline bool is_true(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return false;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
 // Joins a section and key into a path: "model" + "x" -> "model.x".
 inline std::string key_path(std::string_view section, std::string_view key) {
   if (section.empty() || section == "top") return std::string(key);

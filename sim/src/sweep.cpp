@@ -79,7 +79,7 @@ SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>
   result.points.resize(total);
   // The text is read once; each point applies its overrides to the read document, which gives what
   // parse_run_spec(spec_text, overrides) gives.
-  const model::SpecText text(spec_text);
+  const model::SpecText text(spec_text, options.spec_name);
   std::atomic<std::size_t> next{0}, done{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < total; i = next++) {

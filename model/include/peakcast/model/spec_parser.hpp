@@ -61,9 +61,10 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
 // A spec text read once and parsed many times with different overrides (what a sweep does):
 // SpecText(text).parse(overrides) gives exactly what parse_run_spec(text, overrides) gives, without
 // reading the text again for each call. Copies share the read text; parse() may run concurrently.
+// A Bridge input (name "bridge:..." or a YAML text) is parsed through parse_spec_input each time.
 class SpecText {
  public:
-  explicit SpecText(std::string_view json_text);
+  explicit SpecText(std::string_view json_text, std::string_view name = "");
   ParseResult parse(const std::vector<std::string>& overrides = {}) const;
 
  private:

@@ -55,6 +55,7 @@ struct SweepOptions {
   unsigned threads = 0;         // 0: every hardware thread
   // Called on the calling thread about every 100 ms with (points done, total).
   std::function<void(std::size_t, std::size_t)> progress;
+  std::string spec_name;  // the input's name: a Bridge recipe ("bridge:...") or file, for its format
 };
 
 struct SweepResult {

@@ -142,16 +142,24 @@ def have_mirrors():
 def first_use(section, key):
     """The first line of megatron/core (megatron/training for train keys) at the pinned revision that reads
     <something>.<key> outside the config dataclass declarations; Bridge's training/ as a fallback."""
-    pattern = r"(config|cfg|args|ddp_config|train_config|self)\." + key + r"\b"
-    where = {"train": ["megatron/training"]}.get(section, ["megatron/core"])
+    prefix = {"model": r"config", "optimizer": r"config", "ddp": r"ddp_config", "train": r"args"}[section]
+    pattern = prefix + r"\." + key + r"\b"
+    where = {"train": ["megatron/training"], "optimizer": ["megatron/core/optimizer"]}.get(section, ["megatron/core"])
     out = _git(MCORE_GIT, "grep", "-n", "-E", pattern, MCORE_REV, "--", *where)
     if out:
+        hits = []
         for line in out.splitlines():
             _, path, num, text = line.split(":", 3)
-            if path.endswith(DECL_FILES) and re.match(r"\s+" + key + r"\s*:", text):
-                continue
             if path.endswith(DECL_FILES):
-                continue  # __post_init__ checks: not a use that allocates
+                continue  # declarations and __post_init__ checks: not a use that allocates
+            if any(s in path for s in SKIP_DIRS):
+                continue  # inference, export, other model families
+            rank = next((i for i, d in enumerate(PREFERRED_DIRS) if d in path), len(PREFERRED_DIRS))
+            if any(s in path for s in LATE_FILES):
+                rank += len(PREFERRED_DIRS) + 1
+            hits.append((rank, path, int(num)))
+        if hits:
+            _, path, num = min(hits)
             return f"mcore:{path}:{num}"
     out = _git(BRIDGE_GIT, "grep", "-n", "-E", pattern, BRIDGE_REV, "--", "src/megatron/bridge/training",
                "src/megatron/bridge/models/gpt_provider.py", "src/megatron/bridge/models/hybrid")
@@ -161,6 +169,15 @@ def first_use(section, key):
         return f"bridge:{path}:{num}"
     return None
 
+
+PREFERRED_DIRS = ("megatron/core/transformer/", "megatron/core/extensions/", "megatron/core/models/gpt/",
+                  "megatron/core/models/common/", "megatron/core/ssm/", "megatron/core/models/hybrid/",
+                  "megatron/core/distributed/", "megatron/core/optimizer/", "megatron/core/pipeline_parallel/",
+                  "megatron/core/tensor_parallel/", "megatron/core/fusions/", "megatron/core/")
+LATE_FILES = ("experimental_attention_variant/", "cuda_graphs.py", "fsdp_dtensor_checkpoint.py", "multi_token_prediction.py",
+              "mla_qk_norm_config.py", "arguments.py", "yaml_arguments.py", "/tokenizers/")
+SKIP_DIRS = ("/inference/", "/export/", "/post_training/", "/models/bert/", "/models/T5/", "/models/multimodal/",
+             "/models/vision/", "/models/audio/", "/models/retro/", "/models/mimo/", "/distributed/fsdp/")
 
 CITE_RE = re.compile(r"(mcore|bridge):([A-Za-z0-9_./-]+\.py)(?::(\d+)(?:-(\d+))?)?")
 
@@ -229,23 +246,25 @@ def build():
             "changes_memory tells whether it is also an unsimulated memory key) | not_simulated (changes training GPU "
             "memory or refuses to run; not read) | no_memory_effect. source: where Megatron Core 24bad8e6 (mcore:) or "
             "Bridge 600d069b (bridge:) uses the field. default_is_inert: the schema default leaves memory as peakcast "
-            "assumes (a warning is needed only when the value differs). read_at: peakcast's reading line. warned: "
+            "assumes (a warning is needed only when the value differs). applies_when: for keys whose effect needs another setting, the condition under which a non-default value matters. read_at: peakcast's reading line. warned: "
             "spec_untyped_rules.cpp kUnsimulated already warns when set away from its default. recipes: how many of "
             f"the {nrecipes} Bridge recipes under configs/recipes set it in config.<section>. See docs/memory-effect.md."
         )
     }
-    for sec in SECTIONS:
-        keys = list(schema[sec])
+    for sec in SECTIONS + ["cluster", "top"]:
+        keys = list(schema.get(sec, {}))
         for k in ext.get(sec, {}):
             if k not in keys:
                 keys.append(k)
         out = {}
         for k in keys:
-            entry = schema[sec].get(k) or ext[sec][k]
-            origin = "schema" if k in schema[sec] else "peakcast_extensions"
+            entry = schema.get(sec, {}).get(k) or ext[sec][k]
+            origin = "schema" if k in schema.get(sec, {}) else "peakcast_extensions"
             hand = TABLE.get((sec, k))
             rec = {}
-            if k in typed[sec]:
+            if sec == "top":
+                cls = (hand or {}).get("class")
+            elif k in typed[sec]:
                 cls = "simulated"
             elif sec == "model" and k in unsim:
                 # kUnsimulated warns; the table may still find that Megatron does not read the key.
@@ -287,7 +306,9 @@ def build():
                 problems.append(f"{sec}.{k}: default_is_inert missing")
             rec["default_is_inert"] = inert
             rec["default"] = default_of(entry)
-            if k in typed[sec]:
+            if hand.get("applies_when"):
+                rec["applies_when"] = hand["applies_when"]
+            if k in typed.get(sec, {}):
                 rec["read_at"] = typed[sec][k]
             elif sec == "model" and k in rules:
                 rec["read_at"] = rules[k]
@@ -298,7 +319,8 @@ def build():
                     rec["note"] = "spec_untyped_rules.cpp kUnsimulated warns not_simulated for it, but Megatron Core does not read it"
             if cls in ("not_simulated",) or (cls == "rule_only" and changes):
                 rec.setdefault("warned", False)
-            rec["recipes"] = counts.get((sec, k), 0)
+            if sec in SECTIONS:
+                rec["recipes"] = counts.get((sec, k), 0)
             if origin != "schema":
                 rec["origin"] = origin
             for field in ("why", "source"):
@@ -306,7 +328,7 @@ def build():
                     problems.append(f"{sec}.{k}: empty {field}")
             out[k] = rec
         doc[sec] = out
-    extra = sorted(set(TABLE) - {(s, k) for s in SECTIONS for k in doc[s]})
+    extra = sorted(set(TABLE) - {(s, k) for s in SECTIONS + ["cluster", "top"] for k in doc[s]})
     for s, k in extra:
         problems.append(f"{s}.{k}: in the table but not an accepted key")
     return doc, problems

@@ -163,15 +163,16 @@ U(M, "pipeline_dtype",
 R(M, "variable_seq_lengths",
   "PP p2p exchanges tensor shapes every micro-batch; sequence lengths then vary per micro-batch (the peak follows the "
   "longest), and the allgather MoE dispatcher refuses it", f"{P2P}:322; {SCHED}:2113", True)
-N(M, "overlap_p2p_comm",
-  "interleaved PP: p2p on a side stream; the send/recv buffers are the same tensors (timing only). Uncertain: the "
-  "overlapped schedule waits on recv handles later, which can keep one more recv buffer alive per direction",
-  f"{SCHED}:1679")
+U(M, "overlap_p2p_comm",
+  "interleaved PP: p2p on a side stream with the next receive posted right after a send, so a receive buffer (one "
+  "stage-input tensor per direction) is allocated one compute step earlier and is alive across the other pass "
+  "(schedules.py:1679-1740). Bridge's CommOverlapConfig turns it on when PP>1 and VP>1. Uncertain: effect size not "
+  "measured", f"{SCHED}:1679")
 N(M, "batch_p2p_comm", "batched isend/irecv vs separate calls; same buffers", f"{P2P}:374")
 N(M, "batch_p2p_sync", "a cuda synchronize after batched p2p", f"{P2P}:416")
 N(M, "use_ring_exchange_p2p", "custom ring-exchange p2p kernel instead of NCCL p2p; same buffers", f"{P2P}:226")
-N(M, "overlap_p2p_comm_warmup_flush",
-  "interleaved PP: overlapped p2p also in warm-up/flush; schedule order unchanged (uncertain: as overlap_p2p_comm)",
+U(M, "overlap_p2p_comm_warmup_flush",
+  "interleaved PP: the early-posted receives of overlap_p2p_comm also in warm-up and flush (see overlap_p2p_comm)",
   f"{SCHED}:1558")
 U(M, "mtp_standalone",
   "MTP layers on a stage of their own (derived from pipeline_model_parallel_layout, transformer_config.py:2010); p2p "
@@ -340,11 +341,11 @@ R(M, "moe_router_padding_for_quantization",
 R(M, "moe_router_padding_for_fp8", "deprecated alias of moe_router_padding_for_quantization", f"{TC}:2334", True)
 R(M, "moe_router_num_groups",
   "group-limited routing: group scores and a [tokens, experts] mask, the masked scores saved for backward (unfused)",
-  f"{ROUTER}:780", True)
-R(M, "moe_router_group_topk", "group-limited routing (see moe_router_num_groups)", f"{ROUTER}:780", True)
+  f"{ROUTER}:781", True)
+R(M, "moe_router_group_topk", "group-limited routing (see moe_router_num_groups)", f"{ROUTER}:782", True)
 R(M, "moe_router_pre_softmax",
   "softmax over all experts before top-k: the saved softmax output is [tokens, experts] instead of [tokens, topk]",
-  f"{ROUTER}:781", True)
+  f"{ROUTER}:780", True)
 N(M, "moe_router_topk_scaling_factor", "a scalar on the routing probabilities", f"{ROUTER}:783")
 N(M, "moe_router_bias_update_rate", "expert-bias update scalar (in finalize_model_grads)", "mcore:megatron/core/distributed/finalize_model_grads.py:366")
 N(M, "moe_router_quantile_balancing_ema", "quantile-balancing EMA scalar (in finalize_model_grads)",
@@ -688,7 +689,7 @@ N(O, "adam_eps", "optimizer scalar", f"{OPT}:524")
 N(O, "decoupled_weight_decay", "AdamW vs Adam (adam_w_mode); same state", f"{OPT}:561")
 U(O, "sgd_momentum",
   "optimizer='sgd': the momentum buffer exists only when momentum != 0 (torch/Apex SGD); peakcast always counts an fp32 "
-  "momentum buffer (static_memory_optimizer.cpp:67-68)", f"{OPT}:532")
+  "momentum buffer (static_memory_optimizer.cpp:66)", f"{OPT}:532")
 _MUON = " (optimizer='muon'/'adaptive_muon', read as muon_<arg> by _kwargs_from_config, emerging_optimizers.py:419-432; peakcast treats non-adam/sgd optimizers as adam and warns optimizer_not_modelled)"
 N(O, "muon_momentum", "Muon scalar" + _MUON, f"{EOPT}:436")
 N(O, "muon_split_qkv", "Muon orthogonalises q/k/v blocks separately (views of the same update)" + _MUON, f"{EOPT}:436")
@@ -870,3 +871,122 @@ N(T, "eval_iters",
   "evaluation steps: forward-only under no_grad, below the training peak (same micro-batch)", f"{MLT}:4274")
 N(T, "eval_interval", "when evaluation runs (see eval_iters)", f"{MLT}:4047")
 U(T, "skip_train", "the run does no training (evaluation only); the training-peak prediction does not apply", f"{MLT}:2056")
+
+# ============================================================================================
+# applies_when: for keys whose effect needs another setting, the condition under which a value away
+# from the default matters (a plain-text expression over run-spec keys; "set" = differs from the
+# default). A warning keyed only on "differs from the default" would be noisy for these.
+# ============================================================================================
+_MOE = "model.num_moe_experts != null"
+_FLEX = _MOE + " && model.moe_token_dispatcher_type == 'flex'"
+_FSDP_ON = "ddp.use_megatron_fsdp"
+_FP8 = "model.fp8 != null"
+_MAMBA = "Mamba layers ('M' in model.hybrid_layer_pattern)"
+_DSA_ON = "DSA layers (model.experimental_attention_variant == 'dsa' or 'D' in model.hybrid_layer_pattern)"
+_MUON_ON = "optimizer.optimizer in ['muon', 'adaptive_muon']"
+_OFFL = "model.fine_grained_activation_offloading"
+_UB = "model.tp_comm_overlap && model.tensor_model_parallel_size > 1 && model.sequence_parallel"
+APPLIES_WHEN = {
+    (O, "bf16"): "optimizer.bf16 != model.bf16 && !(optimizer.use_distributed_optimizer || ddp.use_distributed_optimizer)",
+    (O, "fp16"): "optimizer.fp16 != model.fp16 && !(optimizer.use_distributed_optimizer || ddp.use_distributed_optimizer)",
+    (O, "fp8_recipe"): "optimizer.use_precision_aware_optimizer && optimizer.fp8_recipe (null = 'delayed') != model.fp8_recipe",
+    (M, "pipeline_dtype"): "model.pipeline_model_parallel_size > 1 && (model.pipeline_dtype == null || model.pipeline_dtype != the activation dtype of model.bf16/fp16)",
+    (M, "params_dtype"): "(!model.bf16 && !model.fp16 && model.params_dtype != fp32) || (model.enable_autocast && model.autocast_dtype == null) || (" + _MAMBA + " && model.mamba_training_ssm_states_dtype == null && model.params_dtype != fp32)",
+    (M, "autocast_dtype"): "model.enable_autocast",
+    (M, "mamba_training_ssm_states_dtype"): _MAMBA,
+    (M, "use_mamba_mem_eff_path"): _MAMBA,
+    (M, "mamba_chunk_size"): _MAMBA + " && model.mamba_chunk_size != 128",
+    (M, "deterministic_mode"): "GDN layers (model.experimental_attention_variant == 'gated_delta_net' or 'G' in model.hybrid_layer_pattern)",
+    (M, "hierarchical_context_parallel_sizes"): "model.context_parallel_size > 1 && 'a2a+p2p' in model.cp_comm_type",
+    (M, "cp_comm_type"): "model.context_parallel_size > 1 && model.cp_comm_type not in [null, 'p2p']",
+    (M, "max_seqlen_per_dp_cp_rank"): "model.hybrid_context_parallel",
+    (M, "overlap_p2p_comm"): "model.pipeline_model_parallel_size > 1 && model.virtual_pipeline_model_parallel_size > 1",
+    (M, "overlap_p2p_comm_warmup_flush"): "model.overlap_p2p_comm",
+    (M, "tp_comm_bulk_wgrad"): _UB, (M, "tp_comm_bulk_dgrad"): _UB, (M, "tp_comm_overlap_ag"): _UB,
+    (M, "tp_comm_overlap_rs"): _UB, (M, "tp_comm_overlap_rs_dgrad"): _UB,
+    (M, "tp_comm_overlap_disable_qkv"): _UB, (M, "tp_comm_overlap_disable_fc1"): _UB,
+    (M, "cpu_offloading_double_buffering"): "model.cpu_offloading",
+    (M, "softmax_type"): "model.softmax_type != 'vanilla'",
+    (M, "activation_func_clamp_value"): "model.gated_linear_unit && model.activation_func_clamp_value != null",
+    (M, "memory_efficient_layer_norm"): "model.transformer_impl == 'local'",
+    (M, "use_fused_weighted_squared_relu"): _MOE + " && model.activation_func == 'squared_relu'",
+    (M, "fp8_wgrad"): _FP8 + " && model.fp8_recipe in ['delayed', 'tensorwise']",
+    (M, "fp8_output_proj"): _FP8 + " && model.fp8_recipe == 'mxfp8'",
+    (M, "fp8_dot_product_attention"): _FP8, (M, "fp8_multi_head_attention"): _FP8,
+    (M, "disable_parameter_transpose_cache"): _FP8,
+    (M, "keep_mtp_spec_in_bf16"): "model.mtp_num_layers > 0 && model.fp8 != null",
+    (M, "mtp_hybrid_override_pattern"): "model.mtp_num_layers > 0 (hybrid models)",
+    (M, "fp4_recipe"): "model.fp4 != null", (M, "fp4_param"): "model.fp4 != null", (M, "fp4_quantizer_factory"): "model.fp4_recipe == 'custom'",
+    (M, "kitchen_attention_backend"): "model.use_kitchen_attention",
+    (M, "use_grouped_gemm_for_dense_mlp"): "model.use_transformer_engine_op_fuser",
+    (M, "dense_grouped_gemm"): "model.use_transformer_engine_op_fuser",
+    (M, "moe_shared_expert_glu_interleave_size"): "model.use_grouped_gemm_for_shared_expert",
+    (M, "moe_aux_loss_coeff"): _MOE + " && model.moe_aux_loss_coeff > 0 && model.moe_router_load_balancing_type has an aux-loss type",
+    (M, "moe_z_loss_coeff"): _MOE, (M, "moe_router_fusion"): _MOE, (M, "moe_router_force_biased"): _MOE,
+    (M, "moe_router_topk_limited_devices"): _MOE, (M, "moe_router_load_balancing_type"): _MOE,
+    (M, "moe_router_num_groups"): _MOE + " && model.moe_router_group_topk > 0",
+    (M, "moe_router_group_topk"): _MOE + " && model.moe_router_group_topk > 0",
+    (M, "moe_router_pre_softmax"): _MOE, (M, "moe_router_padding_for_quantization"): _MOE,
+    (M, "moe_router_padding_for_fp8"): _MOE, (M, "moe_mlp_glu_interleave_size"): _MOE + " && model.gated_linear_unit",
+    (M, "moe_expert_rank_capacity_factor"): _MOE,
+    (M, "moe_enable_deepep"): _FLEX, (M, "moe_flex_dispatcher_backend"): _FLEX,
+    (M, "moe_flex_dispatcher_num_sms"): _FLEX, (M, "moe_deepep_num_sms"): _FLEX + " && backend deepep",
+    (M, "moe_hybridep_num_sms"): _FLEX + " && model.moe_flex_dispatcher_backend == 'hybridep'",
+    (M, "moe_permute_fusion_into_hybridep"): _FLEX + " && model.moe_flex_dispatcher_backend == 'hybridep'",
+    (M, "moe_hybridep_pad_uneven_dispatch_inputs"): _FLEX + " && model.moe_flex_dispatcher_backend == 'hybridep'",
+    (M, "moe_ncclep_static_shape"): _FLEX + " && model.moe_flex_dispatcher_backend == 'ncclep'",
+    (M, "moe_ncclep_zero_copy"): _FLEX + " && model.moe_flex_dispatcher_backend == 'ncclep'",
+    (M, "moe_paged_stash_page_size"): "model.moe_paged_stash",
+    (M, "moe_paged_stash_buffer_size_factor_cuda"): "model.moe_paged_stash",
+    (M, "moe_paged_stash_buffer_size_factor_cpu"): "model.moe_paged_stash",
+    (M, "offload_modules"): _OFFL, (M, "min_offloaded_tensor_size"): _OFFL, (M, "delay_offload_until_cuda_graph"): _OFFL,
+    (M, "delta_offload_bytes_across_pp_ranks"): _OFFL, (M, "activation_offload_fraction"): _OFFL,
+    (M, "fine_grained_offloading_max_inflight_offloads"): _OFFL + " && model.cuda_graph_impl == 'full_iteration'",
+    (M, "cuda_graph_use_single_mempool"): "model.cuda_graph_impl == 'full_iteration' || optimizer.optimizer_cuda_graph",
+    (M, "cuda_graph_retain_backward_graph"): "model.cuda_graph_impl != 'none'",
+    (M, "clone_scatter_output_in_embedding"): "model.sequence_parallel",
+    (M, "scatter_embedding_sequence_parallel"): "model.sequence_parallel",
+    (M, "apply_residual_connection_post_layernorm"): "model.use_transformer_engine_full_layer_spec",
+    (M, "kitchen_attention_backend"): "model.use_kitchen_attention",
+    (M, "qk_l2_norm"): "attention layers",
+    (M, "variable_seq_lengths"): "micro-batches of different lengths",
+    (M, "expert_gtp_weight_remat_size"): _MOE, (M, "expert_tensor_parallel_num_weight_shards"): _MOE,
+    (O, "reuse_grad_buf_for_mxfp8_param_ag"): "model.fp8_recipe == 'mxfp8' && (ddp.fp8_param_gather || model.fp8_param)",
+    (D, "reuse_grad_buf_for_mxfp8_param_ag"): "model.fp8_recipe == 'mxfp8' && (ddp.fp8_param_gather || model.fp8_param)",
+    (O, "sgd_momentum"): "optimizer.optimizer == 'sgd' && optimizer.sgd_momentum == 0",
+    (O, "muon_tp_mode"): _MUON_ON + " && model.tensor_model_parallel_size > 1",
+    (O, "muon_scalar_optimizer"): _MUON_ON, (O, "adaptive_muon_moment2_method"): "optimizer.optimizer == 'adaptive_muon'",
+    (O, "soap_use_kl_shampoo"): "optimizer.optimizer == 'soap'",
+    (O, "use_layer_wise_distributed_optimizer"): "an emerging optimizer (muon, soap, ...)",
+    (O, "optimizer_offload_fraction"): "optimizer.optimizer_cpu_offload && optimizer.optimizer_offload_fraction < 1",
+    (O, "use_torch_optimizer_for_cpu_offload"): "optimizer.optimizer_cpu_offload",
+    (O, "overlap_cpu_optimizer_d2h_h2d"): "optimizer.optimizer_cpu_offload",
+    (D, "param_name_patterns_for_fp32_local_accumulation"): "!ddp.grad_reduce_in_fp32",
+    (D, "fp4_param_gather"): "model.fp4 != null",
+    (D, "nccl_ub"): "ddp.nccl_ub",
+}
+for _k in ["megatron_fsdp_version", "data_parallel_sharding_strategy", "suggested_communication_unit_size",
+           "keep_fp8_transpose_cache", "fsdp_double_buffer", "fsdp_db_use_persist_buf_on_alloc_fail",
+           "fsdp_all_gather_in_start_param_sync", "outer_dp_sharding_strategy", "megatron_fsdp_main_params_dtype",
+           "megatron_fsdp_main_grads_dtype", "megatron_fsdp_grad_comm_dtype", "megatron_fsdp_use_decoupled_grad",
+           "megatron_fsdp_cuda_graph_mode", "megatron_fsdp_enable_fine_grained_param_gather",
+           "megatron_fsdp_max_pool_double_buffer"]:
+    APPLIES_WHEN[(D, _k)] = _FSDP_ON
+for _k in [k for (s, k) in TABLE if s == M and k.startswith("dsa_")]:
+    APPLIES_WHEN[(M, _k)] = _DSA_ON
+for (_s, _k), _cond in APPLIES_WHEN.items():
+    assert (_s, _k) in TABLE, (_s, _k)
+    TABLE[(_s, _k)]["applies_when"] = _cond
+
+# ============================================================================================
+# peakcast-only sections of peakcast_extensions.json (no Megatron field)
+# ============================================================================================
+C, TOP = "cluster", "top"
+S(C, "num_gpus", "world size (DP = num_gpus / (TP*PP*CP)): DP sharding of the distributed optimizer", "peakcast:configs/schema/peakcast_extensions.json")
+S(C, "gpu", "GPU preset or object: usable memory (the limit) and speeds", "peakcast:configs/gpus/")
+S(C, "expandable_segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: caching-allocator segments (reserved memory)",
+  "peakcast:model/src/caching_allocator.cpp")
+N(TOP, "description", "free text", "peakcast:configs/schema/peakcast_extensions.json")
+_put(TOP, "defaults", **{"class": "simulated", "why": "which defaults left-out keys take (megatron-core dataclasses or "
+     "Bridge's providers); read by spec_parser.cpp:53, not by the typed parser", "source": "peakcast:model/src/spec_parser.cpp:53",
+     "default_is_inert": True, "changes_memory": True})

@@ -604,7 +604,7 @@ for _k, _why in [
     ("cpu_offloading_num_layers", "layers offloaded"),
     ("cpu_offloading_activations", "offload activations"),
     ("cpu_offloading_weights", "offload weights"),
-    ("fine_grained_activation_offloading", "per-module activation offload"),
+    ("fine_grained_activation_offloading", "per-module activation offload; read, but peakcast warns fine_grained_offloading_not_simulated (validate_recompute.cpp:202) and keeps the offloaded tensors on the GPU"),
     ("bf16", "bf16 parameters and activations"),
     ("fp16", "fp16 parameters and activations"),
     ("fp8", "FP8 GEMMs (e4m3 / hybrid)"),

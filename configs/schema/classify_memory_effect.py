@@ -14,7 +14,7 @@ Class:
   rule_only         read only by the untyped validation rules (spec_untyped_rules.cpp); the entry's
                     changes_memory says whether the key also changes memory (then it is unsimulated too)
   not_simulated     changes training GPU memory (or refuses to run) and the typed parser does not read it
-                    (the kUnsimulated table of spec_untyped_rules.cpp warns for some: warned=true)
+                    (model/src/unsimulated_keys.cpp warns for every not_simulated key and memory-changing rule_only key: warned=true)
   no_memory_effect  changing it does not change the bytes a GPU allocates in training
 
 Usage: python3 configs/schema/classify_memory_effect.py [--check]   (from the repository root)
@@ -100,10 +100,8 @@ def rule_reads():
     for m in RULE_RE.finditer(text):
         reads.setdefault(m.group(1), f"{rel}:{text.count(chr(10), 0, m.start()) + 1}")
     # scope_key is "cuda_graph_scope" or "cuda_graph_modules" (both literal reads elsewhere in the file).
-    block = text[text.index("kUnsimulated[] = {"):]
-    block = block[:block.index("};")]
-    unsim = {m.group(1): {"default_json": m.group(2), "what": m.group(3)} for m in UNSIM_RE.finditer(block)}
-    return reads, unsim
+    # The warnings for unsimulated keys come from this table itself (model/src/unsimulated_keys.cpp).
+    return reads, {}
 
 
 # --- recipe counts ------------------------------------------------------------------------------
@@ -247,7 +245,7 @@ def build():
             "memory or refuses to run; not read) | no_memory_effect. source: where Megatron Core 24bad8e6 (mcore:) or "
             "Bridge 600d069b (bridge:) uses the field. default_is_inert: the schema default leaves memory as peakcast "
             "assumes (a warning is needed only when the value differs). applies_when: for keys whose effect needs another setting, the condition under which a non-default value matters. read_at: peakcast's reading line. warned: "
-            "spec_untyped_rules.cpp kUnsimulated already warns when set away from its default. recipes: how many of "
+            "model/src/unsimulated_keys.cpp warns when the run sets it away from its default where applies_when holds. recipes: how many of "
             f"the {nrecipes} Bridge recipes under configs/recipes set it in config.<section>. See docs/memory-effect.md."
         )
     }
@@ -318,7 +316,8 @@ def build():
                 if cls == "no_memory_effect":
                     rec["note"] = "spec_untyped_rules.cpp kUnsimulated warns not_simulated for it, but Megatron Core does not read it"
             if cls in ("not_simulated",) or (cls == "rule_only" and changes):
-                rec.setdefault("warned", False)
+                # model/src/unsimulated_keys.cpp warns for these (sections model/optimizer/ddp/train).
+                rec["warned"] = sec in SECTIONS
             if sec in SECTIONS:
                 rec["recipes"] = counts.get((sec, k), 0)
             if origin != "schema":

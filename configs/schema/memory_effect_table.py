@@ -307,8 +307,8 @@ U(M, "fp8_wgrad",
   "false: the wgrad GEMM runs in high precision (override_linear_precision=(False, False, True)), so TE keeps the "
   "high-precision GEMM inputs for wgrad instead of their FP8 (transposed) copies (delayed / tensorwise recipes)",
   "mcore:megatron/core/fp8_utils.py:777")
-U(M, "fp8_output_proj", "the output layer (LM head) runs in MXFP8 through TE: its saved input and weight copies are FP8",
-  "mcore:megatron/core/fp8_utils.py:740")
+R(M, "fp8_output_proj", "the output layer (LM head) runs in MXFP8 through TE: its saved input and weight copies are FP8",
+  "mcore:megatron/core/fp8_utils.py:740", True)
 U(M, "fp8_dot_product_attention", "TE attention in FP8 (fp8_dpa): q/k/v and the saved attention tensors in FP8",
   "mcore:megatron/core/fp8_utils.py:781")
 U(M, "fp8_multi_head_attention", "TE attention with FP8 inputs/outputs through the whole MHA block (fp8_mha)", f"{TE}:3279")
@@ -453,8 +453,8 @@ R(M, "delta_offload_bytes_across_pp_ranks", "fine-grained offloading: per-PP-ran
   "mcore:megatron/core/models/gpt/gpt_model.py:498", True)
 R(M, "activation_offload_fraction", "fine-grained offloading: fraction of the eligible activations offloaded",
   "mcore:megatron/core/models/gpt/gpt_model.py:499", True)
-U(M, "moe_paged_stash", "routed-expert activations live in a paged stash buffer (GPU pages sized by the factors below)",
-  "mcore:megatron/core/models/gpt/gpt_model.py:557")
+R(M, "moe_paged_stash", "routed-expert activations live in a paged stash buffer (GPU pages sized by the factors below)",
+  "mcore:megatron/core/models/gpt/gpt_model.py:557", True)
 U(M, "moe_paged_stash_page_size", "page size of the paged stash", "mcore:megatron/core/transformer/moe/paged_stash.py:899")
 U(M, "moe_paged_stash_buffer_size_factor_cuda", "GPU stash size factor (default 1.1)", "mcore:megatron/core/transformer/moe/paged_stash.py:910")
 U(M, "moe_paged_stash_buffer_size_factor_cpu", "host stash size factor (host memory; moves pages off the GPU)",
@@ -874,29 +874,31 @@ U(T, "skip_train", "the run does no training (evaluation only); the training-pea
 
 # ============================================================================================
 # applies_when: for keys whose effect needs another setting, the condition under which a value away
-# from the default matters (a plain-text expression over run-spec keys; "set" = differs from the
-# default). A warning keyed only on "differs from the default" would be noisy for these.
+# from the default matters. A warning keyed only on "differs from the default" would be noisy for these.
+# The expressions are evaluated by model/src/unsimulated_keys.cpp: section.key (the value the run has,
+# default included), 'string', numbers, null, true, false, [lists]; == != < <= > >=, in, not in
+# (substring for strings, membership for lists), !, &&, ||, parentheses. Dtype names compare as dtypes.
 # ============================================================================================
 _MOE = "model.num_moe_experts != null"
 _FLEX = _MOE + " && model.moe_token_dispatcher_type == 'flex'"
 _FSDP_ON = "ddp.use_megatron_fsdp"
 _FP8 = "model.fp8 != null"
-_MAMBA = "Mamba layers ('M' in model.hybrid_layer_pattern)"
-_DSA_ON = "DSA layers (model.experimental_attention_variant == 'dsa' or 'D' in model.hybrid_layer_pattern)"
+_MAMBA = "'M' in model.hybrid_override_pattern"
+_DSA_ON = "(model.experimental_attention_variant == 'dsa' || 'D' in model.hybrid_override_pattern)"
 _MUON_ON = "optimizer.optimizer in ['muon', 'adaptive_muon']"
 _OFFL = "model.fine_grained_activation_offloading"
 _UB = "model.tp_comm_overlap && model.tensor_model_parallel_size > 1 && model.sequence_parallel"
 APPLIES_WHEN = {
     (O, "bf16"): "optimizer.bf16 != model.bf16 && !(optimizer.use_distributed_optimizer || ddp.use_distributed_optimizer)",
     (O, "fp16"): "optimizer.fp16 != model.fp16 && !(optimizer.use_distributed_optimizer || ddp.use_distributed_optimizer)",
-    (O, "fp8_recipe"): "optimizer.use_precision_aware_optimizer && optimizer.fp8_recipe (null = 'delayed') != model.fp8_recipe",
-    (M, "pipeline_dtype"): "model.pipeline_model_parallel_size > 1 && (model.pipeline_dtype == null || model.pipeline_dtype != the activation dtype of model.bf16/fp16)",
-    (M, "params_dtype"): "(!model.bf16 && !model.fp16 && model.params_dtype != fp32) || (model.enable_autocast && model.autocast_dtype == null) || (" + _MAMBA + " && model.mamba_training_ssm_states_dtype == null && model.params_dtype != fp32)",
+    (O, "fp8_recipe"): "optimizer.use_precision_aware_optimizer && ((optimizer.fp8_recipe == null && model.fp8_recipe != 'delayed') || (optimizer.fp8_recipe != null && optimizer.fp8_recipe != model.fp8_recipe))",
+    (M, "pipeline_dtype"): "model.pipeline_model_parallel_size > 1 && model.pipeline_dtype != null && ((model.bf16 && model.pipeline_dtype != 'bf16') || (model.fp16 && model.pipeline_dtype != 'fp16') || (!model.bf16 && !model.fp16 && model.pipeline_dtype != 'fp32'))",
+    (M, "params_dtype"): "(!model.bf16 && !model.fp16 && model.params_dtype != 'fp32') || (model.enable_autocast && model.autocast_dtype == null) || (" + _MAMBA + " && model.mamba_training_ssm_states_dtype == null && model.params_dtype != 'fp32')",
     (M, "autocast_dtype"): "model.enable_autocast",
     (M, "mamba_training_ssm_states_dtype"): _MAMBA,
     (M, "use_mamba_mem_eff_path"): _MAMBA,
     (M, "mamba_chunk_size"): _MAMBA + " && model.mamba_chunk_size != 128",
-    (M, "deterministic_mode"): "GDN layers (model.experimental_attention_variant == 'gated_delta_net' or 'G' in model.hybrid_layer_pattern)",
+    (M, "deterministic_mode"): "(model.experimental_attention_variant == 'gated_delta_net' || 'G' in model.hybrid_override_pattern)",
     (M, "hierarchical_context_parallel_sizes"): "model.context_parallel_size > 1 && 'a2a+p2p' in model.cp_comm_type",
     (M, "cp_comm_type"): "model.context_parallel_size > 1 && model.cp_comm_type not in [null, 'p2p']",
     (M, "max_seqlen_per_dp_cp_rank"): "model.hybrid_context_parallel",
@@ -915,13 +917,13 @@ APPLIES_WHEN = {
     (M, "fp8_dot_product_attention"): _FP8, (M, "fp8_multi_head_attention"): _FP8,
     (M, "disable_parameter_transpose_cache"): _FP8,
     (M, "keep_mtp_spec_in_bf16"): "model.mtp_num_layers > 0 && model.fp8 != null",
-    (M, "mtp_hybrid_override_pattern"): "model.mtp_num_layers > 0 (hybrid models)",
+    (M, "mtp_hybrid_override_pattern"): "model.mtp_num_layers > 0 && model.hybrid_override_pattern != null",
     (M, "fp4_recipe"): "model.fp4 != null", (M, "fp4_param"): "model.fp4 != null", (M, "fp4_quantizer_factory"): "model.fp4_recipe == 'custom'",
     (M, "kitchen_attention_backend"): "model.use_kitchen_attention",
     (M, "use_grouped_gemm_for_dense_mlp"): "model.use_transformer_engine_op_fuser",
     (M, "dense_grouped_gemm"): "model.use_transformer_engine_op_fuser",
     (M, "moe_shared_expert_glu_interleave_size"): "model.use_grouped_gemm_for_shared_expert",
-    (M, "moe_aux_loss_coeff"): _MOE + " && model.moe_aux_loss_coeff > 0 && model.moe_router_load_balancing_type has an aux-loss type",
+    (M, "moe_aux_loss_coeff"): _MOE + " && model.moe_aux_loss_coeff > 0 && model.moe_router_load_balancing_type in ['aux_loss', 'seq_aux_loss', 'global_aux_loss']",
     (M, "moe_z_loss_coeff"): _MOE, (M, "moe_router_fusion"): _MOE, (M, "moe_router_force_biased"): _MOE,
     (M, "moe_router_topk_limited_devices"): _MOE, (M, "moe_router_load_balancing_type"): _MOE,
     (M, "moe_router_num_groups"): _MOE + " && model.moe_router_group_topk > 0",
@@ -930,7 +932,7 @@ APPLIES_WHEN = {
     (M, "moe_router_padding_for_fp8"): _MOE, (M, "moe_mlp_glu_interleave_size"): _MOE + " && model.gated_linear_unit",
     (M, "moe_expert_rank_capacity_factor"): _MOE,
     (M, "moe_enable_deepep"): _FLEX, (M, "moe_flex_dispatcher_backend"): _FLEX,
-    (M, "moe_flex_dispatcher_num_sms"): _FLEX, (M, "moe_deepep_num_sms"): _FLEX + " && backend deepep",
+    (M, "moe_flex_dispatcher_num_sms"): _FLEX, (M, "moe_deepep_num_sms"): _FLEX + " && model.moe_flex_dispatcher_backend == 'deepep'",
     (M, "moe_hybridep_num_sms"): _FLEX + " && model.moe_flex_dispatcher_backend == 'hybridep'",
     (M, "moe_permute_fusion_into_hybridep"): _FLEX + " && model.moe_flex_dispatcher_backend == 'hybridep'",
     (M, "moe_hybridep_pad_uneven_dispatch_inputs"): _FLEX + " && model.moe_flex_dispatcher_backend == 'hybridep'",
@@ -948,8 +950,6 @@ APPLIES_WHEN = {
     (M, "scatter_embedding_sequence_parallel"): "model.sequence_parallel",
     (M, "apply_residual_connection_post_layernorm"): "model.use_transformer_engine_full_layer_spec",
     (M, "kitchen_attention_backend"): "model.use_kitchen_attention",
-    (M, "qk_l2_norm"): "attention layers",
-    (M, "variable_seq_lengths"): "micro-batches of different lengths",
     (M, "expert_gtp_weight_remat_size"): _MOE, (M, "expert_tensor_parallel_num_weight_shards"): _MOE,
     (O, "reuse_grad_buf_for_mxfp8_param_ag"): "model.fp8_recipe == 'mxfp8' && (ddp.fp8_param_gather || model.fp8_param)",
     (D, "reuse_grad_buf_for_mxfp8_param_ag"): "model.fp8_recipe == 'mxfp8' && (ddp.fp8_param_gather || model.fp8_param)",
@@ -957,7 +957,7 @@ APPLIES_WHEN = {
     (O, "muon_tp_mode"): _MUON_ON + " && model.tensor_model_parallel_size > 1",
     (O, "muon_scalar_optimizer"): _MUON_ON, (O, "adaptive_muon_moment2_method"): "optimizer.optimizer == 'adaptive_muon'",
     (O, "soap_use_kl_shampoo"): "optimizer.optimizer == 'soap'",
-    (O, "use_layer_wise_distributed_optimizer"): "an emerging optimizer (muon, soap, ...)",
+    (O, "use_layer_wise_distributed_optimizer"): "optimizer.optimizer not in ['adam', 'sgd']",
     (O, "optimizer_offload_fraction"): "optimizer.optimizer_cpu_offload && optimizer.optimizer_offload_fraction < 1",
     (O, "use_torch_optimizer_for_cpu_offload"): "optimizer.optimizer_cpu_offload",
     (O, "overlap_cpu_optimizer_d2h_h2d"): "optimizer.optimizer_cpu_offload",
@@ -987,6 +987,9 @@ S(C, "gpu", "GPU preset or object: usable memory (the limit) and speeds", "peakc
 S(C, "expandable_segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: caching-allocator segments (reserved memory)",
   "peakcast:model/src/caching_allocator.cpp")
 N(TOP, "description", "free text", "peakcast:configs/schema/peakcast_extensions.json")
+_put(TOP, "bridge_model_class", **{"class": "simulated", "why": "the Bridge model provider class whose defaults fill left-out "
+     "model keys under the bridge profile (set by the Bridge run_config.yaml reader); read by spec_parser.cpp, not by the typed parser",
+     "source": "peakcast:model/src/spec_parser.cpp", "default_is_inert": True, "changes_memory": True})
 _put(TOP, "defaults", **{"class": "simulated", "why": "which defaults left-out keys take (megatron-core dataclasses or "
      "Bridge's providers); read by spec_parser.cpp:53, not by the typed parser", "source": "peakcast:model/src/spec_parser.cpp:53",
      "default_is_inert": True, "changes_memory": True})

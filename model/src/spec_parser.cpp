@@ -7,6 +7,7 @@
 #include "spec_parser_detail.hpp"
 #include "spec_reader.hpp"
 #include "spec_schema.hpp"
+#include "unsimulated_keys.hpp"
 
 namespace peakcast::model {
 
@@ -72,6 +73,7 @@ void fill(const json& doc, const std::set<std::string>& preset_keys, ParseResult
   }
   result.defaults = ctx.profile;
   detail::fill_run_spec(doc, ctx, spec, result.diagnostics);
+  detail::warn_unsimulated_keys(doc, ctx, result.diagnostics);
 }
 
 // The remaining steps on the parsed text; `result.diagnostics` holds what the first step reported.

@@ -53,39 +53,8 @@ void error(Diagnostics& out, const char* key, const char* rule, const std::strin
 
 }  // namespace
 
-// Fields that change what a rank holds but that the simulation does not model yet: set away from
-// their pinned default, they get a warning instead of being silently ignored.
-struct Unsimulated {
-  const char* key;
-  const char* default_json;  // the pinned default, as JSON
-  const char* what;
-};
-constexpr Unsimulated kUnsimulated[] = {
-    {"fp32_residual_connection", "false", "the residual stream is kept in fp32"},
-    {"apply_residual_connection_post_layernorm", "false", "the residual is taken after the layernorm"},
-    {"moe_paged_stash", "false", "routed-expert activations live in a paged stash buffer"},
-    {"use_mamba_mem_eff_path", "true", "Mamba layers take the unfused path, which saves more"},
-    {"fp8_dot_product_attention", "false", "attention runs in FP8"},
-    {"fp8_output_proj", "false", "the output layer runs in MXFP8 through Transformer Engine"},
-    {"fp8_multi_head_attention", "false", "attention runs in FP8"},
-    {"moe_expert_rank_capacity_factor", "null", "expert ranks drop tokens above a capacity"},
-    {"moe_token_dropping", "false", "experts drop and pad tokens to a capacity"},
-};
-
-void warn_unsimulated(const Model& m, Diagnostics& out) {
-  for (const auto& u : kUnsimulated) {
-    const json* v = m.get(u.key);
-    if (v == nullptr) continue;  // absent or null: the default (or null, itself the default here)
-    if (*v == json::parse(u.default_json)) continue;
-    out.push_back({Severity::warning, std::string("model.") + u.key, "not_simulated",
-                   std::string(u.key) + " = " + v->dump() + " changes what a rank holds (" + u.what +
-                       ") but is not simulated yet: the prediction assumes " + u.default_json});
-  }
-}
-
 void check_untyped_rules(const json& doc, Diagnostics& out) {
   const Model m(doc);
-  warn_unsimulated(m, out);
   const std::string dispatcher = m.str("moe_token_dispatcher_type", "allgather");
   const std::string backend = m.str("moe_flex_dispatcher_backend", "deepep");
 

@@ -1,0 +1,220 @@
+// Self-attention (attention.py SelfAttention) and multi-latent attention (multi_latent_attention.py):
+// the fused and the unfused cores, RoPE, the output gate.
+#include "module_blocks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace peakcast::sim::detail {
+
+using Parallel = GraphBuilder::Parallel;
+
+namespace {
+
+// The causal mask the unfused path builds on every forward when none is passed: an fp32 [s, s]
+// scratch turned into a bool [s, s] mask, which masked_fill_ saves.
+// Bytes of the bool [s, s] causal mask the softmax reads.
+std::int64_t c_seq_sq(const GraphBuilder& b) { return b.ctx().seq * b.ctx().seq; }
+
+int causal_mask(GraphBuilder& b, std::int64_t seq) {
+  const int mask = b.tensor("causal_mask", Bytes{seq * seq}, false);
+  b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{seq * seq * kFp32}});
+  return mask;
+}
+
+// forward_torch_softmax (fused_softmax.py:299-342) with softmax_in_fp32: an fp32 copy of the
+// scores (kept by a local until the function returns), the mask filled in place, the fp32 softmax
+// (saved), and the cast back to the activation dtype (saved by the context bmm). Each cast is an
+// autograd node, so the backward holds fp32 and bf16 gradients of size E in turn.
+int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_bytes, int mask) {
+  const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+  const int s32 = b.tensor("softmax.input_fp32", e(kFp32));
+  b.op("softmax.to_fp32", {.in = {scores}, .out = {s32}, .region = kCoreAttn});
+  const int p32 = b.tensor("softmax.fp32", e(kFp32));
+  // masked_fill_ runs in place and saves the mask; its backward writes a new masked gradient.
+  // Two kernels: masked_fill_ (read and write the fp32 scores) and softmax (read, write).
+  b.op("softmax", {.in = {s32, mask}, .out = {p32}, .save = {p32, mask}, .region = kCoreAttn, .flops = 5.0 * E,
+                   .bws = e(kFp32), .bytes_moved = 4.0 * E * kFp32 + double(c_seq_sq(b))});
+  const int probs = b.tensor("softmax.out", e(act_bytes));
+  b.op("softmax.to_act_dtype", {.in = {p32}, .out = {probs}, .keep = {s32}, .region = kCoreAttn});
+  return probs;
+}
+
+// The unfused attention's softmax over the scores (fused_softmax.py forward_torch_softmax), with the
+// causal mask it builds; returns the probabilities the context bmm saves.
+int local_softmax(GraphBuilder& b, int scores, double E, bool in_fp32) {
+  const ShapeContext& c = b.ctx();
+  const int mask = causal_mask(b, c.seq);
+  if (in_fp32) return torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
+  const Bytes probs_bytes{static_cast<std::int64_t>(E) * c.act_bytes};
+  const int probs = b.tensor("softmax.out", probs_bytes);
+  // Two kernels: masked_fill_ in place on the scores (read, write) and softmax (read, write).
+  b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
+                   .flops = 5.0 * E, .bws = probs_bytes,
+                   .bytes_moved = 4.0 * E * double(c.act_bytes) + double(c_seq_sq(b))});
+  return probs;
+}
+
+// The unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd) makes cos and sin of the frequencies
+// in the activation dtype on every call, [s, 1, 1, rot], and the two products save them: four per
+// layer (Q and K). The fused kernel (apply_rope_fusion) saves only the shared frequencies: 0 bytes.
+int rope_cos_sin(GraphBuilder& b, const model::ModelSpec& m, std::int64_t rot_dim) {
+  const ShapeContext& c = b.ctx();
+  return b.tensor("rope.cos_sin", Bytes{m.apply_rope_fusion ? 0 : 4 * c.seq * rot_dim * c.act_bytes}, false);
+}
+
+// Under FP8 with a recipe other than delayed scaling, Megatron makes TE's linear_proj save its bf16
+// input (attention.py:428-444, set_save_original_input; TE linear.py keeps `inp` when
+// save_original_input): the attention output fused attention saves anyway, not a second FP8 copy.
+bool proj_saves_original_input(const model::RunSpec& spec, const ShapeContext& c) {
+  return c.te && c.fp8 && spec.model.fp8_recipe != model::Fp8Recipe::delayed;
+}
+
+}  // namespace
+
+// Standard / GQA self-attention with RoPE (attention.py SelfAttention).
+int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x,
+                    bool separate_norm) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t N = c.tokens, Nl = c.local_tokens, h = c.hidden;
+  const std::int64_t hq = m.num_attention_heads / c.tp;
+  const std::int64_t hkv = std::max<std::int64_t>(1, d.query_groups / c.tp);
+  const std::int64_t hd = d.kv_channels;
+  int ln = x;
+  if (separate_norm) ln = norm(b, "input_layernorm", x, Nl, h, m.normalization == model::Normalization::layer_norm, kInputNorm);
+  else ln = norm(b, "input_layernorm(fused)", x, Nl, h, m.normalization == model::Normalization::layer_norm, kNoRegion);
+  // With the output gate the fused projection also yields a query-sized gate (a view of its output).
+  const std::int64_t gate_cols = m.attention_output_gate ? hq * hd : 0;
+  const int qkv = b.linear("linear_qkv", ln, h, (hq + 2 * hkv) * hd + gate_cols, Parallel::column);
+  // The gate is reshaped from [s, b, groups, heads/group x hd] to [s, b, heads, hd]
+  // (get_query_key_value_tensors, attention.py:1933): with more than one query group on the rank the
+  // split view cannot be merged, so that is a copy (measured: one query-sized block per layer, and the
+  // fused QKV output freed as without the gate); with one group it stays a view of the QKV output.
+  int gate = qkv;
+  if (m.attention_output_gate && hkv > 1) {
+    gate = b.tensor("output_gate.gate", b.act(N, hq * hd));
+    b.op("gate_reshape", {.in = {qkv}, .out = {gate}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value),
+                          .movement = true});
+  }
+  // RoPE makes new Q and K; V stays a view of the fused QKV output, so saving V keeps all of it.
+  const int q = b.tensor("q_rope", b.act(N, hq * hd));
+  const int k = b.tensor("k_rope", b.act(N, hkv * hd));
+  if (const std::int64_t rot = rotary_dim(spec, d); rot > 0) {
+    const int cs = rope_cos_sin(b, m, rot);
+    b.op("rotary", {.in = {qkv}, .out = {q, k, cs}, .save = {cs}, .flops = 6.0 * N * (hq + hkv) * rot});
+  } else {
+    b.op("rotary", {.in = {qkv}, .out = {q, k}});
+  }
+  const int ctx = b.tensor("core_attention.out", b.act(N, hq * hd));
+  const double causal_flops = 2.0 * 2.0 * c.batch * hq * double(c.seq) * c.seq * hd * 0.5;
+  if (c.fused_attention) {
+    // TE fused/flash attention saves Q, K, V, its output and the fp32 softmax statistics.
+    const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
+    Bytes cp_ws{};
+    if (c.cp > 1) cp_ws = b.act(N, 2 * hkv * hd) * 2;  // KV ring: the chunk in flight and the next
+    const int core = b.op("core_attention", {.in = {q, k, qkv}, .out = {ctx, lse}, .save = {q, k, qkv, ctx, lse},
+                                             .region = kCoreAttn, .flops = causal_flops,
+                                             .backward_flops = 2.5 * causal_flops, .ws = cp_ws, .bws = cp_ws,
+                                             .attention = true, .fused_attention = true});
+    (void)core;
+  } else {
+    // Local DotProductAttention (dot_product_attention.py): scores and probabilities of size E.
+    const double E = double(c.batch) * hq * c.seq * c.seq;
+    const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+    int kx = k, vx = qkv;
+    if (hq / hkv > 1) {
+      kx = b.tensor("gqa_expand.k", b.act(N, hq * hd));
+      vx = b.tensor("gqa_expand.v", b.act(N, hq * hd));
+      b.op("gqa_expand", {.in = {k, qkv}, .out = {kx, vx}, .region = kCoreAttn});
+    }
+    const int scores = b.tensor("scores", e(c.act_bytes));
+    // The unfused core's batched GEMMs: the microbenchmark's "attention" class (time.json).
+    b.op("baddbmm", {.in = {q, kx}, .out = {scores}, .save = {q, kx}, .region = kCoreAttn,
+                     .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
+    int probs = local_softmax(b, scores, E, m.attention_softmax_in_fp32);
+    if (m.attention_dropout > 0) {
+      const int mask = b.tensor("attention_dropout.mask", e(1), false);
+      const int dropped = b.tensor("attention_dropout.out", e(c.act_bytes));
+      b.op("attention_dropout", {.in = {probs}, .out = {dropped, mask}, .save = {mask}, .region = kCoreAttn,
+                                 .flops = 2.0 * E});
+      probs = dropped;
+    }
+    const int ctx_raw = b.tensor("context", b.act(N, hq * hd));
+    b.op("bmm", {.in = {probs, vx}, .out = {ctx_raw}, .save = {probs, vx}, .region = kCoreAttn,
+                 .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
+    // The raw scores stay referenced by locals until the attention forward returns.
+    b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
+  }
+  int proj_in = ctx;
+  if (m.attention_output_gate) {
+    // _apply_output_gate (attention.py:1625-1632, torch.compile'd): x * sigmoid(gate.float()) cast back.
+    // Its backward needs both inputs, saved as they are (measured: the core output and the reshaped
+    // gate, nothing else); the sigmoid is recomputed. It sits outside the core_attn checkpoint.
+    proj_in = b.tensor("output_gate.out", b.act(N, hq * hd));
+    b.op("output_gate", {.in = {ctx, gate}, .out = {proj_in}, .save = {ctx, gate}, .flops = 5.0 * N * hq * hd,
+                         .bytes_moved = 3.0 * static_cast<double>(b.act(N, hq * hd).value)});
+  }
+  return b.linear("linear_proj", proj_in, hq * hd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
+}
+
+// Multi-latent attention (multi_latent_attention.py MLASelfAttention).
+int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_norm, LayerGraph& g) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t N = c.tokens, Nl = c.local_tokens, h = c.hidden;
+  const std::int64_t hq = m.num_attention_heads / c.tp;
+  const std::int64_t qk = m.qk_head_dim, rope = m.qk_pos_emb_head_dim, vd = m.v_head_dim;
+  const bool ln_kind = m.normalization == model::Normalization::layer_norm;
+  const int ln = norm(b, separate_norm ? "input_layernorm" : "input_layernorm(fused)", x, Nl, h, ln_kind,
+                      separate_norm ? kInputNorm : kNoRegion);
+  int q = -1;
+  if (m.q_lora_rank) {
+    const std::int64_t r = *m.q_lora_rank;
+    const int qd = b.linear("linear_q_down_proj", ln, h, r, Parallel::none, kNoRegion, Nl);
+    const int qn = norm(b, "q_layernorm", qd, Nl, r, ln_kind, kNoRegion);
+    q = b.linear("linear_q_up_proj", qn, r, hq * (qk + rope), Parallel::column, kMlaUpProj);
+  } else {
+    q = b.linear("linear_q_proj", ln, h, hq * (qk + rope), Parallel::column, kMlaUpProj);
+  }
+  const int kvd = b.linear("linear_kv_down_proj", ln, h, m.kv_lora_rank + rope, Parallel::none, kNoRegion, Nl);
+  const int kvn = norm(b, "kv_layernorm", kvd, Nl, m.kv_lora_rank, ln_kind, kNoRegion);
+  const int kv = b.linear("linear_kv_up_proj", kvn, m.kv_lora_rank, hq * (qk + vd), Parallel::column, kMlaUpProj);
+  const int query = b.tensor("query", b.act(N, hq * (qk + rope)));
+  const int key = b.tensor("key", b.act(N, hq * (qk + rope)));
+  const int value = b.tensor("value", b.act(N, hq * vd));
+  const int cs = rope_cos_sin(b, m, rope);  // for the Q and the K rotation
+  b.op("rope_q", {.in = {q}, .out = {query, cs}, .save = {cs}, .region = kMlaUpProj, .flops = 6.0 * N * hq * rope});
+  // The positional key is gathered under SP, rotated, expanded per head and concatenated.
+  b.op("rope_k_cat", {.in = {kv, kvd}, .out = {key}, .region = kMlaUpProj, .flops = 6.0 * N * rope});
+  b.op("value_contiguous", {.in = {kv}, .out = {value}, .region = kMlaUpProj});
+  const int ctx = b.tensor("core_attention.out", b.act(N, hq * vd));
+  const double flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope + vd) * 0.5;
+  int core = -1;
+  if (c.fused_attention) {
+    const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
+    core = b.op("core_attention", {.in = {query, key, value}, .out = {ctx, lse}, .save = {query, key, value, ctx, lse},
+                                   .region = kCoreAttn, .flops = flops, .backward_flops = 2.5 * flops,
+                                   .attention = true, .fused_attention = true});
+  } else {
+    const double E = double(c.batch) * hq * c.seq * c.seq;
+    const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+    const int scores = b.tensor("scores", e(c.act_bytes));
+    // The unfused batched GEMMs compute every (q, k) pair, masked or not: no causal halving.
+    const double qk_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope);
+    const double pv_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * vd;
+    core = b.op("baddbmm", {.in = {query, key}, .out = {scores}, .save = {query, key}, .region = kCoreAttn,
+                            .flops = qk_flops, .backward_flops = 2 * qk_flops, .attention = true});
+    int probs = local_softmax(b, scores, E, m.attention_softmax_in_fp32);
+    const int ctx_raw = b.tensor("context", b.act(N, hq * vd));
+    b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn,
+                 .flops = pv_flops, .backward_flops = 2 * pv_flops, .attention = true});
+    b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
+  }
+  // mla_up_proj discards Q, K, V after core attention; they come back after linear_proj's dgrad.
+  g.discards.push_back({kMlaUpProj, {query, key, value}, core});
+  return b.linear("linear_proj", ctx, hq * vd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
+}
+
+}  // namespace peakcast::sim::detail

@@ -1,0 +1,39 @@
+#pragma once
+// The module builders behind build_layer_graph (module_graphs.cpp), one file per family:
+// module_common.cpp (norms, residual add, activations), attention_graphs.cpp, moe_graphs.cpp,
+// ssm_graphs.cpp. Each appends one module's ops and tensors to the builder's layer graph and returns
+// the id of its output tensor. Private to peakcast_sim.
+#include <cstdint>
+#include <string>
+
+#include "graph_builder.hpp"
+#include "peakcast/model/run_spec.hpp"
+#include "peakcast/sim/module_graphs.hpp"
+
+namespace peakcast::sim::detail {
+
+constexpr std::int64_t kFp32 = 4;
+
+// A norm module: RMSNorm saves its input and the fp32 inverse RMS per row; LayerNorm also the mean.
+int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std::int64_t cols, bool layer_norm,
+         std::uint32_t region);
+
+// The bias-dropout-add after a mixer or MLP (a 1-byte mask per element when dropout is on).
+int residual_add(GraphBuilder& b, const std::string& name, int residual, int branch, std::int64_t rows, double dropout);
+
+// Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units); `probs`
+// are the router probabilities the experts' activation multiplies by (-1: none).
+int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn, bool gated,
+               bool fused, std::uint32_t region, int probs = -1, bool fp8_input_store = false, bool probs_need_grad = true);
+
+// mlp.py / experts.py: the activation is one fused kernel only with bias_activation_fusion or TE's
+// activation op; Transformer Engine linears alone leave the GLU to the unfused Python path.
+bool fused_activation(const model::ModelSpec& m);
+
+int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x, bool separate_norm);
+int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_norm, LayerGraph& g);
+int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln, LayerGraph& g);
+int mamba_block(GraphBuilder& b, const model::RunSpec& spec, int ln);
+int gdn_block(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGraph& g);
+
+}  // namespace peakcast::sim::detail

@@ -1,0 +1,90 @@
+// Pieces every module kind uses: norms, the residual add, MLP activations (fused and unfused).
+#include "module_blocks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace peakcast::sim::detail {
+
+using Parallel = GraphBuilder::Parallel;
+
+// A norm module: RMSNorm saves its input and the fp32 inverse RMS per row; LayerNorm also the mean.
+int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std::int64_t cols,
+         bool layer_norm, std::uint32_t region) {
+  const int out = b.tensor(name + ".out", b.act(rows, cols));
+  const int stats = b.tensor(name + ".rstd", Bytes{rows * kFp32 * (layer_norm ? 2 : 1)}, false);
+  b.op(name, {.in = {x}, .out = {out, stats}, .save = {x, stats}, .region = region,
+              .flops = 5.0 * rows * cols});
+  return out;
+}
+
+int residual_add(GraphBuilder& b, const std::string& name, int residual, int branch, std::int64_t rows,
+                 double dropout) {
+  const ShapeContext& c = b.ctx();
+  const int out = b.tensor(name + ".out", b.act(rows, c.hidden));
+  if (dropout > 0) {
+    // Bias-dropout-add keeps a 1-byte mask per element for its backward.
+    const int mask = b.tensor(name + ".dropout_mask", Bytes{rows * c.hidden}, false);
+    b.op(name, {.in = {residual, branch}, .out = {out, mask}, .save = {mask}, .flops = 3.0 * rows * c.hidden});
+  } else {
+    b.op(name, {.in = {residual, branch}, .out = {out}, .flops = 1.0 * rows * c.hidden, .passthrough = true});
+  }
+  return out;
+}
+
+// Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units).
+int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn,
+               bool gated, bool fused, std::uint32_t region, int probs, bool fp8_input_store, bool probs_need_grad) {
+  const int out = b.tensor(name + ".out", b.act(rows, ffn));
+  const double flops = (gated ? 6.0 : 3.0) * rows * ffn;
+  if (fused || !gated) {
+    // bias_swiglu / weighted_swiglu / squared ReLU fusions save only their inputs. With
+    // activation_func_fp8_input_store the SwiGLU saves an FP8 copy of its input instead
+    // (fused_bias_swiglu.py:117, :195): one byte an element, and fc1's bf16 output is let go.
+    int saved = fc1;
+    if (fused && gated && fp8_input_store) {
+      saved = b.tensor(name + ".input_fp8", Bytes{rows * 2 * ffn}, false);
+      b.op(name + ".to_fp8", {.in = {fc1}, .out = {saved}, .region = region, .flops = 2.0 * rows * ffn});
+    }
+    if (probs >= 0) {
+      b.op(name, {.in = {saved, probs}, .out = {out}, .save = {saved, probs}, .region = region, .flops = flops});
+    } else {
+      b.op(name, {.in = {saved}, .out = {out}, .save = {saved}, .region = region, .flops = flops});
+    }
+    return out;
+  }
+  // Unfused GLU (mlp.py glu, experts.py): chunk views, silu(x0) saves x0 (so all of fc1's output
+  // stays), and act(x0) * (x1 + glu_linear_offset): the addition makes a new tensor even for the
+  // default offset 0.0, and the product saves both of its operands.
+  // Each of the two reads one half of fc1's output and writes a tensor of that half's size.
+  const double half_traffic = 2.0 * static_cast<double>(b.act(rows, ffn).value);
+  const int act0 = b.tensor(name + ".silu", b.act(rows, ffn));
+  b.op(name + ".silu", {.in = {fc1}, .out = {act0}, .save = {fc1}, .region = region, .flops = 4.0 * rows * ffn,
+                        .bytes_moved = half_traffic});
+  const int lin = b.tensor(name + ".linear_plus_offset", b.act(rows, ffn));
+  b.op(name + ".linear_offset", {.in = {fc1}, .out = {lin}, .region = region, .flops = 1.0 * rows * ffn,
+                                 .bytes_moved = half_traffic});
+  if (probs < 0) {
+    b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {out}, .save = {act0, lin}, .region = region,
+                             .flops = 1.0 * rows * ffn});
+    return out;
+  }
+  const int glu = b.tensor(name + ".glu", b.act(rows, ffn));
+  b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {glu}, .save = {act0, lin}, .region = region,
+                           .flops = 1.0 * rows * ffn});
+  // MLP.forward(per_token_scale=probs) multiplies by the router probabilities and saves both; probs of
+  // ones (moe_apply_probs_on_input) need no gradient, so the product keeps only them (measured).
+  if (probs_need_grad) {
+    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {glu, probs}, .region = region,
+                              .flops = 1.0 * rows * ffn});
+  } else {
+    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {probs}, .region = region,
+                              .flops = 1.0 * rows * ffn});
+  }
+  return out;
+}
+
+bool fused_activation(const model::ModelSpec& m) { return m.bias_activation_fusion || m.use_te_activation_func; }
+
+}  // namespace peakcast::sim::detail

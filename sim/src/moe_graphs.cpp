@@ -1,0 +1,209 @@
+// The MoE layer (moe_layer.py): shared experts, router, token dispatch, experts, combine.
+#include "module_blocks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace peakcast::sim::detail {
+
+using Parallel = GraphBuilder::Parallel;
+
+namespace {
+
+// Shared experts (shared_experts.py): a dense MLP over the TP group beside the routed experts; with
+// moe_shared_expert_overlap under SP it runs on its own gathered copy of the input. -1: none.
+int shared_experts(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGraph& g) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t h = c.hidden;
+  const bool gated = m.gated_linear_unit;
+  const std::uint32_t moe_region = kMoe;
+  int shared_out = -1;
+  if (m.moe_shared_expert_intermediate_size) {
+    const std::int64_t Fs = *m.moe_shared_expert_intermediate_size / c.tp;
+    const std::uint32_t region = moe_region | (m.moe_shared_expert_overlap ? 0u : kSharedExperts);
+    int fc1_in = ln;
+    if (m.moe_shared_expert_overlap && c.sequence_parallel) {
+      // Overlapped shared experts gather their input inside the dispatcher (cached_fc1_input,
+      // shared_experts.py pre_forward_comm) and run fc1 on the gathered copy, which fc1 saves.
+      fc1_in = b.tensor("shared_experts.gathered_input", b.act(c.tokens, h));
+      const double gathered = static_cast<double>(b.act(c.tokens, h).value) * (c.tp - 1) / c.tp;
+      // A collective's time is its wire time (comm); its HBM traffic overlaps it, so no bytes_moved.
+      b.op("shared_experts.all_gather", {.in = {ln}, .out = {fc1_in}, .region = region, .bytes_moved = 0, .comm = gathered});
+      ShapeContext no_sp = c;
+      no_sp.sequence_parallel = false;
+      GraphBuilder gb(g, no_sp, g.name + ".");
+      const int f1 = gb.linear("shared_experts.linear_fc1", fc1_in, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
+      const int a = activation(gb, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region, -1,
+                               m.activation_func_fp8_input_store);
+      const int full = gb.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
+      // The output is reduce-scattered back to the sequence-parallel shard in the combine.
+      shared_out = b.tensor("shared_experts.output", b.act(c.local_tokens, h));
+      b.op("shared_experts.reduce_scatter", {.in = {full}, .out = {shared_out}, .region = region, .bytes_moved = 0,
+                                             .comm = gathered});
+    }
+  }
+  if (m.moe_shared_expert_intermediate_size && !(m.moe_shared_expert_overlap && c.sequence_parallel)) {
+    const std::int64_t Fs = *m.moe_shared_expert_intermediate_size / c.tp;
+    const std::uint32_t region = moe_region | (m.moe_shared_expert_overlap ? 0u : kSharedExperts);
+    const int f1 = b.linear("shared_experts.linear_fc1", ln, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
+    const int a = activation(b, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region, -1,
+                             m.activation_func_fp8_input_store);
+    shared_out = b.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
+  }
+  return shared_out;
+}
+
+struct RouterOutput {
+  int probs = -1, routing_map = -1;
+};
+
+// TopKRouter (router.py): the gating GEMM in moe_router_dtype, then top-k over fp32 scores.
+RouterOutput router(GraphBuilder& b, const model::ModelSpec& m, int ln, std::uint32_t moe_region) {
+  const ShapeContext& c = b.ctx();
+  const std::int64_t T = c.local_tokens, h = c.hidden, E = m.num_moe_experts.value_or(1);
+  const DType router_dtype = m.moe_router_dtype;
+  const std::int64_t rb = dtype_bytes(router_dtype);
+  const int logits = b.tensor("router.logits", Bytes{T * E * rb});
+  b.op("router.gating", {.in = {ln}, .out = {logits}, .save = {ln}, .region = moe_region, .flops = 2.0 * T * h * E,
+                         .gemm = true});
+  const int scores = b.tensor("router.scores", Bytes{T * E * kFp32});
+  const int probs = b.tensor("router.probs", Bytes{T * E * kFp32});
+  const int routing_map = b.tensor("router.routing_map", Bytes{T * E}, false);
+  b.op("router.topk", {.in = {logits}, .out = {scores, probs, routing_map}, .save = {scores, routing_map},
+                       .region = moe_region, .flops = 10.0 * T * E});
+  return {probs, routing_map};
+}
+
+// Wire bytes per rank of one dispatch (and of its combine). R_ep: rows received from the EP
+// all-to-all, R: after the ETP all-gather.
+double dispatch_wire_bytes(GraphBuilder& b, const model::ModelSpec& m, std::int64_t R_ep, std::int64_t R, Bytes gather_ws) {
+  const ShapeContext& c = b.ctx();
+  const std::int64_t E = m.num_moe_experts.value_or(1), k = m.moe_router_topk, h = c.hidden;
+  // Wire bytes per rank: alltoall sends the (ep-1)/ep of its routed rows that leave the rank;
+  // allgather gathers the hidden states of the EP x TP group (and reduce-scatters them back).
+  double dispatch_comm = 0;
+  if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
+    const std::int64_t group = c.ep * c.tp;
+    if (group > 1) dispatch_comm = static_cast<double>(gather_ws.value) * (group - 1) / group;
+  } else if (c.ep > 1 && m.moe_token_dispatcher_type == model::Dispatcher::flex) {
+    // DeepEP / HybridEP send a token once to each rank that holds one of its experts, not once per
+    // expert: with E experts over ep ranks and top-k routing spread evenly, a token reaches
+    // ep (1 - C(E - E/ep, k) / C(E, k)) ranks, (ep - 1) / ep of them remote.
+    const double E_ = static_cast<double>(E), per_rank = E_ / static_cast<double>(c.ep);
+    double miss = 1.0;  // C(E - E/ep, k) / C(E, k): no expert of a given rank among the k
+    for (std::int64_t i = 0; i < k; ++i) miss *= std::max(0.0, (E_ - per_rank - static_cast<double>(i)) / (E_ - static_cast<double>(i)));
+    const double ranks_hit = static_cast<double>(c.ep) * (1.0 - miss);
+    const double tokens_sent = static_cast<double>(R) / static_cast<double>(k) * ranks_hit;
+    dispatch_comm = static_cast<double>(b.act(1, h).value) * tokens_sent * (c.ep - 1) / c.ep;
+  } else if (c.ep > 1) {
+    dispatch_comm = static_cast<double>(b.act(R_ep, h).value) * (c.ep - 1) / c.ep;
+  }
+  // The ETP all-gather after the all-to-all (and its reduce-scatter in the combine): a ring moves
+  // (etp - 1) of the etp shares to each rank.
+  if (m.moe_token_dispatcher_type != model::Dispatcher::allgather && c.etp > 1)
+    dispatch_comm += static_cast<double>(b.act(R_ep, h).value) * static_cast<double>(c.etp - 1);
+  return dispatch_comm;
+}
+
+}  // namespace
+
+// MoE layer (moe_layer.py): shared experts, router, dispatch, experts, combine.
+int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln, LayerGraph& g) {
+  const ShapeContext& c = b.ctx();
+  const auto& m = spec.model;
+  const std::int64_t T = c.local_tokens, h = c.hidden;
+  const std::int64_t E = m.num_moe_experts.value_or(1), k = m.moe_router_topk;
+  const std::int64_t local_experts = std::max<std::int64_t>(1, E / c.ep);
+  const std::int64_t Fe = d.moe_ffn / c.etp;
+  const bool gated = m.gated_linear_unit;
+  // Dropless routing: each routed token-expert pair becomes one row on the receiving rank.
+  std::int64_t R_ep = static_cast<std::int64_t>(std::ceil(double(T) * k * c.moe_routing_imbalance));
+  if (m.moe_expert_capacity_factor && m.moe_pad_expert_input_to_capacity) {
+    const auto cap = static_cast<std::int64_t>(std::ceil(double(T) * k / E * *m.moe_expert_capacity_factor));
+    R_ep = cap * E;  // every rank sends full capacity to every expert
+  }
+  // Under expert tensor parallelism the dispatcher all-gathers the received rows over the ETP group
+  // (dispatch_postprocess, token_dispatcher.py:738): every ETP rank runs its slice of the experts
+  // on the rows of all of them, and reduce-scatters the output back (combine_preprocess).
+  const std::int64_t R = R_ep * c.etp;
+  const std::uint32_t moe_region = kMoe;
+
+  const int shared_out = shared_experts(b, spec, ln, g);
+
+  const RouterOutput routed = router(b, m, ln, moe_region);
+  const int probs = routed.probs, routing_map = routed.routing_map;
+  const int permuted = b.tensor("dispatch.permuted_tokens", b.act(T * k, h));
+  const int permuted_probs = b.tensor("dispatch.permuted_probs", Bytes{T * k * kFp32});
+  const int row_map = b.tensor("dispatch.row_id_map", Bytes{T * E * 4}, false);
+  b.op("dispatch.permute", {.in = {ln, probs, routing_map}, .out = {permuted, permuted_probs, row_map},
+                            .save = {row_map}, .region = moe_region, .movement = true});
+  Bytes gather_ws{};
+  if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
+    gather_ws = b.act(T * c.ep * c.etp, h);  // hidden states gathered over the EP x ETP group (tp_ep_group)
+  }
+  const int received = b.tensor("dispatch.received", b.act(R, h));
+  const int recv_probs = b.tensor("dispatch.received_probs", Bytes{R * kFp32});
+  const double dispatch_comm = dispatch_wire_bytes(b, m, R_ep, R, gather_ws);
+  // The token counts per expert go to the host before the experts run (alltoall splits,
+  // SequentialMLP's and the grouped GEMM's per-expert row counts): one blocking sync per layer.
+  b.op("dispatch.all_to_all", {.in = {permuted, permuted_probs}, .out = {received, recv_probs}, .region = moe_region,
+                               .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0, .sync = true, .comm = dispatch_comm});
+  int expert_in = received;
+  // Rows arrive grouped by source rank (EP, then ETP); more than one local expert needs them
+  // regrouped by expert, a copy (sort_chunks_by_idxs, token_dispatcher.py:779).
+  const bool sorts = (c.ep > 1 || c.etp > 1) && local_experts > 1;
+  if (sorts) {
+    expert_in = b.tensor("dispatch.sorted", b.act(R, h));
+    b.op("dispatch.sort_chunks", {.in = {received}, .out = {expert_in}, .region = moe_region, .movement = true});
+  }
+  const bool grouped = m.moe_grouped_gemm && c.te;
+  if (m.moe_apply_probs_on_input) {
+    // experts.py:782-790 (grouped) and :1329-1338 (SequentialMLP): the probabilities scale the rows before
+    // fc1 (measured: a new activation-dtype block per layer); the multiply saves both its inputs, so the
+    // unscaled rows stay beside fc1's saved, scaled ones. The experts then get probs of ones.
+    const int scaled = b.tensor("experts.probs_on_input", b.act(R, h));
+    b.op("experts.apply_probs_on_input", {.in = {expert_in, recv_probs}, .out = {scaled}, .save = {expert_in, recv_probs},
+                                          .region = moe_region, .flops = 2.0 * R * h});
+    expert_in = scaled;
+  }
+  const std::size_t first_expert_op = g.ops.size();
+  const int f1 = b.linear("experts.linear_fc1", expert_in, h, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R);
+  int a = -1;
+  if (grouped) {
+    // TEGroupedMLP applies the probs inside the weighted activation (experts.py:728-900).
+    a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m),
+                   moe_region | kMoeAct, recv_probs, m.activation_func_fp8_input_store);
+  } else {
+    a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, recv_probs,
+                   m.activation_func_fp8_input_store, !m.moe_apply_probs_on_input);
+  }
+  const int f2 = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
+  // SequentialMLP runs each local expert's MLP in a Python loop (experts.py SequentialMLP.forward).
+  if (!grouped) for (std::size_t i = first_expert_op; i < g.ops.size(); ++i) g.ops[i].host_calls = static_cast<double>(local_experts);
+  if (grouped) g.discards.push_back({kMoeAct, {a}, static_cast<int>(g.ops.size()) - 1});
+  int expert_out = f2;
+  if (!grouped) {
+    // SequentialMLP concatenates the per-expert outputs into one tensor.
+    expert_out = b.tensor("experts.cat", b.act(R, h));
+    b.op("experts.cat", {.in = {f2}, .out = {expert_out}, .region = moe_region, .movement = true});
+  }
+  int back = expert_out;
+  if (sorts) {
+    back = b.tensor("combine.unsorted", b.act(R, h));
+    b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region, .movement = true});
+  }
+  const int returned = b.tensor("combine.returned", b.act(T * k, h));
+  b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0,
+                              .comm = dispatch_comm});
+  const int out = b.tensor("combine.unpermuted", b.act(T, h));
+  b.op("combine.unpermute", {.in = {returned}, .out = {out}, .region = moe_region, .flops = 1.0 * T * k * h,
+                              .movement = true});
+  if (shared_out < 0) return out;
+  const int sum = b.tensor("moe.output", b.act(T, h));
+  b.op("moe.add_shared", {.in = {out, shared_out}, .out = {sum}, .region = moe_region, .passthrough = true});
+  return sum;
+}
+
+}  // namespace peakcast::sim::detail

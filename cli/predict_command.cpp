@@ -33,7 +33,8 @@ Runner add_predict_command(CLI::App& app) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* sub = app.add_subcommand("predict", "Per-rank peak allocated memory, where it lands, and replay cost");
   sub->add_option("spec", args->spec,
-                  "Run spec JSON, Bridge run_config.yaml, or bridge:<recipe> (default: the embedded Moonlight 16B seed study)");
+                  "Run spec JSON, Bridge run_config.yaml, or bridge:<recipe> (default: the embedded Moonlight 16B seed study)")
+      ->check(kSpecPath);
   sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
   sub->add_flag("--json", args->json, "Print the schema_version 1 result object");
   sub->add_flag("--fail-if-oom", args->fail_if_oom, "Exit with status 3 when some rank does not fit");
@@ -59,12 +60,7 @@ Runner add_predict_command(CLI::App& app) {
     p.warnings.insert(p.warnings.end(), found.begin(), found.end());
     if (!args->html.empty() && !write_predict_html(args->html, spec, p)) return kExitInvalidInput;
     if (!args->timeline.empty()) {
-      std::ofstream out(args->timeline);
-      if (!out) {
-        std::cerr << "error: --timeline: cannot write " << args->timeline << "\n";
-        return kExitInvalidInput;
-      }
-      out << sim::to_json(p, true) << "\n";
+      if (!write_output("--timeline", args->timeline, sim::to_json(p, true) + "\n")) return kExitInvalidInput;
     }
     if (args->json) {
       if (!args->show_spec) {

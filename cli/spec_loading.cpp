@@ -1,37 +1,24 @@
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "commands.hpp"
+#include "input_file.hpp"
 #include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 
 namespace peakcast::cli {
 
-namespace {
-// Run specs are small; anything larger is not a run spec and is refused before parsing.
-constexpr std::size_t kMaxSpecBytes = 16 * 1024 * 1024;
-}  // namespace
-
 std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<std::string>& sets) {
   std::string text;
   if (path.empty()) {
     text = std::string(model::default_run_spec_text());
   } else if (path.rfind("bridge:", 0) != 0) {  // a recipe name has no file
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      std::cerr << "error: " << path << ": cannot open the run spec file\n";
-      return std::nullopt;
-    }
-    // Read at most the cap and one byte more: a larger file is refused without reading it whole.
-    text.resize(kMaxSpecBytes + 1);
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxSpecBytes) {
-      std::cerr << "error: " << path << ": the input is larger than 16 MiB; a run spec or run_config.yaml is a small file\n";
-      return std::nullopt;
-    }
+    auto read = read_input("SPEC", path, kMaxSpecBytes);
+    if (!read) return std::nullopt;
+    text = std::move(*read);
   }
   return load_spec_text(text, path, sets);
 }
@@ -87,6 +74,14 @@ bool apply_busiest_rank_routing(model::RunSpec& spec, bool requested) {
             << " expert-parallel ranks under an untrained " << score << " router receives " << load
             << " x its balanced rows (per-expert spread " << *sigma << ", measured; configs/calibration/default.json)\n";
   return true;
+}
+
+std::optional<Bytes> budget_bytes(double gb) {
+  if (!(gb > 0 && gb <= kMaxBudgetGb)) {
+    std::cerr << "error: --budget-gb: the budget must be a number of GB in (0, " << kMaxBudgetGb << "]\n";
+    return std::nullopt;
+  }
+  return Bytes{std::llround(gb * 1e9)};
 }
 
 }  // namespace peakcast::cli

@@ -19,8 +19,8 @@ namespace {
 std::int64_t c_seq_sq(const GraphBuilder& b) { return b.ctx().seq * b.ctx().seq; }
 
 int causal_mask(GraphBuilder& b, std::int64_t seq) {
-  const int mask = b.tensor("causal_mask", Bytes{seq * seq}, false);
-  b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{seq * seq * kFp32}});
+  const int mask = b.tensor("causal_mask", Bytes{checked_mul(seq, seq)}, false);
+  b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{checked_mul(checked_mul(seq, seq), kFp32)}});
   return mask;
 }
 
@@ -29,7 +29,7 @@ int causal_mask(GraphBuilder& b, std::int64_t seq) {
 // (saved), and the cast back to the activation dtype (saved by the context bmm). Each cast is an
 // autograd node, so the backward holds fp32 and bf16 gradients of size E in turn.
 int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_bytes, int mask) {
-  const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+  const auto e = [&](std::int64_t bytes) { return Bytes{checked_count(E)} * bytes; };
   const int s32 = b.tensor("softmax.input_fp32", e(kFp32));
   b.op("softmax.to_fp32", {.in = {scores}, .out = {s32}, .region = kCoreAttn});
   const int p32 = b.tensor("softmax.fp32", e(kFp32));
@@ -48,7 +48,7 @@ int local_softmax(GraphBuilder& b, int scores, double E, bool in_fp32) {
   const ShapeContext& c = b.ctx();
   const int mask = causal_mask(b, c.seq);
   if (in_fp32) return torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
-  const Bytes probs_bytes{static_cast<std::int64_t>(E) * c.act_bytes};
+  const Bytes probs_bytes = Bytes{checked_count(E)} * c.act_bytes;
   const int probs = b.tensor("softmax.out", probs_bytes);
   // Two kernels: masked_fill_ in place on the scores (read, write) and softmax (read, write).
   b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
@@ -147,7 +147,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   } else {
     // Local DotProductAttention (dot_product_attention.py): scores and probabilities of size E.
     const double E = double(c.batch) * hq * c.seq * c.seq;
-    const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+    const auto e = [&](std::int64_t bytes) { return Bytes{checked_count(E)} * bytes; };
     int kx = k, vx = qkv;
     if (hq / hkv > 1) {
       kx = b.tensor("gqa_expand.k", b.act(N, hq * hd));
@@ -224,7 +224,7 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
                                    .attention = true, .fused_attention = true});
   } else {
     const double E = double(c.batch) * hq * c.seq * c.seq;
-    const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+    const auto e = [&](std::int64_t bytes) { return Bytes{checked_count(E)} * bytes; };
     const int scores = b.tensor("scores", e(c.act_bytes));
     // The unfused batched GEMMs compute every (q, k) pair, masked or not: no causal halving.
     const double qk_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope);

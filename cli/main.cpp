@@ -26,8 +26,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : kExitInvalidInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // The same "error: ..." form as every other refusal, so scripts and users find it the same way.
+    std::cerr << "error: " << e.what() << "\nRun with --help for more information.\n";
+    return kExitInvalidInput;
   }
   try {
     for (auto& [sub, run] : runners) {

@@ -275,7 +275,7 @@ std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnosti
     out.push_back({Severity::error, "", "unknown_recipe", msg});
     return std::nullopt;
   }
-  RecipeBuilder b{*recipe, file, out};
+  RecipeBuilder b{*recipe, file, out, json::object(), {}};
   if (!b.model()) return std::nullopt;
   b.sections();
   b.vocabulary();

@@ -59,7 +59,9 @@ TEST_CASE("a full device is a failed write for every output flag", "[cli][binary
 TEST_CASE("a missing directory is a failed write and leaves no file", "[cli][binary]") {
   TempDir dir("missing_dir_outputs");
   const std::string missing = (dir.path / "no" / "such").string();
-  for (const std::string flag : {"predict --timeline", "predict --html", "calibrate --out"}) {
+  const std::string corpus = std::string(PEAKCAST_SOURCE_DIR) + "/calibration/data/h200_defer.jsonl";
+  for (const std::string flag : {std::string("predict --timeline"), std::string("predict --html"),
+                                 "calibrate --corpus " + corpus + " --out"}) {
     INFO(flag);
     const Run r = run(flag + " " + missing + "/out.json");
     CHECK(r.status == 2);

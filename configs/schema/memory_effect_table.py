@@ -993,3 +993,58 @@ _put(TOP, "bridge_model_class", **{"class": "simulated", "why": "the Bridge mode
 _put(TOP, "defaults", **{"class": "simulated", "why": "which defaults left-out keys take (megatron-core dataclasses or "
      "Bridge's providers); read by spec_parser.cpp:53, not by the typed parser", "source": "peakcast:model/src/spec_parser.cpp:53",
      "default_is_inert": True, "changes_memory": True})
+
+# ============================================================================================
+# Keys typed for the validation rules only (model/src/spec_fill_checks.cpp, whose fields no later stage
+# reads; docs/megatron-refusals/README.md): their class becomes rule_only, and changes_memory keeps the
+# classification above (not_simulated: it changes memory, so unsimulated_keys.cpp still warns for it;
+# no_memory_effect: it does not). why/source/default_is_inert stay as written above.
+# ============================================================================================
+RULE_ONLY_TYPED = {
+    M: [
+        "tensor_parallel_num_weight_shards", "hierarchical_context_parallel_sizes", "hybrid_context_parallel",
+        "expert_gtp_weight_remat_size", "params_dtype", "deterministic_mode", "use_te_rng_tracker", "pipeline_dtype",
+        "overlap_p2p_comm", "batch_p2p_comm", "mtp_hybrid_override_pattern", "flash_attention_version",
+        "fp32_residual_connection", "layernorm_zero_centered_gamma", "glu_linear_offset", "rotary_interleaved",
+        "qk_l2_norm", "qk_clip", "qk_clip_alpha", "qk_clip_threshold", "calculate_per_token_loss", "no_rope_freq",
+        "dsa_indexer_topk_freq", "dsa_indexer_skip_topk_offset", "dsa_kernel_backend", "dsa_indexer_scoring_relu",
+        "use_mup", "mup_base_hidden_size", "apply_query_key_layer_scaling", "persist_layer_norm",
+        "memory_efficient_layer_norm", "use_fused_weighted_squared_relu", "fused_residual_rmsnorm", "fp8_interval",
+        "use_kitchen", "fp4_recipe", "fp4_param", "fp4_quantizer_factory", "use_grouped_gemm_for_shared_expert",
+        "moe_shared_expert_glu_interleave_size", "use_grouped_gemm_for_dense_mlp", "moe_single_grouped_weight",
+        "moe_single_grouped_bias", "moe_flex_dispatcher_num_sms", "moe_deepep_num_sms", "moe_hybridep_num_sms",
+        "moe_ncclep_static_shape", "moe_ncclep_zero_copy", "moe_mlp_glu_interleave_size",
+        "moe_expert_rank_capacity_factor", "cp_comm_type", "batch_invariant_mode", "inference_fuse_tp_communication",
+        "inference_disable_triton_nvls_kernels", "rope_type", "cache_mla_latents", "mla_down_proj_fusion",
+        "fp16_lm_cross_entropy", "dense_grouped_gemm", "restore_modelopt_state", "mamba_chunk_size",
+        "hybrid_attention_ratio", "hybrid_mlp_ratio",
+    ],
+    O: [
+        "fp8_recipe", "fp16", "bf16", "reuse_grad_buf_for_mxfp8_param_ag", "loss_scale", "initial_loss_scale",
+        "min_loss_scale", "loss_scale_window", "hysteresis", "decoupled_weight_decay", "overlap_param_gather",
+    ],
+    D: [
+        "num_buckets", "reduce_scatter_with_fp32_accumulation", "param_name_patterns_for_fp32_local_accumulation",
+        "average_in_collective", "reuse_grad_buf_for_mxfp8_param_ag", "use_megatron_fsdp", "megatron_fsdp_version",
+        "nccl_ub", "fsdp_double_buffer", "fsdp_manual_registration",
+    ],
+    T: [
+        "rampup_batch_size", "step_batch_size_schedule", "decrease_batch_size_if_needed", "train_samples",
+        "manual_gc", "manual_gc_interval", "num_epochs",
+    ],
+}
+for _s, _keys in RULE_ONLY_TYPED.items():
+    for _k in _keys:
+        _e = TABLE[(_s, _k)]
+        assert _e["class"] in ("not_simulated", "no_memory_effect"), (_s, _k, _e["class"])
+        _e["changes_memory"] = _e["class"] == "not_simulated"
+        _e["class"] = "rule_only"
+R(C, "transformer_engine_available",
+  "Transformer Engine importable where the run trains (default true, as in NeMo / Bridge containers); declared false, the "
+  "CheckpointWithoutOutput users, cpu_offloading, fine-grained offloading and the TE layer spec are refused (validate_environment.cpp)",
+  "mcore:megatron/core/tensor_parallel/random.py:84-91; mcore:megatron/core/transformer/transformer_block.py:298", False)
+R(C, "calibration_harness",
+  "the run used peakcast's calibration harness, whose patches let the local spec run what stock Megatron refuses there (MLA "
+  "attention, torch norms under SP, deferred wgrad, CheckpointWithoutOutput stand-ins); the rules for those do not refuse it",
+  "peakcast:calibration/harness/megatron_env.py", False)
+

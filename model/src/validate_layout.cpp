@@ -135,6 +135,23 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
     sink.error("model.sequence_parallel", "sequence_parallel_needs_tp",
                "Cannot use sequence parallelism without tensor parallelism (model_parallel_config.py:504)");
   }
+  // ModelParallelConfig.__post_init__ (model_parallel_config.py:527-531). Bridge's finalize sets it to
+  // params_dtype (bridge:src/megatron/bridge/models/transformer_config.py:173-174), as Megatron-LM's
+  // arguments do; a Megatron Core spec must say it.
+  if (pp > 1 && !m.pipeline_dtype && !spec.bridge_training) {
+    sink.error("model.pipeline_dtype", "pipeline_dtype_required",
+               "When using pipeline parallelism, pipeline_dtype must be specified (model_parallel_config.py:529): the "
+               "dtype of the pipeline's send/receive buffers; set it to the activation dtype (\"bf16\" for a bf16 run)");
+  }
+  // The pipelined schedules (schedules.py:1066-1070 interleaved, :2162-2166 non-interleaved).
+  if (pp > 1 && m.overlap_p2p_comm) {
+    if (!m.virtual_pipeline_model_parallel_size)
+      sink.error("model.overlap_p2p_comm", "overlap_p2p_needs_interleaved",
+                 "Non-interleaved pipeline parallelism does not support overlapping p2p communication (schedules.py:2164)");
+    else if (m.batch_p2p_comm)
+      sink.error("model.batch_p2p_comm", "overlap_p2p_vs_batch_p2p",
+                 "Can not use both overlap_p2p_comm and batch_p2p_comm (schedules.py:1069): batch_p2p_comm defaults to true");
+  }
   // EP with TP wants SP (model_parallel_config.py:560-565): a warning in Megatron.
   if (ep > 1 && tp > 1 && !m.sequence_parallel) {
     sink.warning("model.sequence_parallel", "ep_tp_wants_sequence_parallel",

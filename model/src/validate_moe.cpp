@@ -116,7 +116,23 @@ void validate_moe(const RunSpec& spec, RuleSink& sink) {
     if (m.mtp_num_layers > 1)
       sink.error("model.mtp_num_layers", "ep_overlap_mtp_layers",
                  "MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm. (transformer_config.py:2735)");
+    // The MTP layer takes the last decoder layer's spec (gpt_builders.py:80-84); the overlap needs it MoE
+    // (fine_grained_callables.py:40).
+    const std::int64_t last = m.num_layers - 1;
+    const auto* freq = std::get_if<std::int64_t>(&m.moe_layer_freq);
+    const auto* list = std::get_if<std::vector<std::int64_t>>(&m.moe_layer_freq);
+    const bool last_dense = !m.hybrid_override_pattern && last >= 0 &&
+                            ((freq && *freq > 0 && last % *freq != 0) || (list && last < static_cast<std::int64_t>(list->size()) && (*list)[last] == 0));
+    if (m.mtp_num_layers > 0 && last_dense)
+      sink.error("model.mtp_num_layers", "ep_overlap_mtp_needs_moe",
+                 "MTP layer in a2a overlap only supports MoE layer for now. (fine_grained_callables.py:40): the MTP layer copies "
+                 "the last decoder layer, which moe_layer_freq makes dense");
   }
+  // transformer_config.py:2818-2826 (numerics only)
+  if (experts >= 32 && !m.moe_router_dtype_set)
+    sink.warning("model.moe_router_dtype", "moe_router_dtype_recommended",
+                 "Using a large number of experts (e.g. >=32) without fp32 routing. Consider enabling moe_router_dtype for better "
+                 "numerical stability. (transformer_config.py:2825)");
   // delay_wgrad_compute rides on the EP overlap (rule 30, transformer_config.py:2775-2778)
   if (m.delay_wgrad_compute && !m.overlap_moe_expert_parallel_comm) {
     sink.error("model.delay_wgrad_compute", "delay_wgrad_needs_ep_overlap",

@@ -23,6 +23,7 @@ Diagnostics validate(const RunSpec& spec) {
     detail::validate_runtime(spec, sink);
     detail::validate_offloading(spec, sink);
     detail::validate_moe_dispatch(spec, sink);
+    detail::validate_moe_experts(spec, sink);
     detail::validate_mlp(spec, sink);
     detail::validate_attention(spec, sink);
     detail::validate_dsa(spec, sink);

@@ -112,7 +112,7 @@ void rope_and_norms(const RunSpec& spec, RuleSink& sink) {
 
 // The local DotProductAttention splits the query groups over TP (dot_product_attention.py:81), which
 // transformer_config.py:1342 lets be fewer than TP (Attention then gives each rank one KV head, attention.py:355-360).
-void core_attention(const ModelSpec& m, RuleSink& sink) {
+void core_attention(const ModelSpec& m, std::int64_t mbs, RuleSink& sink) {
   const std::int64_t tp = m.tensor_model_parallel_size;
   const std::int64_t groups = m.num_query_groups.value_or(m.num_attention_heads);
   if (local_core_attention(m) && !m.multi_latent_attention && groups > 0 && groups % tp != 0 && tp % groups == 0)
@@ -121,6 +121,16 @@ void core_attention(const ModelSpec& m, RuleSink& sink) {
                    ") with the local DotProductAttention: divide(num_query_groups, TP) asserts \"" + str(groups) +
                    " is not divisible by " + str(tp) + "\" at construction (dot_product_attention.py:81, utils.py:558); "
                    "TEDotProductAttention takes it");
+  // FusedScaleMaskSoftmax.is_kernel_available (fused_softmax.py:251-270): otherwise the torch softmax.
+  if (local_core_attention(m) && m.masked_softmax_fusion) {
+    const std::int64_t s = m.seq_length, heads = m.num_attention_heads / std::max<std::int64_t>(1, tp);
+    const bool half = m.bf16 || m.fp16;
+    if (!half || s <= 16 || s > 4096 || s % 4 != 0 || (mbs * heads) % 4 != 0)
+      sink.warning("model.masked_softmax_fusion", "masked_softmax_fusion_fallback",
+                   "masked_softmax_fusion is on, but the fused softmax kernel's constraints fail (fp16/bf16 input, 16 < key length "
+                   "<= 4096, lengths and micro-batch x heads per rank divisible by 4; fused_softmax.py:253-270): the local "
+                   "attention silently uses the torch softmax, which is what peakcast simulates");
+  }
   const bool te_attention = !local_core_attention(m);
   // TEDotProductAttention reads two environment variables (extensions/transformer_engine.py:2034-2041, :2109-2115).
   if (te_attention && m.apply_query_key_layer_scaling)
@@ -202,7 +212,7 @@ void validate_attention(const RunSpec& spec, RuleSink& sink) {
   const ModelSpec& m = spec.model;
   mla(m, spec.cluster, sink);
   rope_and_norms(spec, sink);
-  core_attention(m, sink);
+  core_attention(m, spec.train.micro_batch_size, sink);
   context_parallel(spec, sink);
   modes(m, sink);
 }

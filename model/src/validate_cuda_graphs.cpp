@@ -165,6 +165,20 @@ void validate_cuda_graphs(const RunSpec& spec, RuleSink& sink) {
                  "moe_input_jitter_eps is not supported with graphed moe recomputation. (transformer_config.py:2598)");
   }
 
+  // TransformerLayer drops the pre-MLP norm's recompute of an MoE layer whose router is graphed
+  // (transformer_layer.py:456-495, can_recompute_pre_mlp_layernorm_for_cudagraph); a log line only.
+  if (selective(m) && has(effective_tags(m), RecomputeTag::layernorm) && is_moe_model(m) && impl != CudaGraphImpl::local &&
+      in("moe_router")) {
+    const bool shared_overlap = m.moe_shared_expert_intermediate_size && m.moe_shared_expert_overlap;
+    const bool preprocess_ok = in("moe_preprocess") && (m.moe_token_dispatcher_type == Dispatcher::alltoall || m.moe_latent_size);
+    if (shared_overlap || !preprocess_ok)
+      sink.warning(tag_path(m, RecomputeTag::layernorm), "pre_mlp_layernorm_recompute_disabled_by_router_graph",
+                   shared_overlap ? "pre_mlp_layernorm recompute is not supported with moe router cudagraph + shared expert overlap. "
+                                    "Disabling pre_mlp_layernorm recompute. (transformer_layer.py:471): the pre-MLP norm output is kept"
+                                  : "pre_mlp_layernorm recompute is only supported with moe router + preprocess cudagraph will alltoall "
+                                    "token dispatcher or latent MoE. Disabling pre_mlp_layernorm recompute. (transformer_layer.py:489): "
+                                    "the pre-MLP norm output is kept");
+  }
   // EP overlap with TE graphs (:2764-2773)
   if (m.overlap_moe_expert_parallel_comm && impl == CudaGraphImpl::transformer_engine && (in("moe") || in("mlp")))
     sink.error(modules, "ep_overlap_vs_graphed_mlp_moe",

@@ -81,6 +81,7 @@ void validate_environment(const RunSpec& spec, RuleSink& sink);
 void validate_runtime(const RunSpec& spec, RuleSink& sink);
 void validate_offloading(const RunSpec& spec, RuleSink& sink);
 void validate_moe_dispatch(const RunSpec& spec, RuleSink& sink);
+void validate_moe_experts(const RunSpec& spec, RuleSink& sink);
 void validate_mlp(const RunSpec& spec, RuleSink& sink);
 void validate_attention(const RunSpec& spec, RuleSink& sink);
 void validate_dsa(const RunSpec& spec, RuleSink& sink);

@@ -47,6 +47,11 @@ void megatron_lm_args(const RunSpec& spec, RuleSink& sink) {
     sink.warning("model.cpu_offloading_num_layers", "cpu_offloading_num_layers_without_offloading",
                  "cpu_offloading_num_layers alone does nothing in Megatron Core and Bridge (cpu_offloading is false); "
                  "Megatron-LM's validate_args turns cpu_offloading on for it (arguments.py:1864)");
+  // arguments.py:1500-1532, generalized tensor parallelism with MXFP8.
+  const bool gtp = m.tensor_parallel_num_weight_shards && *m.tensor_parallel_num_weight_shards > m.tensor_model_parallel_size;
+  if (gtp && m.fp8 && m.fp8_recipe == Fp8Recipe::mxfp8 && (!m.fp8_param || !spec.ddp.reuse_grad_buf_for_mxfp8_param_ag))
+    mlm_warning(sink, "model.tensor_parallel_num_weight_shards", "gtp_mlm_restrictions",
+                "GTP + mxfp8 requires --fp8-param-gather and --reuse-grad-buf-for-mxfp8-param-ag (arguments.py:1524, :1531)");
   if (spec.train.step_batch_size_schedule && spec.train.global_batch_size)
     mlm_warning(sink, "train.step_batch_size_schedule", "step_batch_schedule_vs_global_batch",
                 "Cannot specify both --step-batch-size-schedule and --global-batch-size (arguments.py:680)");

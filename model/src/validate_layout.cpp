@@ -171,6 +171,14 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
     if (m.wgrad_deferral_limit < 0)
       sink.error("model.wgrad_deferral_limit", "wgrad_deferral_limit_non_negative",
                  "Wgrad deferral limit should be greater than or equal to 0 when it is enabled! (model_parallel_config.py:557)");
+    // Every Megatron ColumnParallelLinear appends to its embedding_activation_buffer, which only the
+    // output layer is given (tensor_parallel/layers.py:1150-1152); the local spec's linear_qkv / fc1
+    // are such linears. The harness gives them the flag off, as under the TE spec (Gap 7).
+    if (m.transformer_impl == TransformerImpl::local && !spec.cluster.calibration_harness)
+      sink.error("model.defer_embedding_wgrad_compute", "defer_wgrad_needs_te_spec",
+                 "defer_embedding_wgrad_compute with the local spec fails at the first forward: the decoder's ColumnParallelLinears "
+                 "append their inputs to an embedding_activation_buffer that only the output layer has "
+                 "(tensor_parallel/layers.py:1150): AttributeError / TypeError on None");
   }
 
   // World size (parallel_state.py:815-885)

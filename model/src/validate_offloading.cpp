@@ -134,6 +134,18 @@ void validate_offloading(const RunSpec& spec, RuleSink& sink) {
     }
   }
   offload_under_graphs(m, sink);
+  // TransformerLayer._set_offload_modules (transformer_layer.py:1443-1476) turns these off with a log line.
+  if (m.cuda_graph_impl == CudaGraphImpl::none) return;
+  const bool attn = has_graph_module(m, "attn"), mlp = has_graph_module(m, "mlp"), router = has_graph_module(m, "moe_router");
+  if (offloads(m, "attn_norm") && attn)
+    sink.warning("model.offload_modules", "offload_norm_disabled_by_graph",
+                 "attn_norm offloading is not supported with attn cudagraph. Disabling attn_norm offloading. (transformer_layer.py:1448)");
+  const bool moe_layers = is_moe_model(m) || (m.hybrid_override_pattern && m.hybrid_override_pattern->find('E') != std::string::npos);
+  const bool mlp_norm_off = (moe_layers && (attn || router)) || (!all_layers_moe(m) && attn != mlp);
+  if (offloads(m, "mlp_norm") && mlp_norm_off)
+    sink.warning("model.offload_modules", "offload_norm_disabled_by_graph",
+                 "mlp_norm offloading is not supported with the current cudagraph scope. Disabling mlp_norm offloading. "
+                 "(transformer_layer.py:1474)");
 }
 
 }  // namespace peakcast::model::detail

@@ -35,6 +35,29 @@ void checkpoint_without_output(const ModelSpec& m, const ClusterSpec& c, RuleSin
   }
 }
 
+// Features whose module is Transformer Engine's whatever transformer_impl says.
+void te_features(const ModelSpec& m, RuleSink& sink) {
+  const auto refuse = [&](const char* key, const std::string& msg) {
+    sink.error(std::string("model.") + key, "needs_transformer_engine", msg + "; cluster.transformer_engine_available is false");
+  };
+  const bool moe = is_moe_model(m) || (m.hybrid_override_pattern && m.hybrid_override_pattern->find('E') != std::string::npos);
+  if (m.cuda_graph_impl == CudaGraphImpl::transformer_engine)
+    refuse("cuda_graph_impl", "CUDA Graphs are not supported without TE. (cuda_graphs.py:2112)");
+  if (m.apply_rope_fusion && !m.multi_latent_attention)
+    refuse("apply_rope_fusion", "apply_rope_fusion is not available. Please install TE >= 1.4. (transformer_config.py:2211)");
+  if (m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == CrossEntropyImpl::te)
+    refuse("cross_entropy_fusion_impl", "Trying to use a TE block when it's not present. (language_module.py:196)");
+  if (moe && m.moe_latent_size) refuse("moe_latent_size", "TransformerEngine is required for MoE latent projections. (moe_layer.py:266)");
+  if (moe && m.moe_permute_fusion)
+    refuse("moe_permute_fusion", "fused permutation is not available. Please install TE >= 2.1.0. (transformer_config.py:2693)");
+  if (moe && m.moe_shared_expert_intermediate_size && m.use_grouped_gemm_for_shared_expert)
+    refuse("use_grouped_gemm_for_shared_expert", "FusedSharedExpertMLP requires Transformer Engine when use_grouped_gemm_for_shared_expert=True. "
+                                                 "(shared_experts.py:398)");
+  if (m.tp_comm_overlap)
+    refuse("tp_comm_overlap", "tensor-parallel communication overlap runs on Transformer Engine's userbuffers (initialize_ub; Bridge "
+                              "initialize.py:339 imports it)");
+}
+
 }  // namespace
 
 void validate_environment(const RunSpec& spec, RuleSink& sink) {
@@ -48,6 +71,7 @@ void validate_environment(const RunSpec& spec, RuleSink& sink) {
                "cluster.transformer_engine_available is false");
   }
   checkpoint_without_output(m, c, sink);
+  if (!te) te_features(m, sink);
   // transformer_block.py:298-317: without TE there is no get_cpu_offload_context.
   if (m.cpu_offloading && !te) {
     sink.error("model.cpu_offloading", "cpu_offloading_needs_te",

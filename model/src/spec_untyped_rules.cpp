@@ -104,20 +104,6 @@ void check_untyped_rules(const json& doc, Diagnostics& out) {
     error(out, "defer_embedding_wgrad_compute", "defer_wgrad_vs_mxfp8_output_proj",
           "TE MXFP8 output projection does not support defer_embedding_wgrad_compute. (extensions/transformer_engine.py:1786)");
   }
-  // Expert bias needs sigmoid-like scores (transformer_config.py:2310-2318)
-  if (m.flag("moe_router_enable_expert_bias")) {
-    const std::string score = m.str("moe_router_score_function", "softmax");
-    if (score != "sigmoid" && score != "sqrtsoftplus")
-      error(out, "moe_router_enable_expert_bias", "expert_bias_needs_sigmoid",
-            "Expert bias for aux-loss-free routing only supports 'sigmoid' and 'sqrtsoftplus' score functions. "
-            "(transformer_config.py:2314)");
-  }
-  // Top-1 softmax routing needs pre-softmax (transformer_config.py:2355-2362)
-  if (m.integer("moe_router_topk").value_or(2) == 1 && m.get("num_moe_experts") != nullptr &&
-      m.str("moe_router_score_function", "softmax") == "softmax" && !m.flag("moe_router_pre_softmax") &&
-      m.str("moe_router_load_balancing_type", "aux_loss") != "sinkhorn") {
-    error(out, "moe_router_topk", "topk1_needs_pre_softmax", "Please use --moe-router-pre-softmax when topk is 1. (transformer_config.py:2362)");
-  }
   // Router padding for quantization (transformer_config.py:2342-2352)
   if (m.flag("moe_router_padding_for_quantization") || m.flag("moe_router_padding_for_fp8")) {
     if (m.get("fp8") == nullptr && m.get("fp4") == nullptr)
@@ -127,43 +113,9 @@ void check_untyped_rules(const json& doc, Diagnostics& out) {
       error(out, "moe_router_padding_for_quantization", "router_padding_vs_allgather",
             "allgather and alltoall_seq dispatcher does not support moe_router_padding_for_quantization. (transformer_config.py:2349)");
   }
-  // Group-limited routing (transformer_config.py:2364-2382)
-  if (const auto group_topk = m.integer("moe_router_group_topk"); group_topk && *group_topk > 0) {
-    const auto groups = m.integer("moe_router_num_groups");
-    const auto experts = m.integer("num_moe_experts");
-    if (!groups || *groups == 0) {
-      error(out, "moe_router_num_groups", "group_topk_needs_groups",
-            "When using group limited routing, moe_router_num_groups must be specified. (transformer_config.py:2371)");
-    } else {
-      if (experts && *groups > 0 && *experts % *groups != 0)
-        error(out, "moe_router_num_groups", "experts_divisible_by_groups",
-              "num_moe_experts (" + std::to_string(*experts) + ") should be divisible by moe_router_num_groups (" +
-                  std::to_string(*groups) + "). (transformer_config.py:2375)");
-      if (*group_topk > *groups)
-        error(out, "moe_router_group_topk", "group_topk_le_groups",
-              "moe_router_group_topk (" + std::to_string(*group_topk) + ") should be smaller than moe_router_num_groups (" +
-                  std::to_string(*groups) + "). (transformer_config.py:2379)");
-    }
-  }
   // moe_paged_stash excludes layer-level CPU offloading (transformer_config.py:1930-1932)
   if (m.flag("moe_paged_stash") && m.flag("cpu_offloading")) {
     error(out, "moe_paged_stash", "paged_stash_vs_cpu_offloading", "moe_paged_stash cannot be enabled with cpu_offloading. (transformer_config.py:1932)");
-  }
-  // A capacity factor needs a load-balancing type it can count tokens with (transformer_config.py:1686-1710).
-  if (const auto cf = m.number("moe_expert_capacity_factor"); cf && *cf >= 0) {
-    std::vector<std::string> types;
-    const json* lb = m.get("moe_router_load_balancing_type");
-    if (lb == nullptr) types.push_back("aux_loss");
-    else if (lb->is_string()) types.push_back(lb->get<std::string>());
-    else if (lb->is_array())
-      for (const auto& e : *lb) if (e.is_string()) types.push_back(e.get<std::string>());
-    for (const auto& t : types)
-      if (t != "aux_loss" && t != "seq_aux_loss" && t != "global_aux_loss" && t != "none") {
-        error(out, "moe_router_load_balancing_type", "capacity_factor_load_balancing",
-              "moe_expert_capacity_factor only works with aux_loss, seq_aux_loss, global_aux_loss or none load "
-              "balancing, got '" + t + "'. (transformer_config.py:1697)");
-        break;
-      }
   }
   // The allgather dispatcher cannot take variable sequence lengths (transformer_config.py:2668-2674).
   if (dispatcher == "allgather" && m.flag("variable_seq_lengths"))

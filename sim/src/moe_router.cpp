@@ -1,13 +1,11 @@
-// TopKRouter (megatron/core/transformer/moe/router.py at 24bad8e6) and the helpers it calls
-// (moe_utils.py), op by op as autograd records them: what each op saves for its backward and the
-// working tensors it holds meanwhile. Saved sets follow PyTorch's derivative formulas
-// (tools/autograd/derivatives.yaml): topk saves its indices, softmax and sigmoid their result, sqrt its
-// result, softplus and logsumexp their input (logsumexp its result too), gather its input and index,
-// scatter its index, masked_fill its mask, a tensor division both operands, a multiply the other operand
-// only where that one's gradient is needed; sums, views and scalar ops keep shapes only. The fused
-// kernels follow Transformer Engine 2.17.1 (the version Bridge 600d069b's uv.lock pins),
-// transformer_engine/pytorch/router.py and csrc/extensions/router.cpp. 0-dim losses are not counted.
-// A Python local keeps its tensor to the end of its function; such tensors ride on the function's last op.
+// TopKRouter (router.py at 24bad8e6) and its helpers (moe_utils.py), op by op as autograd records them:
+// what each op saves for backward and the working tensors it holds. Saves follow PyTorch's derivatives.yaml:
+// topk keeps its indices, softmax / sigmoid / sqrt their result, softplus and logsumexp their input
+// (logsumexp its result too), gather its input and index, scatter its index, masked_fill its mask, a
+// tensor division both operands, a multiply the other operand where that one needs a gradient; sums,
+// views and scalar ops keep shapes only; 0-dim losses are not counted. Fused kernels: Transformer Engine
+// 2.17.1 (Bridge 600d069b's uv.lock), pytorch/router.py. A Python local keeps its tensor to its function's
+// return; such tensors ride on that function's last op.
 #include "moe_router.hpp"
 
 #include <algorithm>
@@ -33,9 +31,7 @@ struct Dims {
   Bytes tk(std::int64_t bytes) const { return Bytes{T * k * bytes}; }  // [T, k]
 };
 
-struct Groups {
-  std::int64_t groups = 0, group_topk = 0;  // 0: no group-limited routing
-};
+struct Groups { std::int64_t groups = 0, group_topk = 0; };  // 0: no group-limited routing
 
 // Group-limited routing (moe_utils.py:849-884 `if group_topk`): moe_router_group_topk with
 // moe_router_num_groups, or the deprecated moe_router_topk_limited_devices, which Megatron turns into
@@ -72,9 +68,7 @@ struct Router {
   }
 };
 
-struct Routed {
-  int probs = -1, map = -1;
-};
+struct Routed { int probs = -1, map = -1; };
 
 // apply_input_jitter (router.py:709-728): input * Uniform(1 - eps, 1 + eps).rsample(shape). rsample makes
 // rand and rand * (high - low) before the sum (torch/distributions/uniform.py); the multiply saves the
@@ -182,9 +176,7 @@ int normalize(Router& r, const std::string& name, int x, std::int64_t cols) {
   return out;
 }
 
-struct Selected {
-  int values = -1, indices = -1, mask = -1;
-};
+struct Selected { int values = -1, indices = -1, mask = -1; };
 
 // torch.topk(x, k, dim=1) (saves its indices), or group_limited_topk (moe_utils.py:673-728): the top
 // k / group_topk scores per group summed, the best groups scattered into a [T, groups] mask expanded
@@ -197,9 +189,9 @@ Selected select_topk(Router& r, int x, std::int64_t xb, const Groups& g) {
   Selected s;
   s.values = r.tensor("router.topk_values", d.tk(xb), grad);
   s.indices = r.tensor("router.topk_indices", d.tk(kIndex), false);
+  const auto unsaved_without_grad = [&](int op) { if (!grad) r.b.graph().ops.at(static_cast<std::size_t>(op)).saves.clear(); };
   if (g.group_topk <= 0) {
-    if (grad) r.op("router.topk", {.in = {x}, .out = {s.values, s.indices}, .save = {s.indices}, .flops = 2.0 * d.T * d.E});
-    else r.op("router.topk", {.in = {x}, .out = {s.values, s.indices}, .flops = 2.0 * d.T * d.E});
+    unsaved_without_grad(r.op("router.topk", {.in = {x}, .out = {s.values, s.indices}, .save = {s.indices}, .flops = 2.0 * d.T * d.E}));
     return s;
   }
   const std::int64_t G = g.groups, per_group = d.k / g.group_topk;
@@ -208,12 +200,9 @@ Selected select_topk(Router& r, int x, std::int64_t xb, const Groups& g) {
   // per-group top-k indices [T, G, k / group_topk] that the group scores' graph keeps
   const Bytes locals{2 * d.T * G * xb + d.T * g.group_topk * kIndex + (grad ? d.T * G * per_group * kIndex : 0)};
   const Bytes ws = locals + Bytes{2 * d.te(xb).value} + d.te(1);  // score_mask, masked scores; .bool() copy
-  if (grad) {
-    r.op("router.group_limited_topk", {.in = {x}, .out = {s.values, s.indices, s.mask}, .save = {s.mask, s.indices},
-                                       .flops = 6.0 * d.T * d.E, .ws = ws, .bws = d.te(xb)});
-  } else {
-    r.op("router.group_limited_topk", {.in = {x}, .out = {s.values, s.indices, s.mask}, .flops = 6.0 * d.T * d.E, .ws = ws});
-  }
+  unsaved_without_grad(r.op("router.group_limited_topk", {.in = {x}, .out = {s.values, s.indices, s.mask},
+                                                          .save = {s.mask, s.indices}, .flops = 6.0 * d.T * d.E,
+                                                          .ws = ws, .bws = grad ? d.te(xb) : Bytes{}}));
   return s;
 }
 
@@ -224,9 +213,18 @@ int gather(Router& r, int x, int indices, std::int64_t xb) {
   return out;
 }
 
+// zeros_like(logits).int().scatter(1, idx, 1).bool() (moe_utils.py:958): the chain's working tensors
+// peak at max(rb + 4, 8) bytes an element, the 1-byte result included.
+Bytes map_chain_ws(const Dims& d) { return Bytes{(std::max(d.rb + kInt, 2 * kInt) - 1) * d.T * d.E}; }
+
+int routing_map_of(Router& r, int indices) {
+  const int map = r.tensor("router.routing_map", r.d.te(1), false);
+  r.op("router.routing_map", {.in = {indices}, .out = {map}, .flops = 1.0 * r.d.T * r.d.E, .ws = map_chain_ws(r.d)});
+  return map;
+}
+
 // The [T, k] probabilities to [T, E] (moe_utils.py:942-958): scaled by moe_router_topk_scaling_factor,
-// cast to the logits' dtype, scattered into zeros_like(logits) (saves the index), and the routing map
-// zeros_like(logits).int().scatter(1, idx, 1).bool(), whose chain peaks at max(rb + 4, 8) bytes an element.
+// cast to the logits' dtype, scattered into zeros_like(logits) (saves the index); then the routing map.
 Routed expand_probs(Router& r, int probs_k, int indices, std::vector<int>& locals) {
   const Dims& d = r.d;
   const std::int64_t T = d.T, E = d.E, k = d.k;
@@ -244,9 +242,7 @@ Routed expand_probs(Router& r, int probs_k, int indices, std::vector<int>& local
   out.probs = r.tensor("router.probs", d.te(d.rb));
   r.op("router.scatter_probs", {.in = {probs_k, indices}, .out = {out.probs}, .save = {indices}, .flops = 1.0 * T * E,
                                 .ws = d.te(d.rb)});
-  out.map = r.tensor("router.routing_map", d.te(1), false);
-  r.op("router.routing_map", {.in = {indices}, .out = {out.map}, .flops = 1.0 * T * E,
-                              .ws = Bytes{(std::max(d.rb + kInt, 2 * kInt) - 1) * T * E}});
+  out.map = routing_map_of(r, indices);
   r.keep_to_last_op(locals);
   return out;
 }
@@ -344,9 +340,7 @@ Routed sinkhorn(Router& r, int logits) {
     }
   }
   Routed out;
-  out.map = r.tensor("router.routing_map", d.te(1), false);
-  r.op("router.routing_map", {.in = {indices}, .out = {out.map}, .flops = 1.0 * d.T * d.E,
-                              .ws = Bytes{(std::max(d.rb + kInt, 2 * kInt) - 1) * d.T * d.E}});
+  out.map = routing_map_of(r, indices);
   out.probs = r.tensor("router.probs", d.te(d.rb));
   r.op("router.sinkhorn_probs", {.in = {act, out.map}, .out = {out.probs}, .save = {out.map}, .keep = {norm},
                                  .flops = 1.0 * d.T * d.E});
@@ -355,10 +349,10 @@ Routed sinkhorn(Router& r, int logits) {
 
 // quantile_balancing (router.py:313-386), training: under no_grad an fp32 copy of the logits is
 // all-gathered over TP x CP, qb_dual_update (moe_utils.py:210-245) takes top-(k+1) of scores - beta and
-// the column quantile from a top-(M k / E + 1) over tokens of scores - alpha; the rank's [T, k] rows are
-// then routed by the shared score function. The copy, the gathered logits and the top-(k+1) stay
-// referenced by quantile_balancing's locals while it does; without a gather the index passed on is a
-// view of the [T, k + 1] indices, whose storage the saves keep.
+// the column quantile from a top-(M k / E + 1) over tokens of scores - alpha (its last row, a view, is
+// beta_local); the rank's [T, k] rows are then routed by the shared score function while the copy, the
+// gathered logits, the top-(k+1) and beta_local's storage stay quantile_balancing's locals. Without a
+// gather the index passed on is a view of the [T, k + 1] indices, whose storage the saves keep.
 Routed quantile_balancing(Router& r, int logits) {
   const Dims& d = r.d;
   const ShapeContext& c = r.b.ctx();
@@ -366,10 +360,11 @@ Routed quantile_balancing(Router& r, int logits) {
   const Bytes copy = d.rb != kFp32 ? d.te(kFp32) : Bytes{};
   const Bytes gathered = gs > 1 ? Bytes{M * d.E * kFp32} : Bytes{};
   const Bytes top = Bytes{M * (d.k + 1) * kFp32} + (gs > 1 ? Bytes{M * (d.k + 1) * kIndex} : Bytes{});
-  const int qb_locals = r.tensor("router.qb_locals", copy + gathered + top + Bytes{d.E * kFp32}, false);
+  const Bytes quantile{(col_target + 1) * d.E * kFp32};
+  const int qb_locals = r.tensor("router.qb_locals", copy + gathered + top + quantile, false);
   const int indices = r.tensor("router.qb_indices", Bytes{d.T * (gs > 1 ? d.k : d.k + 1) * kIndex}, false);
   r.op("router.qb_select", {.out = {qb_locals, indices}, .keep = {logits}, .flops = 6.0 * M * d.E,
-                            .ws = Bytes{M * d.E * kFp32 + (col_target + 1) * d.E * (kFp32 + kIndex)},
+                            .ws = Bytes{M * d.E * kFp32 + (col_target + 1) * d.E * kIndex},
                             .comm = static_cast<double>((gs - 1) * d.T * d.E * kFp32)});
   const Routed out = topk_routing(r, logits, indices);
   r.keep_to_last_op({qb_locals});
@@ -429,7 +424,7 @@ Selected aux_scores(Router& r, int logits) {
   }
   // The top-k's values are discarded and its indices die with compute_routing_scores_for_aux_loss.
   r.op("router.aux_routing_map", {.out = {s.mask}, .keep = {s.values}, .flops = 3.0 * d.T * d.E,
-                                  .ws = d.tk(kFp32 + kIndex) + Bytes{(std::max(d.rb + kInt, 2 * kInt) - 1) * d.T * d.E}});
+                                  .ws = d.tk(kFp32 + kIndex) + map_chain_ws(d)});
   return s;
 }
 

@@ -3,17 +3,15 @@
 changes what a GPU holds in training, and whether peakcast simulates it.
 
 The mechanical part (this file, top): the accepted keys (run_spec_schema.json, peakcast_extensions.json),
-the keys the typed parser reads (model/src/spec_fill.cpp, spec_fill_model.cpp), the keys the untyped
-rules read (model/src/spec_untyped_rules.cpp, incl. its kUnsimulated table) and how many Bridge recipes
-set each key (configs/recipes/*.json "config.<section>"). The hand-written part (memory_effect_table.py):
+the keys the typed parser reads (model/src/spec_fill.cpp, spec_fill_model.cpp), the keys typed for the
+validation rules only (model/src/spec_fill_checks.cpp) and how many Bridge recipes set each key (configs/recipes/*.json "config.<section>"). The hand-written part (memory_effect_table.py):
 for each key that is not simulated, its memory effect with the Megatron Core 24bad8e6 / Bridge 600d069b
 line that uses it.
 
 Class:
   simulated         read by the typed parser for the simulation (spec_fill.cpp, spec_fill_model.cpp)
   rule_only         read only for the validation rules: typed in spec_fill_checks.cpp (whose fields no later
-                    stage may read; checked here) or still on the JSON in spec_untyped_rules.cpp; the entry's
-                    changes_memory says whether the key also changes memory (then it is unsimulated too)
+                    stage may read; checked here); the entry's changes_memory says whether the key also changes memory (then it is unsimulated too)
   not_simulated     changes training GPU memory (or refuses to run) and the typed parser does not read it
                     (model/src/unsimulated_keys.cpp warns for every not_simulated key and memory-changing rule_only key: warned=true)
   no_memory_effect  changing it does not change the bytes a GPU allocates in training
@@ -131,23 +129,6 @@ def check_reads():
                         problems.append(f"{rel} reads .{field}, which {CHECKS_FILE} fills for the rules only: "
                                         "read its key in spec_fill_model.cpp (class simulated) instead")
     return out, problems
-
-
-# --- untyped rule reads ------------------------------------------------------------------------
-RULE_RE = re.compile(r'\bm\.(?:flag|str|integer|number|get|has_string_in)\(\s*"([A-Za-z0-9_]+)"')
-RULE_VAR_RE = re.compile(r'\bm\.(?:get|has_string_in)\(\s*(scope_key|modules_key)')
-UNSIM_RE = re.compile(r'\{"([a-z0-9_]+)",\s*"([^"]*)",\s*"([^"]*)"\}')
-
-
-def rule_reads():
-    rel = "model/src/spec_untyped_rules.cpp"
-    text = read_text(rel)
-    reads = {}
-    for m in RULE_RE.finditer(text):
-        reads.setdefault(m.group(1), f"{rel}:{text.count(chr(10), 0, m.start()) + 1}")
-    # scope_key is "cuda_graph_scope" or "cuda_graph_modules" (both literal reads elsewhere in the file).
-    # The warnings for unsimulated keys come from this table itself (model/src/unsimulated_keys.cpp).
-    return reads, {}
 
 
 # --- recipe counts ------------------------------------------------------------------------------
@@ -279,7 +260,6 @@ def build():
     ext = load("configs/schema/peakcast_extensions.json")
     typed = typed_reads()
     checks, check_problems = check_reads()
-    rules, unsim = rule_reads()
     counts, nrecipes = recipe_counts()
     problems = list(check_problems)
     doc = {
@@ -288,7 +268,7 @@ def build():
             "(hand-written). For every key of the run-spec schema's model/optimizer/ddp/train sections and the "
             "peakcast extensions: does it change what a GPU allocates in training, and does peakcast read it. "
             "class: simulated (typed parser spec_fill.cpp / spec_fill_model.cpp reads it) | rule_only (only the validation rules read it: "
-            "spec_fill_checks.cpp or spec_untyped_rules.cpp; "
+            "spec_fill_checks.cpp; "
             "changes_memory tells whether it is also an unsimulated memory key) | not_simulated (changes training GPU "
             "memory or refuses to run; not read) | no_memory_effect. source: where Megatron Core 24bad8e6 (mcore:) or "
             "Bridge 600d069b (bridge:) uses the field. default_is_inert: the schema default leaves memory as peakcast "
@@ -312,10 +292,7 @@ def build():
                 cls = (hand or {}).get("class")
             elif k in typed[sec]:
                 cls = "simulated"
-            elif sec == "model" and k in unsim:
-                # kUnsimulated warns; the table may still find that Megatron does not read the key.
-                cls = "not_simulated" if (hand or {}).get("class") != "no_memory_effect" else "no_memory_effect"
-            elif k in checks.get(sec, {}) or (sec == "model" and k in rules):
+            elif k in checks.get(sec, {}):
                 cls = "rule_only"
             else:
                 cls = None
@@ -358,13 +335,6 @@ def build():
                 rec["read_at"] = typed[sec][k]
             elif k in checks.get(sec, {}):
                 rec["read_at"] = checks[sec][k]
-            elif sec == "model" and k in rules:
-                rec["read_at"] = rules[k]
-            if sec == "model" and k in unsim:
-                rec["warned"] = True
-                rec["read_at"] = rules.get(k, "model/src/spec_untyped_rules.cpp kUnsimulated")
-                if cls == "no_memory_effect":
-                    rec["note"] = "spec_untyped_rules.cpp kUnsimulated warns not_simulated for it, but Megatron Core does not read it"
             if cls in ("not_simulated",) or (cls == "rule_only" and changes):
                 # model/src/unsimulated_keys.cpp warns for these (sections model/optimizer/ddp/train).
                 rec["warned"] = sec in SECTIONS

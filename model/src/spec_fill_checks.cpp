@@ -107,6 +107,10 @@ void fill_mlp_checks(const Reader& r, ModelSpec& m) {
 
 void fill_moe_checks(const Reader& r, ModelSpec& m) {
   r.read("moe_paged_stash", m.moe_paged_stash);
+  bool pad_fp8 = false;  // the alias enables the padding (transformer_config.py:2334-2340)
+  r.read("moe_router_padding_for_quantization", m.moe_router_padding_for_quantization);
+  r.read("moe_router_padding_for_fp8", pad_fp8);
+  m.moe_router_padding_for_quantization = m.moe_router_padding_for_quantization || pad_fp8;
   r.read("moe_expert_rank_capacity_factor", m.moe_expert_rank_capacity_factor);
   r.read("moe_enable_deepep", m.moe_enable_deepep);
   r.read("moe_flex_dispatcher_backend", m.moe_flex_dispatcher_backend);

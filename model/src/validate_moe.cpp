@@ -11,10 +11,98 @@ std::string fmt_number(double v) {
   o << v;
   return o.str();
 }
+
+bool is_aux_type(const std::string& t) { return t == "aux_loss" || t == "seq_aux_loss" || t == "global_aux_loss"; }
+
+// TopKRouter's settings: TransformerConfig.__post_init__ and the router's own asserts.
+void validate_router(const ModelSpec& m, RuleSink& sink) {
+  const auto* lb_name = std::get_if<std::string>(&m.moe_router_load_balancing_type);
+  const auto* lb_list = std::get_if<std::vector<std::string>>(&m.moe_router_load_balancing_type);
+  const auto* coeff_list = std::get_if<std::vector<double>>(&m.moe_aux_loss_coeff);
+  // A list of load-balancing types needs as many coefficients (transformer_config.py:1678-1684).
+  if (lb_list && (!coeff_list || coeff_list->size() != lb_list->size()))
+    sink.error("model.moe_aux_loss_coeff", "aux_loss_coeff_list_length",
+               "moe_aux_loss_coeff must be a list of the same length as moe_router_load_balancing_type "
+               "(transformer_config.py:1681)");
+  // One aux-loss type with a list of coefficients: get_aux_loss_coeff returns the list and `> 0` raises
+  // TypeError when the router is built (router.py:394, :406).
+  if (lb_name && coeff_list && is_aux_type(*lb_name))
+    sink.error("model.moe_aux_loss_coeff", "aux_loss_coeff_list_needs_type_list",
+               "a list moe_aux_loss_coeff needs a list moe_router_load_balancing_type; with '" + *lb_name +
+                   "' the router compares the list with 0 and fails (router.py:406)");
+  // Expert bias needs sigmoid-like scores (transformer_config.py:2310-2318)
+  if (m.moe_router_enable_expert_bias && m.moe_router_score_function != "sigmoid" && m.moe_router_score_function != "sqrtsoftplus")
+    sink.error("model.moe_router_enable_expert_bias", "expert_bias_needs_sigmoid",
+               "Expert bias for aux-loss-free routing only supports 'sigmoid' and 'sqrtsoftplus' score functions. "
+               "(transformer_config.py:2314)");
+  // Top-1 softmax routing needs pre-softmax (transformer_config.py:2355-2362)
+  if (m.moe_router_topk == 1 && m.num_moe_experts && m.moe_router_score_function == "softmax" && !m.moe_router_pre_softmax &&
+      !(lb_name && *lb_name == "sinkhorn"))
+    sink.error("model.moe_router_topk", "topk1_needs_pre_softmax", "Please use --moe-router-pre-softmax when topk is 1. (transformer_config.py:2362)");
+  // Group-limited routing (transformer_config.py:2364-2382)
+  if (m.moe_router_group_topk.value_or(0) > 0) {
+    const std::int64_t group_topk = *m.moe_router_group_topk, groups = m.moe_router_num_groups.value_or(0);
+    if (m.moe_router_topk_limited_devices.value_or(0) > 0)
+      sink.error("model.moe_router_topk_limited_devices", "topk_limited_devices_vs_group_topk",
+                 "moe_router_topk_limited_devices is deprecated and replaced by moe_router_group_topk and "
+                 "moe_router_num_groups. (transformer_config.py:2367)");
+    if (groups == 0) {
+      sink.error("model.moe_router_num_groups", "group_topk_needs_groups",
+                 "When using group limited routing, moe_router_num_groups must be specified. (transformer_config.py:2371)");
+    } else {
+      if (m.num_moe_experts && groups > 0 && *m.num_moe_experts % groups != 0)
+        sink.error("model.moe_router_num_groups", "experts_divisible_by_groups",
+                   "num_moe_experts (" + str(*m.num_moe_experts) + ") should be divisible by moe_router_num_groups (" +
+                       str(groups) + "). (transformer_config.py:2375)");
+      if (group_topk > groups)
+        sink.error("model.moe_router_group_topk", "group_topk_le_groups",
+                   "moe_router_group_topk (" + str(group_topk) + ") should be smaller than moe_router_num_groups (" +
+                       str(groups) + "). (transformer_config.py:2379)");
+    }
+  }
+  // A capacity factor needs a load-balancing type it can count tokens with (transformer_config.py:1686-1710).
+  if (m.moe_expert_capacity_factor) {
+    const std::vector<std::string> types = lb_list ? *lb_list : std::vector<std::string>{*lb_name};
+    for (const auto& t : types)
+      if (!is_aux_type(t) && t != "none") {
+        sink.error("model.moe_router_load_balancing_type", "capacity_factor_load_balancing",
+                   "moe_expert_capacity_factor only works with aux_loss, seq_aux_loss, global_aux_loss or none load "
+                   "balancing, got '" + t + "'. (transformer_config.py:1697)");
+        break;
+      }
+  }
+  if (!m.num_moe_experts) return;
+  // Sinkhorn routing asserts no aux loss (router.py:298).
+  const auto* coeff = std::get_if<double>(&m.moe_aux_loss_coeff);
+  if (lb_name && *lb_name == "sinkhorn" && !(coeff && *coeff == 0.0))
+    sink.error("model.moe_aux_loss_coeff", "sinkhorn_no_aux_loss", "Sinkhorn routing does not support aux loss. (router.py:298)");
+  // Quantile balancing (a name, never a list entry: router.py:771) asserts in quantile_balancing; its
+  // no-aux-loss assert (router.py:227) cannot fire, as no aux type then has a coefficient.
+  if (lb_name && *lb_name == "quantile_balancing") {
+    if (m.moe_router_fusion)
+      sink.error("model.moe_router_fusion", "quantile_balancing_no_fusion",
+                 "Quantile balancing routing does not support moe_router_fusion. (router.py:329)");
+    if (m.moe_router_num_groups || m.moe_router_group_topk || m.moe_router_topk_limited_devices.value_or(0) > 0)
+      sink.error("model.moe_router_group_topk", "quantile_balancing_no_groups",
+                 "Quantile balancing routing does not support group-limited routing. (router.py:332)");
+  }
+  // Transformer Engine's fused router has no fp64 path (transformer_engine/pytorch/router.py, TE 2.17.1:174-175).
+  if (m.moe_router_fusion && m.moe_router_dtype_set && m.moe_router_dtype == DType::int64)
+    sink.error("model.moe_router_dtype", "router_fusion_no_fp64", "Current TE does not support float64 router type. "
+               "(moe_router_fusion: transformer_engine/pytorch/router.py)");
+  // A benchmark bias makes routing deliberately uneven; the router's tensors are simulated, the load is not.
+  if (m.moe_router_force_biased)
+    sink.warning("model.moe_router_force_biased", "force_biased_imbalance",
+                 "moe_router_force_biased adds a shared random bias to random logits (router.py:863-867, "
+                 "moe_utils.py:1341-1351), so some experts get more rows than others; the prediction assumes the load "
+                 "moe_routing_imbalance gives (set it, e.g. with predict --moe-busiest-rank)");
+}
+
 }  // namespace
 
 void validate_moe(const RunSpec& spec, RuleSink& sink) {
   const ModelSpec& m = spec.model;
+  validate_router(m, sink);
   const std::int64_t ep = m.expert_model_parallel_size;
   const std::int64_t etp = m.expert_tensor_parallel_size.value_or(m.tensor_model_parallel_size);
 

@@ -13,7 +13,7 @@ bool offloads(const ModelSpec& m, const char* module) {
   return std::find(m.offload_modules.begin(), m.offload_modules.end(), module) != m.offload_modules.end();
 }
 
-// The config checks, formerly on the raw JSON (spec_untyped_rules.cpp); same ids and messages.
+// The config checks, formerly on the raw JSON (the removed spec_untyped_rules.cpp); same ids and messages.
 void flex_config(const ModelSpec& m, RuleSink& sink) {
   const bool flex = m.moe_token_dispatcher_type == Dispatcher::flex;
   const std::string& backend = m.moe_flex_dispatcher_backend;
@@ -30,6 +30,15 @@ void flex_config(const ModelSpec& m, RuleSink& sink) {
   if (flex && m.moe_pad_expert_input_to_capacity && (m.moe_enable_deepep || backend == "deepep")) {
     sink.error("model.moe_pad_expert_input_to_capacity", "flex_deepep_no_capacity_padding",
                "Flex token dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity (transformer_config.py:1630)");
+  }
+  // Router padding for quantization (transformer_config.py:2342-2352)
+  if (m.moe_router_padding_for_quantization) {
+    if (!m.fp8 && !m.fp4)
+      sink.error("model.moe_router_padding_for_quantization", "router_padding_needs_fp8",
+                 "fp8/fp4 must be specified when moe_router_padding_for_quantization is True. (transformer_config.py:2344)");
+    if (m.moe_token_dispatcher_type == Dispatcher::allgather)
+      sink.error("model.moe_router_padding_for_quantization", "router_padding_vs_allgather",
+                 "allgather and alltoall_seq dispatcher does not support moe_router_padding_for_quantization. (transformer_config.py:2349)");
   }
   if (backend == "ncclep" && !flex) {
     sink.error("model.moe_flex_dispatcher_backend", "ncclep_needs_flex",

@@ -1,6 +1,6 @@
 // Fine-grained activation offloading (TransformerConfig.__post_init__, transformer_config.py:1874-1942,
 // :2622-2667) and the pipeline's partial-checkpoint count. Formerly checked on the raw JSON
-// (spec_untyped_rules.cpp); same ids and messages.
+// (the removed spec_untyped_rules.cpp); same ids and messages.
 #include <algorithm>
 #include <string>
 

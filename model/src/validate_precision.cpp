@@ -9,7 +9,7 @@ namespace peakcast::model::detail {
 namespace {
 
 // FP8 output projection and FP4 (transformer_config.py:1400-1466); fp4_and_fp8, delayed_no_bf16_edges and
-// defer_wgrad_vs_mxfp8_output_proj were checked on the raw JSON before (spec_untyped_rules.cpp).
+// defer_wgrad_vs_mxfp8_output_proj were checked on the raw JSON before (the removed spec_untyped_rules.cpp).
 void fp8_output_and_fp4(const RunSpec& spec, RuleSink& sink) {
   const ModelSpec& m = spec.model;
   if (m.fp8_output_proj) {

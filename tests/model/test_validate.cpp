@@ -297,7 +297,16 @@ const std::vector<RuleCase>& cases() {
        {"optimizer.exp_avg_dtype=bf16", "optimizer.use_precision_aware_optimizer=true", "optimizer.use_distributed_optimizer=true", "ddp.use_distributed_optimizer=true"}},
       {"param_gather_overlap_needs_distributed_optimizer", "ddp.overlap_param_gather", Severity::warning, {"ddp.overlap_param_gather=true"},
        {"ddp.overlap_param_gather=true", "optimizer.use_distributed_optimizer=true", "ddp.use_distributed_optimizer=true"}},
-      // Rules checked on fields RunSpec does not carry (spec_untyped_rules.cpp)
+      // Rules once checked on the raw JSON (spec_untyped_rules.cpp, removed): now on typed fields
+      {"router_padding_needs_fp8", "model.moe_router_padding_for_quantization", Severity::error,
+       plus(kMoe, {"model.moe_router_padding_for_quantization=true", "model.moe_token_dispatcher_type=alltoall"}),
+       plus(kMoe, {"model.moe_router_padding_for_quantization=true", "model.moe_token_dispatcher_type=alltoall", "model.fp8=hybrid"})},
+      {"router_padding_needs_fp8", "model.moe_router_padding_for_quantization", Severity::error,
+       plus(kMoe, {"model.moe_router_padding_for_fp8=true", "model.moe_token_dispatcher_type=alltoall"}),
+       plus(kMoe, {"model.moe_router_padding_for_fp8=true", "model.moe_token_dispatcher_type=alltoall", "model.fp4=e2m1"})},
+      {"router_padding_vs_allgather", "model.moe_router_padding_for_quantization", Severity::error,
+       plus(kMoe, {"model.moe_router_padding_for_quantization=true", "model.fp8=hybrid"}),
+       plus(kMoe, {"model.moe_router_padding_for_quantization=true", "model.fp8=hybrid", "model.moe_token_dispatcher_type=alltoall"})},
       {"expert_bias_needs_sigmoid", "model.moe_router_enable_expert_bias", Severity::error, plus(kMoe, {"model.moe_router_enable_expert_bias=true"}),
        plus(kMoe, {"model.moe_router_enable_expert_bias=true", "model.moe_router_score_function=sigmoid"})},
       {"topk1_needs_pre_softmax", "model.moe_router_topk", Severity::error, plus(kMoe, {"model.moe_router_topk=1"}), plus(kMoe, {"model.moe_router_topk=1", "model.moe_router_pre_softmax=true"})},

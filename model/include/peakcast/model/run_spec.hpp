@@ -105,6 +105,19 @@ struct ModelSpec {
   // Benchmark routing: random router logits (router.py:859-861), so expert loads are balanced
   // up to sampling noise and the untrained router's spread does not apply.
   bool moe_router_force_load_balancing = false;
+  // TopKRouter's routing (router.py:744-835, moe_utils.py:766-1016): what it computes decides what
+  // autograd keeps. The load-balancing type and the aux-loss coefficient are Union[str, List[str]] /
+  // Union[float, List[float]] in Megatron, and the two forms behave differently (router.py:388-401).
+  bool moe_router_pre_softmax = false;
+  std::optional<std::int64_t> moe_router_num_groups;
+  std::optional<std::int64_t> moe_router_group_topk;
+  std::optional<std::int64_t> moe_router_topk_limited_devices;  // deprecated: group_topk with EP groups
+  std::variant<std::string, std::vector<std::string>> moe_router_load_balancing_type = std::string("aux_loss");
+  std::variant<double, std::vector<double>> moe_aux_loss_coeff = 0.0;
+  std::optional<double> moe_z_loss_coeff;               // set (0.0 included): the z-loss runs
+  std::optional<double> moe_router_topk_scaling_factor;
+  bool moe_router_fusion = false;                       // Transformer Engine's fused router kernels
+  std::optional<double> moe_router_force_biased;        // benchmark: a shared random bias on random logits
   bool use_te_activation_func = false;  // TE's activation op (treated as a fused kernel)
 
   // Hybrid Mamba / GDN
@@ -264,6 +277,8 @@ struct ModelSpec {
   std::int64_t expert_gtp_weight_remat_size = 1;
   std::optional<std::int64_t> tensor_parallel_num_weight_shards;
   bool moe_paged_stash = false;
+  // moe_router_padding_for_quantization, or its alias moe_router_padding_for_fp8 (transformer_config.py:2334-2340).
+  bool moe_router_padding_for_quantization = false;
   std::optional<double> moe_expert_rank_capacity_factor;
   bool moe_enable_deepep = false;
   std::string moe_flex_dispatcher_backend = "deepep";
@@ -432,6 +447,22 @@ struct Derived {
 };
 
 Derived derive(const RunSpec& spec);
+
+// TopKRouter.get_aux_loss_coeff (router.py:388-401): the coefficient of one aux-loss type under the
+// run's moe_router_load_balancing_type, 0 when that type is not selected. A list of types pairs with a
+// list of coefficients (transformer_config.py:1678-1684); a single name with a list of coefficients
+// has no number to give (validate_moe.cpp refuses it) and reads as 0.
+inline double moe_aux_loss_coeff_for(const ModelSpec& m, const std::string& type) {
+  const auto* coeffs = std::get_if<std::vector<double>>(&m.moe_aux_loss_coeff);
+  if (const auto* name = std::get_if<std::string>(&m.moe_router_load_balancing_type)) {
+    const auto* coeff = std::get_if<double>(&m.moe_aux_loss_coeff);
+    return *name == type && coeff ? *coeff : 0.0;
+  }
+  const auto& names = std::get<std::vector<std::string>>(m.moe_router_load_balancing_type);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == type) return coeffs && i < coeffs->size() ? (*coeffs)[i] : 0.0;
+  return 0.0;
+}
 
 bool has_tag(const Derived& d, RecomputeTag t);
 

@@ -185,7 +185,6 @@ void fill_train_checks(const Reader& r, TrainSpec& t) {
 }
 
 void fill_optimizer_checks(const Reader& r, OptimizerSpec& o) {
-  r.read("loss_scale", o.loss_scale);
   r.read("initial_loss_scale", o.initial_loss_scale);
   r.read("min_loss_scale", o.min_loss_scale);
   r.read("loss_scale_window", o.loss_scale_window);

@@ -346,8 +346,8 @@ struct OptimizerSpec {
   OptimizerImpl implementation = OptimizerImpl::te_fused_adam;
   bool overlap_param_gather_with_optimizer_step = false;
   bool optimizer_cpu_offload = false;
+  std::optional<double> loss_scale;  // None: dynamic loss scaling under fp16
   // Read only by the validation rules (spec_fill_checks.cpp).
-  std::optional<double> loss_scale;
   double initial_loss_scale = 4294967296.0;  // 2 ** 32, optimizer_config.py:221 (an expression in the schema)
   double min_loss_scale = 1.0;
   double loss_scale_window = 1000;

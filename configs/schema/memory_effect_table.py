@@ -1027,6 +1027,7 @@ RULE_ONLY_TYPED = {
     O: [
         "fp8_recipe", "fp16", "bf16", "reuse_grad_buf_for_mxfp8_param_ag", "initial_loss_scale",
         "min_loss_scale", "loss_scale_window", "hysteresis", "decoupled_weight_decay", "overlap_param_gather",
+        "use_layer_wise_distributed_optimizer",
     ],
     D: [
         "num_buckets", "reduce_scatter_with_fp32_accumulation", "param_name_patterns_for_fp32_local_accumulation",

@@ -195,6 +195,7 @@ void fill_optimizer_checks(const Reader& r, OptimizerSpec& o) {
   r.read("overlap_param_gather", o.overlap_param_gather);
   r.read("bf16", o.bf16);
   r.read("fp16", o.fp16);
+  r.read("use_layer_wise_distributed_optimizer", o.use_layer_wise_distributed_optimizer);
 }
 
 void fill_ddp_checks(const Reader& r, DdpSpec& d) {

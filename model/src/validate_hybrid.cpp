@@ -142,6 +142,26 @@ void bridge_provider(const RunSpec& spec, RuleSink& sink) {
     sink.error("model.virtual_pipeline_model_parallel_size", "hybrid_no_vpp",
                "Virtual pipeline model parallelism is temporarily unsupported in Hybrid models due to upstream MCore HybridModel API "
                "dependency (Bridge hybrid_provider.py:289)");
+  // The provider appends mtp_hybrid_override_pattern mtp_num_layers times after '/' (hybrid_provider.py:198-208);
+  // a pattern that holds '/' itself parses as more depths (hybrid_layer_allocation.py:200-274).
+  const std::string& mtp = m.mtp_hybrid_override_pattern.value_or("");
+  if (mtp.empty() || m.mtp_num_layers <= 0 || m.mtp_use_repeated_layer || mtp.find('/') == std::string::npos) return;
+  const std::string first = mtp.substr(0, mtp.find('/'));
+  for (std::size_t at = 0; at != std::string::npos;) {
+    const std::size_t next = mtp.find('/', at);
+    if (mtp.substr(at, next == std::string::npos ? std::string::npos : next - at) != first) {
+      sink.error("model.mtp_hybrid_override_pattern", "hybrid_mtp_patterns_identical",
+                 "All MTP patterns must be identical (hybrid_layer_allocation.py:262): mtp_hybrid_override_pattern '" + mtp +
+                     "' holds different depths");
+      return;
+    }
+    at = next == std::string::npos ? next : next + 1;
+  }
+  const auto depths = static_cast<std::int64_t>(std::count(mtp.begin(), mtp.end(), '/') + 1) * m.mtp_num_layers;
+  sink.warning("model.mtp_num_layers", "mtp_num_layers_vs_hybrid_pattern",
+               "mtp_num_layers (" + str(m.mtp_num_layers) + ") conflicts with MTP depth count (" + str(depths) +
+                   ") in the combined pattern; Bridge uses the inferred value (hybrid_provider.py:223); peakcast predicts " +
+                   str(m.mtp_num_layers) + " MTP depths: set mtp_num_layers to " + str(depths) + " and a '/'-free pattern");
 }
 
 }  // namespace

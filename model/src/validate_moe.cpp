@@ -15,7 +15,8 @@ std::string fmt_number(double v) {
 bool is_aux_type(const std::string& t) { return t == "aux_loss" || t == "seq_aux_loss" || t == "global_aux_loss"; }
 
 // TopKRouter's settings: TransformerConfig.__post_init__ and the router's own asserts.
-void validate_router(const ModelSpec& m, RuleSink& sink) {
+void validate_router(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
   const auto* lb_name = std::get_if<std::string>(&m.moe_router_load_balancing_type);
   const auto* lb_list = std::get_if<std::vector<std::string>>(&m.moe_router_load_balancing_type);
   const auto* coeff_list = std::get_if<std::vector<double>>(&m.moe_aux_loss_coeff);
@@ -85,6 +86,15 @@ void validate_router(const ModelSpec& m, RuleSink& sink) {
     if (m.moe_router_num_groups || m.moe_router_group_topk || m.moe_router_topk_limited_devices.value_or(0) > 0)
       sink.error("model.moe_router_group_topk", "quantile_balancing_no_groups",
                  "Quantile balancing routing does not support group-limited routing. (router.py:332)");
+    // qb_dual_update's column target needs M * k divisible by E, M the logits gathered over TP x CP
+    // (router.py:338-343): seq_length x micro_batch_size rows, TP times that without SP (each TP rank
+    // then routes the whole sequence).
+    const std::int64_t gathered = m.seq_length * spec.train.micro_batch_size * (m.sequence_parallel ? 1 : m.tensor_model_parallel_size);
+    if (*m.num_moe_experts > 0 && (gathered * m.moe_router_topk) % *m.num_moe_experts != 0)
+      sink.error("model.moe_router_load_balancing_type", "quantile_balancing_divisible",
+                 "Quantile balancing requires the number of routed assignments (" + str(gathered) + " tokens * top-" +
+                     str(m.moe_router_topk) + ") to be divisible by " + str(*m.num_moe_experts) +
+                     " experts. (moe_utils.py:237, at the first training forward)");
   }
   // Transformer Engine's fused router has no fp64 path (transformer_engine/pytorch/router.py, TE 2.17.1:174-175).
   if (m.moe_router_fusion && m.moe_router_dtype_set && m.moe_router_dtype == DType::int64)
@@ -98,11 +108,48 @@ void validate_router(const ModelSpec& m, RuleSink& sink) {
                  "moe_routing_imbalance gives (set it, e.g. with predict --moe-busiest-rank)");
 }
 
+// EP all-to-all overlap (rule 29, transformer_config.py:2695-2740)
+void ep_a2a_overlap(const ModelSpec& m, RuleSink& sink) {
+  if (!m.overlap_moe_expert_parallel_comm) return;
+  const std::int64_t ep = m.expert_model_parallel_size;
+  const char* path = "model.overlap_moe_expert_parallel_comm";
+  if (m.pipeline_model_parallel_size > 1 && !m.virtual_pipeline_model_parallel_size)
+    sink.error(path, "ep_overlap_needs_vpp",
+               "If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when "
+               "pipeline_model_parallel_size > 1 (transformer_config.py:2701)");
+  if (ep <= 1)
+    sink.error(path, "ep_overlap_needs_ep",
+               "overlap_moe_expert_parallel_comm is only supported with expert model parallelism (transformer_config.py:2707)");
+  if (m.moe_token_dispatcher_type == Dispatcher::allgather)
+    sink.error(path, "ep_overlap_needs_alltoall",
+               "overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher (transformer_config.py:2709)");
+  if (!m.bf16 && !m.fp16)
+    sink.error(path, "ep_overlap_needs_half_precision",
+               "overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model (transformer_config.py:2729)");
+  if (m.moe_shared_expert_overlap)
+    sink.error("model.moe_shared_expert_overlap", "ep_overlap_vs_shared_expert_overlap",
+               "disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm (transformer_config.py:2733)");
+  if (m.mtp_num_layers > 1)
+    sink.error("model.mtp_num_layers", "ep_overlap_mtp_layers",
+               "MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm. (transformer_config.py:2735)");
+  // The MTP layer takes the last decoder layer's spec (gpt_builders.py:80-84); the overlap needs it MoE
+  // (fine_grained_callables.py:40).
+  const std::int64_t last = m.num_layers - 1;
+  const auto* freq = std::get_if<std::int64_t>(&m.moe_layer_freq);
+  const auto* list = std::get_if<std::vector<std::int64_t>>(&m.moe_layer_freq);
+  const bool last_dense = !m.hybrid_override_pattern && last >= 0 &&
+                          ((freq && *freq > 0 && last % *freq != 0) || (list && last < static_cast<std::int64_t>(list->size()) && (*list)[last] == 0));
+  if (m.mtp_num_layers > 0 && last_dense)
+    sink.error("model.mtp_num_layers", "ep_overlap_mtp_needs_moe",
+               "MTP layer in a2a overlap only supports MoE layer for now. (fine_grained_callables.py:40): the MTP layer copies "
+               "the last decoder layer, which moe_layer_freq makes dense");
+}
+
 }  // namespace
 
 void validate_moe(const RunSpec& spec, RuleSink& sink) {
   const ModelSpec& m = spec.model;
-  validate_router(m, sink);
+  validate_router(spec, sink);
   const std::int64_t ep = m.expert_model_parallel_size;
   const std::int64_t etp = m.expert_tensor_parallel_size.value_or(m.tensor_model_parallel_size);
 
@@ -182,40 +229,7 @@ void validate_moe(const RunSpec& spec, RuleSink& sink) {
   }
   // grouped GEMM experts are TE GroupedLinear or the legacy GroupedMLP; both exist. Nothing to reject.
 
-  // EP all-to-all overlap (rule 29, transformer_config.py:2695-2740)
-  if (m.overlap_moe_expert_parallel_comm) {
-    const char* path = "model.overlap_moe_expert_parallel_comm";
-    if (m.pipeline_model_parallel_size > 1 && !m.virtual_pipeline_model_parallel_size)
-      sink.error(path, "ep_overlap_needs_vpp",
-                 "If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when "
-                 "pipeline_model_parallel_size > 1 (transformer_config.py:2701)");
-    if (ep <= 1)
-      sink.error(path, "ep_overlap_needs_ep",
-                 "overlap_moe_expert_parallel_comm is only supported with expert model parallelism (transformer_config.py:2707)");
-    if (m.moe_token_dispatcher_type == Dispatcher::allgather)
-      sink.error(path, "ep_overlap_needs_alltoall",
-                 "overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher (transformer_config.py:2709)");
-    if (!m.bf16 && !m.fp16)
-      sink.error(path, "ep_overlap_needs_half_precision",
-                 "overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model (transformer_config.py:2729)");
-    if (m.moe_shared_expert_overlap)
-      sink.error("model.moe_shared_expert_overlap", "ep_overlap_vs_shared_expert_overlap",
-                 "disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm (transformer_config.py:2733)");
-    if (m.mtp_num_layers > 1)
-      sink.error("model.mtp_num_layers", "ep_overlap_mtp_layers",
-                 "MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm. (transformer_config.py:2735)");
-    // The MTP layer takes the last decoder layer's spec (gpt_builders.py:80-84); the overlap needs it MoE
-    // (fine_grained_callables.py:40).
-    const std::int64_t last = m.num_layers - 1;
-    const auto* freq = std::get_if<std::int64_t>(&m.moe_layer_freq);
-    const auto* list = std::get_if<std::vector<std::int64_t>>(&m.moe_layer_freq);
-    const bool last_dense = !m.hybrid_override_pattern && last >= 0 &&
-                            ((freq && *freq > 0 && last % *freq != 0) || (list && last < static_cast<std::int64_t>(list->size()) && (*list)[last] == 0));
-    if (m.mtp_num_layers > 0 && last_dense)
-      sink.error("model.mtp_num_layers", "ep_overlap_mtp_needs_moe",
-                 "MTP layer in a2a overlap only supports MoE layer for now. (fine_grained_callables.py:40): the MTP layer copies "
-                 "the last decoder layer, which moe_layer_freq makes dense");
-  }
+  ep_a2a_overlap(m, sink);
   // transformer_config.py:2818-2826 (numerics only)
   if (experts >= 32 && !m.moe_router_dtype_set)
     sink.warning("model.moe_router_dtype", "moe_router_dtype_recommended",

@@ -358,6 +358,7 @@ struct OptimizerSpec {
   bool overlap_param_gather = false;
   bool bf16 = false;
   bool fp16 = false;
+  bool use_layer_wise_distributed_optimizer = false;  // emerging optimizers only (optimizer/__init__.py:742)
 
   bool operator==(const OptimizerSpec&) const = default;
 };

@@ -25,9 +25,9 @@ const std::vector<RuleCase>& model_cases() {
       // TP x 102 rows, as without SP, would give 408, which is); MBS 4 gives 408 x 2 = 816 = 102 x 8.
       {"quantile_balancing_divisible", "model.moe_router_load_balancing_type", Severity::error,
        plus(kMoe, {"model.moe_router_load_balancing_type=quantile_balancing", "model.seq_length=102", "model.tensor_model_parallel_size=2",
-                   "model.sequence_parallel=true"}),
+                   "model.sequence_parallel=true", "model.add_bias_linear=false"}),
        plus(kMoe, {"model.moe_router_load_balancing_type=quantile_balancing", "model.seq_length=102", "model.tensor_model_parallel_size=2",
-                   "model.sequence_parallel=true", "train.micro_batch_size=4", "train.global_batch_size=16"})},
+                   "model.sequence_parallel=true", "model.add_bias_linear=false", "train.micro_batch_size=4", "train.global_batch_size=16"})},
       {"hybrid_pattern_symbol", "model.hybrid_override_pattern", Severity::error,
        {"model.num_layers=null", "model.hybrid_override_pattern=\"M*X*\""}, kHybrid},
       // in_proj output 2 d_inner + 2 groups x state + heads: 2*512 + 2*8*128 + 8 = 3080 is not a multiple of 16;

@@ -116,7 +116,7 @@ void gdn(const ModelSpec& m, RuleSink& sink) {
                        (m.hybrid_override_pattern && m.hybrid_override_pattern->find('G') != std::string::npos);
   if (!has_gdn) return;
   // GatedDeltaNet uses config.activation_func for its convolution (common.py:166-167; gdn.py:213).
-  if (m.activation_func_name != "silu")
+  if (m.activation_func_name != "silu" && !m.deterministic_mode)  // deterministic_mode convolves with act_fn (gdn.py:199-210)
     sink.error("model.activation_func", "gdn_activation_silu",
                "the gated delta net asserts its activation is silu or swish at the first forward (gdn.py:213); activation_func is " +
                    m.activation_func_name);

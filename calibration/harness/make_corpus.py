@@ -41,7 +41,8 @@ defaults = {
                   "use_distributed_optimizer": False},
     "ddp": {"grad_reduce_in_fp32": True, "overlap_grad_reduce": False,
             "use_distributed_optimizer": False},
-    "cluster": {"num_gpus": 1, "gpu": "h200-141gb"},
+    # The stack has no Transformer Engine; megatron_env.apply_all patches the local spec's gaps.
+    "cluster": {"num_gpus": 1, "gpu": "h200-141gb", "transformer_engine_available": False, "calibration_harness": True},
 }
 
 # Llama-3-8B width, 4 layers.

@@ -274,6 +274,7 @@ ImportedSpec import_megatron_args(const std::vector<std::string>& tokens, const 
     model["bf16"] = bf16;
     model["fp16"] = fp16;
     model["params_dtype"] = bf16 ? "bf16" : fp16 ? "fp16" : "fp32";
+    model["pipeline_dtype"] = model["params_dtype"];  // Megatron-LM: argument_utils.py:306
     model["transformer_impl"] = use("transformer-impl") ? to_str(get("transformer-impl")) : "transformer_engine";
     if (use("attention-backend")) model["attention_backend"] = to_str(get("attention-backend"));
     model["masked_softmax_fusion"] = !use("no-masked-softmax-fusion");

@@ -3,16 +3,15 @@
 changes what a GPU holds in training, and whether peakcast simulates it.
 
 The mechanical part (this file, top): the accepted keys (run_spec_schema.json, peakcast_extensions.json),
-the keys the typed parser reads (model/src/spec_fill.cpp, spec_fill_model.cpp), the keys the untyped
-rules read (model/src/spec_untyped_rules.cpp, incl. its kUnsimulated table) and how many Bridge recipes
-set each key (configs/recipes/*.json "config.<section>"). The hand-written part (memory_effect_table.py):
+the keys the typed parser reads (model/src/spec_fill.cpp, spec_fill_model.cpp), the keys typed for the
+validation rules only (model/src/spec_fill_checks.cpp) and how many Bridge recipes set each key (configs/recipes/*.json "config.<section>"). The hand-written part (memory_effect_table.py):
 for each key that is not simulated, its memory effect with the Megatron Core 24bad8e6 / Bridge 600d069b
 line that uses it.
 
 Class:
-  simulated         read by the typed parser (spec_fill*.cpp)
-  rule_only         read only by the untyped validation rules (spec_untyped_rules.cpp); the entry's
-                    changes_memory says whether the key also changes memory (then it is unsimulated too)
+  simulated         read by the typed parser for the simulation (spec_fill.cpp, spec_fill_model.cpp)
+  rule_only         read only for the validation rules: typed in spec_fill_checks.cpp (whose fields no later
+                    stage may read; checked here); the entry's changes_memory says whether the key also changes memory (then it is unsimulated too)
   not_simulated     changes training GPU memory (or refuses to run) and the typed parser does not read it
                     (model/src/unsimulated_keys.cpp warns for every not_simulated key and memory-changing rule_only key: warned=true)
   no_memory_effect  changing it does not change the bytes a GPU allocates in training
@@ -62,7 +61,8 @@ def typed_reads():
     funcs = [(m.start(), m.group(1)) for m in FUNC_RE.finditer(text)]
     calls = {}
     for fm in re.finditer(r'(fill_\w+|read_userbuffer_overrides)\(Reader\(doc, "(\w+)"', text):
-        calls[fm.group(1)] = fm.group(2)
+        if not fm.group(1).endswith("_checks"):  # spec_fill_checks.cpp: check_reads()
+            calls[fm.group(1)] = fm.group(2)
     assert calls == {"fill_model": "model", "fill_train": "train", "fill_optimizer": "optimizer", "fill_ddp": "ddp",
                      "fill_cluster": "cluster"}, calls
     for rx in (READ_RE, DTYPE_RE):
@@ -87,21 +87,48 @@ def typed_reads():
     return out
 
 
-# --- untyped rule reads ------------------------------------------------------------------------
-RULE_RE = re.compile(r'\bm\.(?:flag|str|integer|number|get|has_string_in)\(\s*"([A-Za-z0-9_]+)"')
-RULE_VAR_RE = re.compile(r'\bm\.(?:get|has_string_in)\(\s*(scope_key|modules_key)')
-UNSIM_RE = re.compile(r'\{"([a-z0-9_]+)",\s*"([^"]*)",\s*"([^"]*)"\}')
+# --- typed reads that only the validation rules use ---------------------------------------------
+CHECKS_FILE = "model/src/spec_fill_checks.cpp"
+CHECK_SECTION = {"fill_train_checks": "train", "fill_optimizer_checks": "optimizer", "fill_ddp_checks": "ddp",
+                 "fill_cluster_checks": "cluster"}  # every other function there reads the model section
+FIELD_RE = re.compile(r'\br\.read\(\s*"([A-Za-z0-9_]+)",\s*[a-z]\.([A-Za-z0-9_]+)\)|\b[a-z]\.([A-Za-z0-9_]+)\s*=')
+# Where a field a rule-only read fills must not be used: the stages after validation.
+SIM_DIRS = ("sim", "calibration/src", "cli", "model/src")
+RULE_FILES = re.compile(r"model/src/(validate[a-z_]*\.cpp|validate_detail\.hpp|spec_fill_checks\.cpp)$")
 
 
-def rule_reads():
-    rel = "model/src/spec_untyped_rules.cpp"
-    text = read_text(rel)
-    reads = {}
-    for m in RULE_RE.finditer(text):
-        reads.setdefault(m.group(1), f"{rel}:{text.count(chr(10), 0, m.start()) + 1}")
-    # scope_key is "cuda_graph_scope" or "cuda_graph_modules" (both literal reads elsewhere in the file).
-    # The warnings for unsimulated keys come from this table itself (model/src/unsimulated_keys.cpp).
-    return reads, {}
+def check_reads():
+    """({section: {key: 'file:line'}}, problems) for spec_fill_checks.cpp; the fields it fills must be read by
+    no stage but validation (else the key is simulated and its read belongs in spec_fill_model.cpp)."""
+    out = {s: {} for s in SECTIONS + ["cluster"]}
+    text = read_text(CHECKS_FILE)
+    funcs = [(m.start(), m.group(1)) for m in FUNC_RE.finditer(text)]
+    for m in READ_RE.finditer(text):
+        before = [name for pos, name in funcs if pos < m.start()]
+        sec = CHECK_SECTION.get(before[-1], "model") if before else "model"
+        out[sec].setdefault(m.group(1), f"{CHECKS_FILE}:{text.count(chr(10), 0, m.start()) + 1}")
+    fields = set()
+    for m in FIELD_RE.finditer(text):
+        fields.add(m.group(2) or m.group(3))
+    # A field name used by two structs of run_spec.hpp (optimizer.bf16 and model.bf16) cannot be told apart by name.
+    header = read_text("model/include/peakcast/model/run_spec.hpp")
+    problems = []
+    for field in sorted(fields):
+        declared = re.findall(r"^[ ]+[^/(\n]*\b" + field + r"\s*(?:=[^;\n]*)?;", header, re.M)
+        if len(declared) != 1:
+            continue
+        pat = re.compile(r"\." + field + r"\b")
+        for d in SIM_DIRS:
+            for path in glob.glob(os.path.join(ROOT, d, "**", "*.[ch]pp"), recursive=True):
+                rel = os.path.relpath(path, ROOT)
+                if RULE_FILES.search(rel):
+                    continue
+                with open(path) as f:
+                    code = re.sub(r"//[^\n]*", "", f.read())  # comments name keys as section.key
+                    if pat.search(code):
+                        problems.append(f"{rel} reads .{field}, which {CHECKS_FILE} fills for the rules only: "
+                                        "read its key in spec_fill_model.cpp (class simulated) instead")
+    return out, problems
 
 
 # --- recipe counts ------------------------------------------------------------------------------
@@ -232,15 +259,16 @@ def build():
     schema = load("configs/schema/run_spec_schema.json")
     ext = load("configs/schema/peakcast_extensions.json")
     typed = typed_reads()
-    rules, unsim = rule_reads()
+    checks, check_problems = check_reads()
     counts, nrecipes = recipe_counts()
-    problems = []
+    problems = list(check_problems)
     doc = {
         "_comment": (
             "Generated by configs/schema/classify_memory_effect.py (mechanical part) from memory_effect_table.py "
             "(hand-written). For every key of the run-spec schema's model/optimizer/ddp/train sections and the "
             "peakcast extensions: does it change what a GPU allocates in training, and does peakcast read it. "
-            "class: simulated (typed parser spec_fill*.cpp reads it) | rule_only (only spec_untyped_rules.cpp reads it; "
+            "class: simulated (typed parser spec_fill.cpp / spec_fill_model.cpp reads it) | rule_only (only the validation rules read it: "
+            "spec_fill_checks.cpp; "
             "changes_memory tells whether it is also an unsimulated memory key) | not_simulated (changes training GPU "
             "memory or refuses to run; not read) | no_memory_effect. source: where Megatron Core 24bad8e6 (mcore:) or "
             "Bridge 600d069b (bridge:) uses the field. default_is_inert: the schema default leaves memory as peakcast "
@@ -264,10 +292,7 @@ def build():
                 cls = (hand or {}).get("class")
             elif k in typed[sec]:
                 cls = "simulated"
-            elif sec == "model" and k in unsim:
-                # kUnsimulated warns; the table may still find that Megatron does not read the key.
-                cls = "not_simulated" if (hand or {}).get("class") != "no_memory_effect" else "no_memory_effect"
-            elif sec == "model" and k in rules:
+            elif k in checks.get(sec, {}):
                 cls = "rule_only"
             else:
                 cls = None
@@ -308,13 +333,8 @@ def build():
                 rec["applies_when"] = hand["applies_when"]
             if k in typed.get(sec, {}):
                 rec["read_at"] = typed[sec][k]
-            elif sec == "model" and k in rules:
-                rec["read_at"] = rules[k]
-            if sec == "model" and k in unsim:
-                rec["warned"] = True
-                rec["read_at"] = rules.get(k, "model/src/spec_untyped_rules.cpp kUnsimulated")
-                if cls == "no_memory_effect":
-                    rec["note"] = "spec_untyped_rules.cpp kUnsimulated warns not_simulated for it, but Megatron Core does not read it"
+            elif k in checks.get(sec, {}):
+                rec["read_at"] = checks[sec][k]
             if cls in ("not_simulated",) or (cls == "rule_only" and changes):
                 # model/src/unsimulated_keys.cpp warns for these (sections model/optimizer/ddp/train).
                 rec["warned"] = sec in SECTIONS

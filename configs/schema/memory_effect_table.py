@@ -330,40 +330,48 @@ U(M, "use_grouped_gemm_for_shared_expert",
   "mcore:megatron/core/models/gpt/moe_module_specs.py:32")
 U(M, "moe_shared_expert_glu_interleave_size", "GLU interleave of the grouped shared expert (required by it)",
   "mcore:megatron/core/transformer/moe/shared_experts.py:462")
-R(M, "moe_router_load_balancing_type",
-  "sinkhorn / quantile_balancing replace top-k routing (router.py:769-775); the aux-loss types compute scores_for_aux_loss "
-  "([tokens, experts] fp32, saved) only when the matching moe_aux_loss_coeff > 0 (router.py:802)", f"{ROUTER}:769; {ROUTER}:802", True)
+S(M, "moe_router_load_balancing_type",
+  "sinkhorn / quantile_balancing replace top-k routing (router.py:769-775): sinkhorn saves its [tokens, experts] "
+  "activation, QB gathers fp32 logits over TP x CP; the aux-loss types compute scores_for_aux_loss ([tokens, experts] "
+  "fp32, saved by its softmax or sigmoid) only when the matching moe_aux_loss_coeff > 0 (router.py:802); list form as "
+  "get_aux_loss_coeff reads it (router.py:388-401). Simulated in sim/src/moe_router.cpp",
+  f"{ROUTER}:769; {ROUTER}:802")
 N(M, "moe_enable_routing_replay", "records / replays the [tokens, topk] indices of each router (RL)", f"{ROUTER}:259")
-U(M, "moe_router_topk_limited_devices", "deprecated alias of group-limited routing: sets moe_router_group_topk", f"{TC}:2388")
+S(M, "moe_router_topk_limited_devices",
+  "deprecated alias of group-limited routing: group_topk = it, num_groups = EP (transformer_config.py:2383-2389); "
+  "the group mask [tokens, experts] bool saved", f"{TC}:2388")
 R(M, "moe_router_padding_for_quantization",
   "pads each expert's routed rows to the FP8/FP4 GEMM alignment, so dispatched/permuted tensors get extra rows",
   "mcore:megatron/core/transformer/moe/moe_utils.py:1484; " f"{DISP}:544", True)
 R(M, "moe_router_padding_for_fp8", "deprecated alias of moe_router_padding_for_quantization", f"{TC}:2334", True)
-R(M, "moe_router_num_groups",
-  "group-limited routing: group scores and a [tokens, experts] mask, the masked scores saved for backward (unfused)",
-  f"{ROUTER}:781", True)
-R(M, "moe_router_group_topk", "group-limited routing (see moe_router_num_groups)", f"{ROUTER}:782", True)
-R(M, "moe_router_pre_softmax",
-  "softmax over all experts before top-k: the saved softmax output is [tokens, experts] instead of [tokens, topk]",
-  f"{ROUTER}:780", True)
-N(M, "moe_router_topk_scaling_factor", "a scalar on the routing probabilities", f"{ROUTER}:783")
+S(M, "moe_router_num_groups",
+  "group-limited routing (group_limited_topk, moe_utils.py:673-728): group scores and masks as working tensors, the "
+  "[tokens, experts] bool mask saved by masked_fill (unfused)", f"{ROUTER}:781")
+S(M, "moe_router_group_topk", "group-limited routing (see moe_router_num_groups)", f"{ROUTER}:782")
+S(M, "moe_router_pre_softmax",
+  "softmax over all experts before top-k: the saved softmax output is [tokens, experts] fp32 instead of [tokens, topk]",
+  f"{ROUTER}:780")
+S(M, "moe_router_topk_scaling_factor", "a scalar on the routing probabilities: one [tokens, topk] fp32 working copy",
+  f"{ROUTER}:783")
 N(M, "moe_router_bias_update_rate", "expert-bias update scalar (in finalize_model_grads)", "mcore:megatron/core/distributed/finalize_model_grads.py:366")
 N(M, "moe_router_quantile_balancing_ema", "quantile-balancing EMA scalar (in finalize_model_grads)",
   "mcore:megatron/core/distributed/finalize_model_grads.py:408")
-U(M, "moe_router_force_biased",
-  "benchmark: biased random logits make routing deliberately imbalanced, so the busiest rank receives more rows "
-  "(peakcast's moe_routing_imbalance is the way to say so)", f"{ROUTER}:863")
+S(M, "moe_router_force_biased",
+  "benchmark: random logits plus a shared bias, two [tokens, experts] working copies (simulated); the routing it "
+  "makes deliberately imbalanced is not: validate_moe.cpp warns force_biased_imbalance (peakcast's "
+  "moe_routing_imbalance is the way to say how busy a rank is)", f"{ROUTER}:863")
 U(M, "use_grouped_gemm_for_dense_mlp", "with the TE op fuser, the dense MLP becomes TEFusedMLPWithGroupedLinear",
   "mcore:megatron/core/models/gpt/gpt_layer_specs.py:536")
 N(M, "moe_single_grouped_weight", "one grouped parameter for all local experts' weights (same bytes)", f"{TC}:1587")
 N(M, "moe_single_grouped_bias", "one grouped parameter for all local experts' biases (same bytes)", f"{TC}:1612")
-U(M, "moe_aux_loss_coeff",
+S(M, "moe_aux_loss_coeff",
   ">0 turns on the load-balancing aux loss: compute_routing_scores_for_aux_loss makes a [tokens, experts] fp32 score "
-  "tensor that the loss saves (router.py:802-810); 0 (default) skips it", f"{ROUTER}:404; {ROUTER}:802")
-U(M, "moe_z_loss_coeff", "z-loss on the router logits: logsumexp keeps the [tokens, experts] logits for backward", f"{ROUTER}:655")
+  "tensor that its softmax / sigmoid saves (router.py:802-810); 0 (default) skips it", f"{ROUTER}:404; {ROUTER}:802")
+S(M, "moe_z_loss_coeff", "z-loss on the router logits (set, 0.0 included): logsumexp keeps the [tokens, experts] logits "
+  "and its [tokens] result for backward", f"{ROUTER}:655")
 N(M, "moe_token_dropping",
   "no reader in megatron/core at 24bad8e6 (declaration only, 'currently unsupported so should remain False'); token "
-  "dropping is moe_expert_capacity_factor. spec_untyped_rules.cpp kUnsimulated warns for it anyway",
+  "dropping is moe_expert_capacity_factor",
   f"{TC}:857")
 R(M, "moe_enable_deepep",
   "flex dispatcher through DeepEP: DeepEP's NVLink/RDMA communication buffers (fused_a2a.py:35-68, sized by DeepEP from "
@@ -376,8 +384,9 @@ U(M, "moe_hybridep_pad_uneven_dispatch_inputs", "pads HybridEP dispatch inputs t
 N(M, "moe_per_layer_logging", "logging (no reader with config. in megatron/core)", f"{TC}:885")
 N(M, "moe_pad_experts_for_cuda_graph_inference", INF, "mcore:megatron/core/inference/text_generation_controllers/text_generation_controller.py:776")
 N(M, "moe_token_drop_policy", "with a capacity factor: which tokens are dropped (probs or position); same counts", f"{ROUTER}:797")
-U(M, "moe_router_fusion", "fused router kernels (top-k, aux-loss scores) save different intermediates than the unfused path",
-  f"{ROUTER}:384")
+S(M, "moe_router_fusion", "Transformer Engine's fused router kernels: top-k saves the bool map and an fp32 [tokens, "
+  "experts] intermediate, the aux-loss scores another fp32 intermediate (TE 2.17.1 pytorch/router.py)",
+  f"{ROUTER}:786")
 U(M, "moe_flex_dispatcher_num_sms",
   "SMs for DeepEP/HybridEP kernels; DeepEP sizes its NVLink buffer from a Config that includes the SM count "
   "(third-party: DeepEP csrc/config.hpp), HybridEP likewise takes it at buffer init", f"{DISP}:1153")
@@ -924,12 +933,7 @@ APPLIES_WHEN = {
     (M, "use_grouped_gemm_for_dense_mlp"): "model.use_transformer_engine_op_fuser",
     (M, "dense_grouped_gemm"): "model.use_transformer_engine_op_fuser",
     (M, "moe_shared_expert_glu_interleave_size"): "model.use_grouped_gemm_for_shared_expert",
-    (M, "moe_aux_loss_coeff"): _MOE + " && model.moe_aux_loss_coeff > 0 && model.moe_router_load_balancing_type in ['aux_loss', 'seq_aux_loss', 'global_aux_loss']",
-    (M, "moe_z_loss_coeff"): _MOE, (M, "moe_router_fusion"): _MOE, (M, "moe_router_force_biased"): _MOE,
-    (M, "moe_router_topk_limited_devices"): _MOE, (M, "moe_router_load_balancing_type"): _MOE,
-    (M, "moe_router_num_groups"): _MOE + " && model.moe_router_group_topk > 0",
-    (M, "moe_router_group_topk"): _MOE + " && model.moe_router_group_topk > 0",
-    (M, "moe_router_pre_softmax"): _MOE, (M, "moe_router_padding_for_quantization"): _MOE,
+    (M, "moe_router_padding_for_quantization"): _MOE,
     (M, "moe_router_padding_for_fp8"): _MOE, (M, "moe_mlp_glu_interleave_size"): _MOE + " && model.gated_linear_unit",
     (M, "moe_expert_rank_capacity_factor"): _MOE,
     (M, "moe_enable_deepep"): _FLEX, (M, "moe_flex_dispatcher_backend"): _FLEX,
@@ -994,3 +998,59 @@ _put(TOP, "bridge_model_class", **{"class": "simulated", "why": "the Bridge mode
 _put(TOP, "defaults", **{"class": "simulated", "why": "which defaults left-out keys take (megatron-core dataclasses or "
      "Bridge's providers); read by spec_parser.cpp:53, not by the typed parser", "source": "peakcast:model/src/spec_parser.cpp:53",
      "default_is_inert": True, "changes_memory": True})
+
+# ============================================================================================
+# Keys typed for the validation rules only (model/src/spec_fill_checks.cpp, whose fields no later stage
+# reads; docs/megatron-refusals/README.md): their class becomes rule_only, and changes_memory keeps the
+# classification above (not_simulated: it changes memory, so unsimulated_keys.cpp still warns for it;
+# no_memory_effect: it does not). why/source/default_is_inert stay as written above.
+# ============================================================================================
+RULE_ONLY_TYPED = {
+    M: [
+        "tensor_parallel_num_weight_shards", "hierarchical_context_parallel_sizes", "hybrid_context_parallel",
+        "expert_gtp_weight_remat_size", "params_dtype", "deterministic_mode", "use_te_rng_tracker", "pipeline_dtype",
+        "overlap_p2p_comm", "batch_p2p_comm", "mtp_hybrid_override_pattern", "flash_attention_version",
+        "fp32_residual_connection", "layernorm_zero_centered_gamma", "glu_linear_offset", "rotary_interleaved",
+        "qk_l2_norm", "qk_clip", "qk_clip_alpha", "qk_clip_threshold", "calculate_per_token_loss", "no_rope_freq",
+        "dsa_indexer_topk_freq", "dsa_indexer_skip_topk_offset", "dsa_kernel_backend", "dsa_indexer_scoring_relu",
+        "use_mup", "mup_base_hidden_size", "apply_query_key_layer_scaling", "persist_layer_norm",
+        "memory_efficient_layer_norm", "use_fused_weighted_squared_relu", "fused_residual_rmsnorm", "fp8_interval",
+        "use_kitchen", "fp4_recipe", "fp4_param", "fp4_quantizer_factory", "use_grouped_gemm_for_shared_expert",
+        "moe_shared_expert_glu_interleave_size", "use_grouped_gemm_for_dense_mlp", "moe_single_grouped_weight",
+        "moe_single_grouped_bias", "moe_flex_dispatcher_num_sms", "moe_deepep_num_sms", "moe_hybridep_num_sms",
+        "moe_ncclep_static_shape", "moe_ncclep_zero_copy", "moe_mlp_glu_interleave_size",
+        "moe_expert_rank_capacity_factor", "cp_comm_type", "batch_invariant_mode", "inference_fuse_tp_communication",
+        "inference_disable_triton_nvls_kernels", "rope_type", "cache_mla_latents", "mla_down_proj_fusion",
+        "fp16_lm_cross_entropy", "dense_grouped_gemm", "restore_modelopt_state", "mamba_chunk_size",
+        "hybrid_attention_ratio", "hybrid_mlp_ratio",
+    ],
+    O: [
+        "fp8_recipe", "fp16", "bf16", "reuse_grad_buf_for_mxfp8_param_ag", "initial_loss_scale",
+        "min_loss_scale", "loss_scale_window", "hysteresis", "decoupled_weight_decay", "overlap_param_gather",
+        "use_layer_wise_distributed_optimizer",
+    ],
+    D: [
+        "num_buckets", "reduce_scatter_with_fp32_accumulation", "param_name_patterns_for_fp32_local_accumulation",
+        "average_in_collective", "reuse_grad_buf_for_mxfp8_param_ag", "use_megatron_fsdp", "megatron_fsdp_version",
+        "nccl_ub", "fsdp_double_buffer", "fsdp_manual_registration",
+    ],
+    T: [
+        "rampup_batch_size", "step_batch_size_schedule", "decrease_batch_size_if_needed", "train_samples",
+        "manual_gc", "manual_gc_interval", "num_epochs",
+    ],
+}
+for _s, _keys in RULE_ONLY_TYPED.items():
+    for _k in _keys:
+        _e = TABLE[(_s, _k)]
+        assert _e["class"] in ("not_simulated", "no_memory_effect"), (_s, _k, _e["class"])
+        _e["changes_memory"] = _e["class"] == "not_simulated"
+        _e["class"] = "rule_only"
+R(C, "transformer_engine_available",
+  "Transformer Engine importable where the run trains (default true, as in NeMo / Bridge containers); declared false, the "
+  "CheckpointWithoutOutput users, cpu_offloading, fine-grained offloading and the TE layer spec are refused (validate_environment.cpp)",
+  "mcore:megatron/core/tensor_parallel/random.py:84-91; mcore:megatron/core/transformer/transformer_block.py:298", False)
+R(C, "calibration_harness",
+  "the run used peakcast's calibration harness, whose patches let the local spec run what stock Megatron refuses there (MLA "
+  "attention, torch norms under SP, deferred wgrad, CheckpointWithoutOutput stand-ins); the rules for those do not refuse it",
+  "peakcast:calibration/harness/megatron_env.py", False)
+

@@ -189,6 +189,14 @@ std::string pipeline_layout_problem(const ModelSpec& m) {
       if (stages[v * pp + r].find(kLayoutMtp) != std::string::npos)
         return "Currently we restrict that the MTP should be always in the last virtual pipeline stage of that rank "
                "(pipeline_parallel_layer_layout.py:122)";
+  // One rank's last virtual stage holds them all (the same split fails again at gpt_layer_specs.py:790 and
+  // multi_token_prediction.py:701); :132 (not on the first rank) is implied by :122.
+  for (std::size_t r = 0; r < pp; ++r) {
+    const std::string& last = stages[(vpp - 1) * pp + r];
+    const auto mtp = static_cast<std::int64_t>(std::count(last.begin(), last.end(), kLayoutMtp));
+    if (mtp > 0 && mtp != m.mtp_num_layers)
+      return "All of the MTP layers must be in the same one virtual pipeline stage (pipeline_parallel_layer_layout.py:128)";
+  }
   return {};
 }
 

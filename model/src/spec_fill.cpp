@@ -145,6 +145,12 @@ void fill_run_spec(const json& doc, const FillContext& ctx, RunSpec& spec, Diagn
   fill_optimizer(Reader(doc, "optimizer", ctx, out), spec.optimizer);
   fill_ddp(Reader(doc, "ddp", ctx, out), spec.ddp, spec.model);
   fill_cluster(Reader(doc, "cluster", ctx, out), spec.cluster, out);
+  fill_model_checks(Reader(doc, "model", ctx, out), spec.model);
+  fill_train_checks(Reader(doc, "train", ctx, out), spec.train);
+  fill_optimizer_checks(Reader(doc, "optimizer", ctx, out), spec.optimizer);
+  fill_ddp_checks(Reader(doc, "ddp", ctx, out), spec.ddp);
+  fill_cluster_checks(Reader(doc, "cluster", ctx, out), spec.cluster);
+  spec.bridge_training = ctx.profile == DefaultsProfile::bridge;
 }
 
 }  // namespace peakcast::model::detail

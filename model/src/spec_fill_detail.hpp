@@ -1,6 +1,6 @@
 #pragma once
 // The typed fill of parse_run_spec, split by section (spec_fill.cpp) and by model topic
-// (spec_fill_model.cpp). Private to peakcast_model.
+// (spec_fill_model.cpp), with the rule-only keys apart (spec_fill_checks.cpp). Private to peakcast_model.
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -18,5 +18,12 @@ std::optional<LayerPattern> int_or_pattern(const nlohmann::json& v);
 void read_userbuffer_overrides(const Reader& r, ModelSpec& m);
 
 void fill_model(const Reader& r, ModelSpec& m);
+
+// spec_fill_checks.cpp: the keys only the validation rules read, one function per section.
+void fill_model_checks(const Reader& r, ModelSpec& m);
+void fill_train_checks(const Reader& r, TrainSpec& t);
+void fill_optimizer_checks(const Reader& r, OptimizerSpec& o);
+void fill_ddp_checks(const Reader& r, DdpSpec& d);
+void fill_cluster_checks(const Reader& r, ClusterSpec& c);
 
 }  // namespace peakcast::model::detail

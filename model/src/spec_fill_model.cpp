@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "layer_plan_internal.hpp"
 #include "spec_fill_detail.hpp"
@@ -101,6 +102,37 @@ void fill_moe(const Reader& r, ModelSpec& m) {
   if (auto n = r.name("moe_router_score_function")) m.moe_router_score_function = *n;
   r.read("moe_router_force_load_balancing", m.moe_router_force_load_balancing);
   r.read("use_te_activation_func", m.use_te_activation_func);
+}
+
+// TopKRouter's settings (router.py:744-871); the deprecated topk_limited_devices stays as given, the
+// router builder applies Megatron's conversion (transformer_config.py:2383-2389).
+void fill_router(const Reader& r, ModelSpec& m) {
+  r.read("moe_router_pre_softmax", m.moe_router_pre_softmax);
+  r.read("moe_router_num_groups", m.moe_router_num_groups);
+  r.read("moe_router_group_topk", m.moe_router_group_topk);
+  r.read("moe_router_topk_limited_devices", m.moe_router_topk_limited_devices);
+  if (const json* v = r.find("moe_router_load_balancing_type")) {
+    if (v->is_string()) {
+      m.moe_router_load_balancing_type = v->get<std::string>();
+    } else if (v->is_array()) {
+      std::vector<std::string> types;
+      for (const auto& e : *v) if (e.is_string()) types.push_back(e.get<std::string>());
+      m.moe_router_load_balancing_type = std::move(types);
+    }
+  }
+  if (const json* v = r.find("moe_aux_loss_coeff")) {
+    if (v->is_number()) {
+      m.moe_aux_loss_coeff = v->get<double>();
+    } else if (v->is_array()) {
+      std::vector<double> coeffs;
+      for (const auto& e : *v) if (e.is_number()) coeffs.push_back(e.get<double>());
+      m.moe_aux_loss_coeff = std::move(coeffs);
+    }
+  }
+  r.read("moe_z_loss_coeff", m.moe_z_loss_coeff);
+  r.read("moe_router_topk_scaling_factor", m.moe_router_topk_scaling_factor);
+  r.read("moe_router_fusion", m.moe_router_fusion);
+  r.read("moe_router_force_biased", m.moe_router_force_biased);
 }
 
 void fill_hybrid(const Reader& r, ModelSpec& m) {
@@ -365,6 +397,7 @@ void fill_model(const Reader& r, ModelSpec& m) {
   fill_shape(r, m);
   fill_mla(r, m);
   fill_moe(r, m);
+  fill_router(r, m);
   fill_hybrid(r, m);
   fill_layout(r, m);
   fill_recompute(r, m);

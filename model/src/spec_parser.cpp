@@ -91,7 +91,6 @@ ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, con
       Diagnostics scratch;
       detail::check_keys_and_types(cleaned, preset_keys, scratch);
       if (!has_errors(scratch)) {
-        detail::check_untyped_rules(cleaned, out);
         RunSpec partial;
         fill(cleaned, preset_keys, result, partial);
         result.partial = std::move(partial);
@@ -100,7 +99,6 @@ ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, con
     return result;
   }
 
-  detail::check_untyped_rules(*doc, out);
   RunSpec spec;
   fill(*doc, preset_keys, result, spec);
   if (!has_errors(out)) result.spec = std::move(spec);

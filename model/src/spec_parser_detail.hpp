@@ -42,9 +42,6 @@ void fill_run_spec(const nlohmann::json& doc, const FillContext& ctx, RunSpec& s
 // spec_gpu.cpp: cluster.gpu (preset name or object) -> GpuSpec.
 void fill_gpu(const nlohmann::json& gpu, GpuSpec& out_gpu, Diagnostics& out);
 
-// spec_untyped_rules.cpp: Megatron rules on fields that RunSpec does not carry (checked on the JSON).
-void check_untyped_rules(const nlohmann::json& doc, Diagnostics& out);
-
 // spec_parser.cpp: the parse steps after the text, on a document another reader produced.
 ParseResult parse_document(nlohmann::json doc, const std::vector<std::string>& overrides);
 

@@ -19,6 +19,17 @@ Diagnostics validate(const RunSpec& spec) {
     detail::validate_comm_overlap(spec, sink);
     detail::validate_cuda_graphs(spec, sink);
     detail::validate_optimizer(spec, sink);
+    detail::validate_environment(spec, sink);
+    detail::validate_runtime(spec, sink);
+    detail::validate_offloading(spec, sink);
+    detail::validate_moe_dispatch(spec, sink);
+    detail::validate_moe_experts(spec, sink);
+    detail::validate_mlp(spec, sink);
+    detail::validate_attention(spec, sink);
+    detail::validate_dsa(spec, sink);
+    detail::validate_hybrid(spec, sink);
+    detail::validate_ddp(spec, sink);
+    detail::validate_launcher(spec, sink);
     detail::validate_magnitudes(spec, sink);
   } catch (const std::exception& e) {
     sink.error("", "internal", std::string("validation failed: ") + e.what());

@@ -12,6 +12,18 @@ void validate_comm_overlap(const RunSpec& spec, RuleSink& sink) {
     sink.error("model.tp_comm_overlap", "tp_comm_overlap_needs_sequence_parallel",
                "Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled (arguments.py:1390)");
   }
+  // TELinear keeps the overlap only for the qkv/proj/fc1/fc2 buffer names and otherwise switches
+  // config.tp_comm_overlap off on the shared config (extensions/transformer_engine.py:1144-1154): MLA's
+  // down/up projections and MTP's eh_proj do, so every TE linear built after them runs without it.
+  const bool dsa = m.experimental_attention_variant == std::optional<std::string>("dsa") ||
+                   (m.hybrid_override_pattern && m.hybrid_override_pattern->find('D') != std::string::npos);
+  if (m.transformer_impl == TransformerImpl::transformer_engine && (m.multi_latent_attention || dsa || m.mtp_num_layers > 0)) {
+    sink.warning("model.tp_comm_overlap", "tp_comm_overlap_disabled_by_layer",
+                 std::string("The user buffer name ") + (m.multi_latent_attention || dsa ? "of MLA's q/kv projections" : "mtp_eh_proj") +
+                     " is not supported in Transformer Engine. Disabling TP communication overlap for this layer. "
+                     "(extensions/transformer_engine.py:1150): it sets tp_comm_overlap False on the shared config, so the TE "
+                     "linears built after it (multi_token_prediction.py:1010 for MTP) overlap nothing; the userbuffers stay allocated");
+  }
   if (m.tp_comm_overlap_cfg_is_path) {
     sink.warning("model.tp_comm_overlap_cfg", "userbuffer_cfg_file_not_read",
                  "a tp_comm_overlap_cfg file is not read: the userbuffers are sized with Transformer Engine's default method per GEMM; "

@@ -77,6 +77,17 @@ void validate_precision(const RunSpec& spec, RuleSink& sink);
 void validate_comm_overlap(const RunSpec& spec, RuleSink& sink);
 void validate_cuda_graphs(const RunSpec& spec, RuleSink& sink);
 void validate_optimizer(const RunSpec& spec, RuleSink& sink);
+void validate_environment(const RunSpec& spec, RuleSink& sink);
+void validate_runtime(const RunSpec& spec, RuleSink& sink);
+void validate_offloading(const RunSpec& spec, RuleSink& sink);
+void validate_moe_dispatch(const RunSpec& spec, RuleSink& sink);
+void validate_moe_experts(const RunSpec& spec, RuleSink& sink);
+void validate_mlp(const RunSpec& spec, RuleSink& sink);
+void validate_attention(const RunSpec& spec, RuleSink& sink);
+void validate_dsa(const RunSpec& spec, RuleSink& sink);
+void validate_hybrid(const RunSpec& spec, RuleSink& sink);
+void validate_ddp(const RunSpec& spec, RuleSink& sink);
+void validate_launcher(const RunSpec& spec, RuleSink& sink);
 void validate_magnitudes(const RunSpec& spec, RuleSink& sink);  // peakcast's limits; needs a valid layout
 
 }  // namespace peakcast::model::detail

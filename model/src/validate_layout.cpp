@@ -101,17 +101,8 @@ void pipeline_split(const ModelSpec& m, RuleSink& sink) {
   }
 }
 
-}  // namespace
-
-void validate_layout(const RunSpec& spec, RuleSink& sink) {
-  const ModelSpec& m = spec.model;
+void heads_vs_tp(const ModelSpec& m, RuleSink& sink) {
   const std::int64_t tp = m.tensor_model_parallel_size;
-  const std::int64_t pp = m.pipeline_model_parallel_size;
-  const std::int64_t cp = m.context_parallel_size;
-  const std::int64_t ep = m.expert_model_parallel_size;
-  const std::int64_t etp = m.expert_tensor_parallel_size.value_or(tp);
-  const std::int64_t world = spec.cluster.num_gpus;
-
   // Heads and query groups against TP (transformer_config.py:1323-1345)
   if (m.num_attention_heads % tp != 0) {
     sink.error("model.num_attention_heads", "heads_divisible_by_tp",
@@ -129,11 +120,35 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
                "num_attention_heads (" + str(m.num_attention_heads) + ") must be a multiple of num_query_groups (" +
                    str(groups) + "): each query group shares one key/value head");
   }
+}
 
+// Sequence parallelism, the pipeline's dtype and p2p settings, and EP with TP.
+void pipeline_config(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
+  const std::int64_t tp = m.tensor_model_parallel_size;
+  const std::int64_t pp = m.pipeline_model_parallel_size;
+  const std::int64_t ep = m.expert_model_parallel_size;
   // SP needs TP (model_parallel_config.py:502-504)
   if (m.sequence_parallel && tp <= 1) {
     sink.error("model.sequence_parallel", "sequence_parallel_needs_tp",
                "Cannot use sequence parallelism without tensor parallelism (model_parallel_config.py:504)");
+  }
+  // ModelParallelConfig.__post_init__ (model_parallel_config.py:527-531). Bridge's finalize sets it to
+  // params_dtype (bridge:src/megatron/bridge/models/transformer_config.py:173-174), as Megatron-LM's
+  // arguments do; a Megatron Core spec must say it.
+  if (pp > 1 && !m.pipeline_dtype && !spec.bridge_training) {
+    sink.error("model.pipeline_dtype", "pipeline_dtype_required",
+               "When using pipeline parallelism, pipeline_dtype must be specified (model_parallel_config.py:529): the "
+               "dtype of the pipeline's send/receive buffers; set it to the activation dtype (\"bf16\" for a bf16 run)");
+  }
+  // The pipelined schedules (schedules.py:1066-1070 interleaved, :2162-2166 non-interleaved).
+  if (pp > 1 && m.overlap_p2p_comm) {
+    if (!m.virtual_pipeline_model_parallel_size)
+      sink.error("model.overlap_p2p_comm", "overlap_p2p_needs_interleaved",
+                 "Non-interleaved pipeline parallelism does not support overlapping p2p communication (schedules.py:2164)");
+    else if (m.batch_p2p_comm)
+      sink.error("model.batch_p2p_comm", "overlap_p2p_vs_batch_p2p",
+                 "Can not use both overlap_p2p_comm and batch_p2p_comm (schedules.py:1069): batch_p2p_comm defaults to true");
   }
   // EP with TP wants SP (model_parallel_config.py:560-565): a warning in Megatron.
   if (ep > 1 && tp > 1 && !m.sequence_parallel) {
@@ -141,7 +156,11 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
                  "When using expert parallelism and tensor parallelism for training, sequence parallelism must be used "
                  "(model_parallel_config.py:562)");
   }
+}
 
+void deferred_wgrad(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
+  const std::int64_t pp = m.pipeline_model_parallel_size;
   // Deferred output-layer wgrad (model_parallel_config.py:545-558): it drains in the pipeline flush
   // and writes main_grad with the fused wgrad kernels.
   if (m.defer_embedding_wgrad_compute) {
@@ -154,8 +173,26 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
     if (m.wgrad_deferral_limit < 0)
       sink.error("model.wgrad_deferral_limit", "wgrad_deferral_limit_non_negative",
                  "Wgrad deferral limit should be greater than or equal to 0 when it is enabled! (model_parallel_config.py:557)");
+    // Every Megatron ColumnParallelLinear appends to its embedding_activation_buffer, which only the
+    // output layer is given (tensor_parallel/layers.py:1150-1152); the local spec's linear_qkv / fc1
+    // are such linears. The harness gives them the flag off, as under the TE spec (Gap 7).
+    if (m.transformer_impl == TransformerImpl::local && !spec.cluster.calibration_harness)
+      sink.error("model.defer_embedding_wgrad_compute", "defer_wgrad_needs_te_spec",
+                 "defer_embedding_wgrad_compute with the local spec fails at the first forward: the decoder's ColumnParallelLinears "
+                 "append their inputs to an embedding_activation_buffer that only the output layer has "
+                 "(tensor_parallel/layers.py:1150): AttributeError / TypeError on None");
   }
+}
 
+// The world size against the parallel groups, the interleaved schedule and context parallelism.
+void world_and_context(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
+  const std::int64_t tp = m.tensor_model_parallel_size;
+  const std::int64_t pp = m.pipeline_model_parallel_size;
+  const std::int64_t cp = m.context_parallel_size;
+  const std::int64_t ep = m.expert_model_parallel_size;
+  const std::int64_t etp = m.expert_tensor_parallel_size.value_or(tp);
+  const std::int64_t world = spec.cluster.num_gpus;
   // World size (parallel_state.py:815-885)
   if (world % (tp * pp * cp) != 0) {
     sink.error("cluster.num_gpus", "world_divisible_by_tp_pp_cp",
@@ -192,9 +229,15 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
                    ") must be divisible by tensor_model_parallel_size (" + str(tp) +
                    "): First dimension of the tensor should be divisible by tensor parallel size (mappings.py:74)");
   }
+}
 
-  pipeline_split(m, sink);
-
+// Global batch, micro-batches and the interleaved schedule's micro-batch groups.
+void batches(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
+  const std::int64_t tp = m.tensor_model_parallel_size;
+  const std::int64_t pp = m.pipeline_model_parallel_size;
+  const std::int64_t cp = m.context_parallel_size;
+  const std::int64_t world = spec.cluster.num_gpus;
   // Batches (num_microbatches_calculator.py:381-391)
   const std::int64_t dp = world / std::max<std::int64_t>(1, tp * pp * cp);
   const std::int64_t mbs = spec.train.micro_batch_size;
@@ -227,7 +270,9 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
     sink.warning("model.microbatch_group_size_per_vp_stage", "microbatch_group_without_vpp",
                  "only the interleaved (virtual pipeline) schedule uses microbatch_group_size_per_vp_stage; ignored");
   }
+}
 
+void distributed_optimizer_sync(const RunSpec& spec, RuleSink& sink) {
   // Megatron-Bridge keeps the two distributed-optimizer switches in sync (config.py:2109-2121).
   if (spec.optimizer.use_distributed_optimizer != spec.ddp.use_distributed_optimizer) {
     sink.warning(spec.ddp.use_distributed_optimizer ? "optimizer.use_distributed_optimizer" : "ddp.use_distributed_optimizer",
@@ -237,6 +282,18 @@ void validate_layout(const RunSpec& spec, RuleSink& sink) {
                      ", optimizer.use_distributed_optimizer=" + (spec.optimizer.use_distributed_optimizer ? "True" : "False") +
                      ". Automatically enabling distributed optimizer for both settings. (Bridge config.py:2114)");
   }
+}
+
+}  // namespace
+
+void validate_layout(const RunSpec& spec, RuleSink& sink) {
+  heads_vs_tp(spec.model, sink);
+  pipeline_config(spec, sink);
+  deferred_wgrad(spec, sink);
+  world_and_context(spec, sink);
+  pipeline_split(spec.model, sink);
+  batches(spec, sink);
+  distributed_optimizer_sync(spec, sink);
 }
 
 }  // namespace peakcast::model::detail

@@ -6,6 +6,47 @@
 
 namespace peakcast::model::detail {
 
+namespace {
+
+// FP8 output projection and FP4 (transformer_config.py:1400-1466); fp4_and_fp8, delayed_no_bf16_edges and
+// defer_wgrad_vs_mxfp8_output_proj were checked on the raw JSON before (the removed spec_untyped_rules.cpp).
+void fp8_output_and_fp4(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
+  if (m.fp8_output_proj) {
+    if (!m.fp8)
+      sink.error("model.fp8_output_proj", "fp8_output_proj_needs_mxfp8",
+                 "fp8_output_proj must be used together with fp8 mode. (transformer_config.py:1444)");
+    else if (m.fp8_recipe != Fp8Recipe::mxfp8)
+      sink.error("model.fp8_output_proj", "fp8_output_proj_needs_mxfp8",
+                 "fp8_output_proj requires fp8_recipe='mxfp8' (transformer_config.py:1446)");
+  }
+  // The MXFP8 LM head (TELMHeadColumnParallelLinear, fp8_utils.py:732-747) has no deferral buffers
+  // (extensions/transformer_engine.py:1784-1787).
+  if (m.defer_embedding_wgrad_compute && m.fp8_output_proj && m.fp8 && m.fp8_recipe == Fp8Recipe::mxfp8 &&
+      m.transformer_impl == TransformerImpl::transformer_engine) {
+    sink.error("model.defer_embedding_wgrad_compute", "defer_wgrad_vs_mxfp8_output_proj",
+               "TE MXFP8 output projection does not support defer_embedding_wgrad_compute. (extensions/transformer_engine.py:1786)");
+  }
+  if (m.fp4_param && !m.fp4)
+    sink.error("model.fp4_param", "fp4_param_needs_fp4", "fp4_param must be used together with fp4 mode. (transformer_config.py:1452)");
+  // fp4 and fp8 together (transformer_config.py:1454)
+  if (m.fp4 && m.fp8)
+    sink.error("model.fp4", "fp4_and_fp8", "fp4 and fp8 cannot be used simultaneously. Please choose one. (transformer_config.py:1455)");
+  if (m.fp4 && m.fp4_recipe == std::optional<std::string>("custom") && !m.fp4_quantizer_factory)
+    sink.error("model.fp4_quantizer_factory", "fp4_custom_needs_factory",
+               "fp4_quantizer_factory must be provided when fp4_recipe is 'custom'. (transformer_config.py:1459)");
+  // first/last layers in BF16 under delayed scaling (transformer_config.py:1402)
+  if (m.fp8 && m.first_last_layers_bf16 && m.fp8_recipe == Fp8Recipe::delayed)
+    sink.error("model.first_last_layers_bf16", "delayed_no_bf16_edges",
+               "Delayed scaling does not support first / last layer in BF16. (transformer_config.py:1403)");
+  // TEDelayedScaling (extensions/transformer_engine.py:3280-3283): ignored since Transformer Engine 1.8.
+  if (m.fp8 && m.fp8_recipe == Fp8Recipe::delayed && m.fp8_interval != 1)
+    sink.warning("model.fp8_interval", "fp8_interval_ignored",
+                 "fp8_interval is deprecated and ignored from Transformer-Engine v1.8.0. (extensions/transformer_engine.py:3283)");
+}
+
+}  // namespace
+
 void validate_precision(const RunSpec& spec, RuleSink& sink) {
   const ModelSpec& m = spec.model;
   // transformer_config.py:1314-1317
@@ -33,6 +74,7 @@ void validate_precision(const RunSpec& spec, RuleSink& sink) {
     sink.error("model.activation_func_fp8_input_store", "fp8_input_store_needs_swiglu",
                "Storing activation input in FP8 is supported only for SwiGLU. (transformer_config.py:2189)");
   }
+  fp8_output_and_fp4(spec, sink);
   if (m.fp8) {
     // FP8 compute happens inside TE modules (fp8_autocast); the local spec has no FP8 path.
     if (m.transformer_impl == TransformerImpl::local) {

@@ -29,11 +29,7 @@ void offloading(const ModelSpec& m, RuleSink& sink) {
     sink.error("model.cpu_offloading", "cpu_offloading_vs_recompute",
                "CPU offloading does not work when activation recomputation is enabled (transformer_config.py:1747)");
   }
-  // Layer-level offloading is built on TE's cpu_offload context (recompute digest §7).
-  if (m.transformer_impl == TransformerImpl::local) {
-    sink.error("model.cpu_offloading", "cpu_offloading_needs_te",
-               "cpu_offloading uses Transformer Engine's CPU offload context; the local transformer_impl has none");
-  }
+  // Transformer Engine's availability (cpu_offloading_needs_te): validate_environment.cpp.
   // Rule 19 (transformer_config.py:1874-1877)
   if (m.fine_grained_activation_offloading) {
     sink.error("model.fine_grained_activation_offloading", "fine_grained_offloading_vs_cpu_offloading",
@@ -166,12 +162,8 @@ void selective_granularity(const ModelSpec& m, const std::vector<RecomputeTag>& 
                        "(moe_layer.py:246-250) and GPT layer specs never use MoETransformerLayer");
         break;
       case RecomputeTag::layernorm:
-        // CheckpointWithoutOutput() defaults to the TE path (random.py:744): no TE, no layernorm recompute.
-        if (!te) {
-          sink.error(path, "layernorm_needs_te",
-                     "layernorm recompute uses CheckpointWithoutOutput, whose default enters Transformer Engine's FP8 "
-                     "state (random.py:697, :744); with the local transformer_impl it fails with NameError");
-        } else if (!moe_model && !m.multi_latent_attention && !m.hybrid_override_pattern) {
+        // CheckpointWithoutOutput needs Transformer Engine importable: validate_environment.cpp.
+        if (te && !moe_model && !m.multi_latent_attention && !m.hybrid_override_pattern) {
           // §1.4: TE GPT spec fuses the input LN into linear_qkv and the dense pre-MLP LN into linear_fc1.
           sink.warning(path, "layernorm_fused_under_te",
                        "layernorm does nothing here: with the Transformer Engine spec every norm of a dense GPT layer is "
@@ -202,14 +194,6 @@ void validate_recompute(const RunSpec& spec, RuleSink& sink) {
     sink.warning("model.fine_grained_activation_offloading", "fine_grained_offloading_not_simulated",
                  "fine-grained activation offloading is not simulated: the prediction keeps the offload_modules' "
                  "saved tensors on the GPU, an upper bound on the peak with them offloaded");
-  }
-  if (m.fine_grained_activation_offloading && m.transformer_impl == TransformerImpl::local) {
-    // Measured on the H200 without Transformer Engine: the first offload context raises at the first
-    // forward (fine_grained_activation_offload.py:784-788 sets TE's cpu_offload.CPUOffloadEnabled).
-    sink.warning("model.fine_grained_activation_offloading", "fine_grained_offloading_needs_te",
-                 "fine-grained activation offloading needs Transformer Engine installed, also with the local "
-                 "transformer_impl: its context sets TE's cpu_offload flag and raises \"TE CPU offload is not "
-                 "available\" at the first forward without it (fine_grained_activation_offload.py:788)");
   }
   if (m.moe_layer_recompute) {
     // Rule 18 (transformer_config.py:1861-1865); the message names a tag that does not exist ("moe_layer").

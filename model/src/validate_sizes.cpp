@@ -33,10 +33,8 @@ void probability(RuleSink& sink, const std::string& path, double p) {
   if (!(p >= 0.0 && p <= 1.0)) sink.error(path, "value_out_of_range", "a dropout probability must lie in [0, 1]");
 }
 
-}  // namespace
-
-void validate_sizes(const RunSpec& spec, RuleSink& sink) {
-  const ModelSpec& m = spec.model;
+// The model's dimensions (and the MLA ranks): Megatron divides by them or builds that many.
+void shape_sizes(const ModelSpec& m, RuleSink& sink) {
   at_least(sink, "model.num_layers", m.num_layers, 1, kMaxCount);
   at_least(sink, "model.hidden_size", m.hidden_size, 1, kMaxDim);
   at_least(sink, "model.num_attention_heads", m.num_attention_heads, 1, kMaxDim);
@@ -58,6 +56,10 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
     at_least(sink, "model.qk_pos_emb_head_dim", m.qk_pos_emb_head_dim, 0, kMaxDim);
     at_least(sink, "model.v_head_dim", m.v_head_dim, 1, kMaxDim);
   }
+}
+
+// Experts: counts, widths and the per-layer pattern (transformer_config.py:1551-1668).
+void moe_sizes(const ModelSpec& m, RuleSink& sink) {
   // num_moe_experts <= 0 is Megatron's own rule (transformer_config.py:1551-1552).
   if (m.num_moe_experts && *m.num_moe_experts <= 0) {
     sink.error("model.num_moe_experts", "num_moe_experts_positive", "num_moe_experts must be non-negative. (transformer_config.py:1552)");
@@ -84,6 +86,10 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
                    "moe_layer_freq lists 0 (dense layer) or 1 (expert layer) per layer, got " + str(pattern[i]));
     }
   }
+}
+
+// Mamba and Gated DeltaNet dimensions, and the linear-attention layer pattern (transformer_config.py:1347-1381).
+void hybrid_sizes(const ModelSpec& m, RuleSink& sink) {
   if (m.hybrid_override_pattern) {
     at_least(sink, "model.mamba_state_dim", m.mamba_state_dim, 1, kMaxDim);
     at_least(sink, "model.mamba_head_dim", m.mamba_head_dim, 1, kMaxDim);
@@ -134,6 +140,10 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
                      str(m.num_layers) + " (experimental_attention_variant_module_specs.py:416)");
     }
   }
+}
+
+// MTP and MLP chunking, the parallel sizes, dropout and RoPE shares.
+void layer_and_parallel_sizes(const ModelSpec& m, RuleSink& sink) {
   at_least(sink, "model.mtp_num_layers", m.mtp_num_layers, 0, kMaxCount);
   at_least(sink, "model.mlp_chunks_for_training", m.mlp_chunks_for_training, 1, kMaxTokens,
            "torch.chunk needs at least one chunk");
@@ -155,7 +165,11 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
     sink.error("model.rotary_percent", "value_out_of_range", "rotary_percent must lie in (0, 1]: the share of each head's channels RoPE rotates");
   if (m.moe_input_jitter_eps && !(*m.moe_input_jitter_eps >= 0.0))
     sink.error("model.moe_input_jitter_eps", "value_out_of_range", "must be >= 0");
+}
 
+// The run: batch sizes, iterations, buckets, GPUs; and every byte count exact in int64.
+void run_sizes(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
   at_least(sink, "train.micro_batch_size", spec.train.micro_batch_size, 1, kMaxTokens);
   optional_at_least(sink, "train.global_batch_size", spec.train.global_batch_size, 1, kMaxTokens);
   // The run's length: peakcast walks iteration 1 and, when there is a second, the steady state.
@@ -174,6 +188,16 @@ void validate_sizes(const RunSpec& spec, RuleSink& sink) {
     sink.error("model.seq_length", "size_out_of_range",
                "the tensors of this run would exceed 2^63 bytes; peakcast cannot count them exactly");
   }
+}
+
+}  // namespace
+
+void validate_sizes(const RunSpec& spec, RuleSink& sink) {
+  shape_sizes(spec.model, sink);
+  moe_sizes(spec.model, sink);
+  hybrid_sizes(spec.model, sink);
+  layer_and_parallel_sizes(spec.model, sink);
+  run_sizes(spec, sink);
 }
 
 }  // namespace peakcast::model::detail

@@ -1,5 +1,6 @@
 // The MoE layer (moe_layer.py): shared experts, router, token dispatch, experts, combine.
 #include "module_blocks.hpp"
+#include "moe_router.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -53,27 +54,6 @@ int shared_experts(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGra
     shared_out = b.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
   }
   return shared_out;
-}
-
-struct RouterOutput {
-  int probs = -1, routing_map = -1;
-};
-
-// TopKRouter (router.py): the gating GEMM in moe_router_dtype, then top-k over fp32 scores.
-RouterOutput router(GraphBuilder& b, const model::ModelSpec& m, int ln, std::uint32_t moe_region) {
-  const ShapeContext& c = b.ctx();
-  const std::int64_t T = c.local_tokens, h = c.hidden, E = m.num_moe_experts.value_or(1);
-  const DType router_dtype = m.moe_router_dtype;
-  const std::int64_t rb = dtype_bytes(router_dtype);
-  const int logits = b.tensor("router.logits", Bytes{T * E * rb});
-  b.op("router.gating", {.in = {ln}, .out = {logits}, .save = {ln}, .region = moe_region, .flops = 2.0 * T * h * E,
-                         .gemm = true});
-  const int scores = b.tensor("router.scores", Bytes{T * E * kFp32});
-  const int probs = b.tensor("router.probs", Bytes{T * E * kFp32});
-  const int routing_map = b.tensor("router.routing_map", Bytes{T * E}, false);
-  b.op("router.topk", {.in = {logits}, .out = {scores, probs, routing_map}, .save = {scores, routing_map},
-                       .region = moe_region, .flops = 10.0 * T * E});
-  return {probs, routing_map};
 }
 
 // Wire bytes per rank of one dispatch (and of its combine). R_ep: rows received from the EP

@@ -20,14 +20,15 @@ const std::string kHeader =
     "model,test_case,env_platform,max_alloc_first_GB,max_alloc_final_GB,alloc_steady_GB,first_step,last_step,alloc_conf,"
     "num-layers,hidden-size,num-attention-heads,num-query-groups,seq-length,micro-batch-size,global-batch-size,"
     "tensor-model-parallel-size,pipeline-model-parallel-size,num-layers-per-virtual-pipeline-stage,"
-    "expert-model-parallel-size,num-experts,moe-router-topk,recompute-granularity,recompute-modules,bf16,train-iters\n";
+    "expert-model-parallel-size,num-experts,moe-router-topk,recompute-granularity,recompute-modules,bf16,train-iters,"
+    "disable-bias-linear,swiglu\n";
 
 // A 12-layer, hidden-512 GPT at MBS 4; the other cells come from the caller.
 std::string row(const std::string& test_case, const std::string& platform, const std::string& groups,
                 const std::string& gbs, const std::string& tp, const std::string& pp, const std::string& vp_layers,
-                const std::string& moe = ",,,,") {
+                const std::string& moe = ",,,,", const std::string& flags = ",") {
   return "gpt," + test_case + "," + platform + ",1.0,2.0,0.5,1,50,,12,512,8," + groups + ",1024,4," + gbs + "," + tp + "," + pp +
-         "," + vp_layers + "," + moe + ",True,50\n";
+         "," + vp_layers + "," + moe + ",True,50," + flags + "\n";
 }
 
 json spec_of(const Record& r) { return json::parse(r.spec_json); }
@@ -58,7 +59,10 @@ TEST_CASE("golden CSV: world size from the test name and platform (the recipes' 
 
 TEST_CASE("golden CSV: num-query-groups means grouped-query attention, moe_act recompute means grouped GEMM") {
   const auto in = ingest_golden_memory_csv(kHeader + row("gqa", "dev_dgx_h100", "2", "32", "1", "1", "") +
-                                           row("moe", "dev_dgx_h100", "", "32", "1", "1", "", "8,8,2,selective,[moe_act]"));
+                                           row("moe", "dev_dgx_h100", "", "32", "1", "1", "", "8,8,2,selective,[moe_act]",
+                                               // TEGroupedMLP: no bias with bias-dropout fusion, SwiGLU for the fused
+                                               // activation (experts.py:204, :846), as the functional tests' MoE runs
+                                               "True,True"));
   REQUIRE(in.skipped.empty());
   REQUIRE(in.records.size() == 2);
   // Without --group-query-attention Megatron-LM would drop the 2 groups and keep 8 (one per head).

@@ -74,7 +74,7 @@ TEST_CASE("the seed studies from recipe names with the studies' own settings", "
       // MLP, core_attn, TP overlap and the deferred output-layer wgrad (configs/runs/llama3-70b-fp8-32xh100.json).
       {"llama3-70b-fp8-32xh100", "bridge:llama3_70b_sft_32gpu_h100_bf16_config",
        {"model.tensor_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=5", "model.sequence_parallel=true",
-        "model.cuda_graph_impl=transformer_engine", "model.cuda_graph_modules=[\"mlp\"]", "model.cuda_graph_scope=null",
+        "model.cuda_graph_impl=transformer_engine", "model.use_te_rng_tracker=true", "model.cuda_graph_modules=[\"mlp\"]", "model.cuda_graph_scope=null",
         "model.recompute_granularity=selective", "model.recompute_modules=[\"core_attn\"]", "model.cross_entropy_fusion_impl=te",
         "mixed_precision=bf16_with_fp8_current_scaling_mixed", "mixed_precision.grad_reduce_in_fp32=false",
         "comm_overlap.tp_comm_overlap=true", "comm_overlap.defer_embedding_wgrad_compute=true", "comm_overlap.wgrad_deferral_limit=22",

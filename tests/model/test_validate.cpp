@@ -7,65 +7,12 @@
 
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
+#include "rule_cases.hpp"
 
 using namespace peakcast::model;
+using namespace peakcast::model::test;
 
 namespace {
-
-const char* kBase = R"({
-  "model": {"num_layers": 8, "hidden_size": 256, "num_attention_heads": 8, "vocab_size": 1000, "seq_length": 128,
-            "bf16": true, "hidden_dropout": 0.0, "attention_dropout": 0.0},
-  "train": {"micro_batch_size": 1, "global_batch_size": 8},
-  "optimizer": {"bf16": true},
-  "cluster": {"num_gpus": 8, "gpu": {"name": "test-gpu", "memory_bytes": 80000000000}}
-})";
-
-// A dense-free MoE model on the same base.
-const std::vector<std::string> kMoe = {"model.num_moe_experts=8", "model.moe_ffn_hidden_size=128",
-                                       "model.moe_router_topk=2", "model.moe_grouped_gemm=true"};
-
-struct Outcome {
-  Diagnostics diagnostics;
-  bool parsed = false;
-};
-
-Outcome run(std::vector<std::string> sets) {
-  Outcome o;
-  const ParseResult r = parse_run_spec(kBase, sets);
-  o.diagnostics = r.diagnostics;
-  if (r.spec) {
-    o.parsed = true;
-    const Diagnostics v = validate(*r.spec);
-    o.diagnostics.insert(o.diagnostics.end(), v.begin(), v.end());
-  }
-  return o;
-}
-
-std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-std::string dump(const Diagnostics& ds) {
-  std::string s;
-  for (const auto& d : ds) s += format(d) + "\n";
-  return s;
-}
-
-bool has_rule(const Diagnostics& ds, const std::string& rule, const std::string& path = "") {
-  for (const auto& d : ds) {
-    if (d.rule == rule && (path.empty() || d.path == path)) return true;
-  }
-  return false;
-}
-
-struct RuleCase {
-  std::string rule;
-  std::string path;
-  Severity severity;
-  std::vector<std::string> breaks;  // overrides that break the rule
-  std::vector<std::string> keeps;   // a neighbouring spec that does not
-};
 
 const std::vector<RuleCase>& cases() {
   static const std::vector<RuleCase> k = {
@@ -169,7 +116,10 @@ const std::vector<RuleCase>& cases() {
        {"model.cpu_offloading=true", "model.cpu_offloading_num_layers=7"}},
       {"cpu_offloading_vs_pp", "model.cpu_offloading", Severity::error, {"model.cpu_offloading=true", "model.pipeline_model_parallel_size=2"}, {"model.cpu_offloading=true"}},
       {"cpu_offloading_vs_recompute", "model.cpu_offloading", Severity::error, {"model.cpu_offloading=true", "model.recompute_granularity=selective"}, {"model.cpu_offloading=true"}},
-      {"cpu_offloading_needs_te", "model.cpu_offloading", Severity::error, {"model.cpu_offloading=true", "model.transformer_impl=local"}, {"model.cpu_offloading=true"}},
+      // Transformer Engine's availability, not transformer_impl (validate_environment.cpp).
+      {"cpu_offloading_needs_te", "model.cpu_offloading", Severity::error,
+       {"model.cpu_offloading=true", "model.transformer_impl=local", "cluster.transformer_engine_available=false"},
+       {"model.cpu_offloading=true", "model.transformer_impl=local"}},
       {"fine_grained_offloading_vs_cpu_offloading", "model.fine_grained_activation_offloading", Severity::error,
        {"model.cpu_offloading=true", "model.fine_grained_activation_offloading=true", R"(model.offload_modules=["core_attn"])"},
        {"model.fine_grained_activation_offloading=true", R"(model.offload_modules=["core_attn"])"}},
@@ -177,6 +127,10 @@ const std::vector<RuleCase>& cases() {
        {"model.fine_grained_activation_offloading=true", R"(model.offload_modules=["core_attn"])"}, {"model.cpu_offloading=true"}},
       {"fine_grained_offloading_needs_te", "model.fine_grained_activation_offloading", Severity::warning,
        {"model.fine_grained_activation_offloading=true", R"(model.offload_modules=["core_attn"])", "model.transformer_impl=local"},
+       {"model.fine_grained_activation_offloading=true", R"(model.offload_modules=["core_attn"])"}},
+      {"fine_grained_offloading_needs_te", "model.fine_grained_activation_offloading", Severity::error,
+       {"model.fine_grained_activation_offloading=true", R"(model.offload_modules=["core_attn"])", "model.transformer_impl=local",
+        "cluster.transformer_engine_available=false"},
        {"model.fine_grained_activation_offloading=true", R"(model.offload_modules=["core_attn"])"}},
       {"offload_modules_required", "model.offload_modules", Severity::error,
        {"model.fine_grained_activation_offloading=true"}, {"model.fine_grained_activation_offloading=true", R"(model.offload_modules=["attn_norm"])"}},
@@ -257,7 +211,18 @@ const std::vector<RuleCase>& cases() {
        plus(kMoe, {"model.moe_layer_freq=2", "model.recompute_granularity=selective", R"(model.recompute_modules=["mlp"])"})},
       {"layernorm_fused_under_te", "model.recompute_modules[0]", Severity::warning, {"model.recompute_granularity=selective", R"(model.recompute_modules=["layernorm"])"},
        plus(kMoe, {"model.recompute_granularity=selective", R"(model.recompute_modules=["layernorm"])"})},
-      {"layernorm_needs_te", "model.recompute_modules[0]", Severity::error, {"model.transformer_impl=local", "model.recompute_granularity=selective", R"(model.recompute_modules=["layernorm"])"},
+      // CheckpointWithoutOutput needs Transformer Engine importable, whatever transformer_impl says.
+      {"checkpoint_without_output_needs_te", "model.recompute_modules[0]", Severity::error,
+       {"model.transformer_impl=local", "model.recompute_granularity=selective", R"(model.recompute_modules=["layernorm"])",
+        "cluster.transformer_engine_available=false"},
+       {"model.transformer_impl=local", "model.recompute_granularity=selective", R"(model.recompute_modules=["layernorm"])"}},
+      {"checkpoint_without_output_needs_te", "model.recompute_modules[0]", Severity::error,
+       {"model.transformer_impl=local", "model.recompute_granularity=selective", R"(model.recompute_modules=["layernorm"])",
+        "cluster.transformer_engine_available=false", "cluster.calibration_harness=false"},
+       {"model.transformer_impl=local", "model.recompute_granularity=selective", R"(model.recompute_modules=["layernorm"])",
+        "cluster.transformer_engine_available=false", "cluster.calibration_harness=true"}},
+      {"checkpoint_without_output_uses_te", "model.recompute_modules[0]", Severity::warning,
+       {"model.transformer_impl=local", "model.recompute_granularity=selective", R"(model.recompute_modules=["layernorm"])"},
        {"model.recompute_granularity=selective", R"(model.recompute_modules=["layernorm"])"}},
       {"moe_ineffective_local_graphs", "model.recompute_modules[0]", Severity::warning,
        plus(kMoe, {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["attn"])", "model.recompute_granularity=selective", R"(model.recompute_modules=["moe"])"}),
@@ -335,7 +300,16 @@ const std::vector<RuleCase>& cases() {
        {"optimizer.exp_avg_dtype=bf16", "optimizer.use_precision_aware_optimizer=true", "optimizer.use_distributed_optimizer=true", "ddp.use_distributed_optimizer=true"}},
       {"param_gather_overlap_needs_distributed_optimizer", "ddp.overlap_param_gather", Severity::warning, {"ddp.overlap_param_gather=true"},
        {"ddp.overlap_param_gather=true", "optimizer.use_distributed_optimizer=true", "ddp.use_distributed_optimizer=true"}},
-      // Rules checked on fields RunSpec does not carry (spec_untyped_rules.cpp)
+      // Rules once checked on the raw JSON (spec_untyped_rules.cpp, removed): now on typed fields
+      {"router_padding_needs_fp8", "model.moe_router_padding_for_quantization", Severity::error,
+       plus(kMoe, {"model.moe_router_padding_for_quantization=true", "model.moe_token_dispatcher_type=alltoall"}),
+       plus(kMoe, {"model.moe_router_padding_for_quantization=true", "model.moe_token_dispatcher_type=alltoall", "model.fp8=hybrid"})},
+      {"router_padding_needs_fp8", "model.moe_router_padding_for_quantization", Severity::error,
+       plus(kMoe, {"model.moe_router_padding_for_fp8=true", "model.moe_token_dispatcher_type=alltoall"}),
+       plus(kMoe, {"model.moe_router_padding_for_fp8=true", "model.moe_token_dispatcher_type=alltoall", "model.fp4=e2m1"})},
+      {"router_padding_vs_allgather", "model.moe_router_padding_for_quantization", Severity::error,
+       plus(kMoe, {"model.moe_router_padding_for_quantization=true", "model.fp8=hybrid"}),
+       plus(kMoe, {"model.moe_router_padding_for_quantization=true", "model.fp8=hybrid", "model.moe_token_dispatcher_type=alltoall"})},
       {"expert_bias_needs_sigmoid", "model.moe_router_enable_expert_bias", Severity::error, plus(kMoe, {"model.moe_router_enable_expert_bias=true"}),
        plus(kMoe, {"model.moe_router_enable_expert_bias=true", "model.moe_router_score_function=sigmoid"})},
       {"topk1_needs_pre_softmax", "model.moe_router_topk", Severity::error, plus(kMoe, {"model.moe_router_topk=1"}), plus(kMoe, {"model.moe_router_topk=1", "model.moe_router_pre_softmax=true"})},
@@ -471,26 +445,7 @@ TEST_CASE("the small base specs are valid", "[validate]") {
 }
 
 TEST_CASE("every validation rule fires on a config that breaks it and not on its neighbour", "[validate]") {
-  for (const RuleCase& c : cases()) {
-    DYNAMIC_SECTION(c.rule << " at " << c.path) {
-      const Outcome bad = run(c.breaks);
-      INFO("breaking config:\n" << dump(bad.diagnostics));
-      bool found = false;
-      for (const auto& d : bad.diagnostics) {
-        if (d.rule == c.rule && d.path == c.path) {
-          found = true;
-          CHECK(d.severity == c.severity);
-          CHECK_FALSE(d.message.empty());
-        }
-      }
-      CHECK(found);
-      const Outcome good = run(c.keeps);
-      INFO("neighbouring config:\n" << dump(good.diagnostics));
-      CHECK(good.parsed);
-      // not_simulated is one rule per key: the neighbour must not warn on this key.
-      CHECK_FALSE(has_rule(good.diagnostics, c.rule, c.rule == "not_simulated" ? c.path : ""));
-    }
-  }
+  check_rule_cases(cases());
 }
 
 TEST_CASE("validate never divides by a zero size", "[validate]") {

@@ -112,7 +112,7 @@ TEST_CASE("Transformer Engine graphs: the warm-up iterations before the capture 
     const std::string text = R"({
       "model": {"preset": "nemotron-3-nano-30b-a3b", "num_layers": 4, "hybrid_override_pattern": "M*E*",
                 "seq_length": 4096, "expert_model_parallel_size": 1, "num_moe_experts": 8, "moe_router_topk": 2,
-                "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn", "mamba"],
+                "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn", "mamba"], "use_te_rng_tracker": true,
                 "recompute_granularity": "selective", "recompute_modules": ["core_attn"] )" + extra + R"(},
       "train": {"micro_batch_size": 1, "global_batch_size": 1},
       "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})";
@@ -147,7 +147,7 @@ TEST_CASE("local CUDA graphs: the pool holds an mla_up_proj layer's whole saved 
                 "cuda_graph_impl": "local" )" + extra + R"(},
       "train": {"micro_batch_size": 1, "global_batch_size": 2},
       "optimizer": {"optimizer": "adam", "bf16": true},
-      "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})";
+      "cluster": {"num_gpus": 1, "gpu": "h200-141gb", "transformer_engine_available": false, "calibration_harness": true}})";
     auto r = model::parse_run_spec(text);
     REQUIRE(r.spec);
     REQUIRE_FALSE(model::has_errors(model::validate(*r.spec)));

@@ -14,7 +14,7 @@ TEST_CASE("GDN layers and gated attention layers in one GPT model", "[sim][graph
   const std::string text = R"({
     "model": {"num_layers": 4, "hidden_size": 2048, "num_attention_heads": 16, "num_query_groups": 2,
               "kv_channels": 256, "ffn_hidden_size": 5120, "vocab_size": 151936, "seq_length": 4096, "bf16": true,
-              "normalization": "RMSNorm", "gated_linear_unit": true, "add_bias_linear": false, "qk_layernorm": true,
+              "normalization": "RMSNorm", "gated_linear_unit": true, "activation_func": "silu", "add_bias_linear": false, "qk_layernorm": true,
               "attention_output_gate": true, "experimental_attention_variant": "gated_delta_net",
               "linear_attention_freq": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
               "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4},

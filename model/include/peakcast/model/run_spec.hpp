@@ -105,6 +105,19 @@ struct ModelSpec {
   // Benchmark routing: random router logits (router.py:859-861), so expert loads are balanced
   // up to sampling noise and the untrained router's spread does not apply.
   bool moe_router_force_load_balancing = false;
+  // TopKRouter's routing (router.py:744-835, moe_utils.py:766-1016): what it computes decides what
+  // autograd keeps. The load-balancing type and the aux-loss coefficient are Union[str, List[str]] /
+  // Union[float, List[float]] in Megatron, and the two forms behave differently (router.py:388-401).
+  bool moe_router_pre_softmax = false;
+  std::optional<std::int64_t> moe_router_num_groups;
+  std::optional<std::int64_t> moe_router_group_topk;
+  std::optional<std::int64_t> moe_router_topk_limited_devices;  // deprecated: group_topk with EP groups
+  std::variant<std::string, std::vector<std::string>> moe_router_load_balancing_type = std::string("aux_loss");
+  std::variant<double, std::vector<double>> moe_aux_loss_coeff = 0.0;
+  std::optional<double> moe_z_loss_coeff;               // set (0.0 included): the z-loss runs
+  std::optional<double> moe_router_topk_scaling_factor;
+  bool moe_router_fusion = false;                       // Transformer Engine's fused router kernels
+  std::optional<double> moe_router_force_biased;        // benchmark: a shared random bias on random logits
   bool use_te_activation_func = false;  // TE's activation op (treated as a fused kernel)
 
   // Hybrid Mamba / GDN
@@ -206,6 +219,100 @@ struct ModelSpec {
   bool defer_embedding_wgrad_compute = false;
   std::int64_t wgrad_deferral_limit = 0;
 
+  // ---- Read only by the validation rules (model/src/spec_fill_checks.cpp; validate_*.cpp): Megatron
+  // refuses or changes a run on them, the simulation does not use them. Initializers are the
+  // schema's megatron-core defaults (configs/schema), as above.
+  std::string activation_func_name = "gelu";  // the exact function: quick_gelu, fast_gelu, ... are not F.gelu
+  bool fused_residual_rmsnorm = false;
+  bool use_transformer_engine_op_fuser = false;
+  bool rotary_interleaved = false;
+  std::string rope_type = "yarn";  // MLATransformerConfig.rope_type
+  bool qk_l2_norm = false;
+  bool cache_mla_latents = false;
+  bool mla_down_proj_fusion = false;
+  std::optional<std::string> fp4;  // "e2m1"
+  std::optional<std::string> fp4_recipe = std::string("nvfp4");
+  bool fp4_param = false;  // also ddp.fp4_param_gather
+  std::optional<std::string> fp4_quantizer_factory;
+  bool fp8_output_proj = false;
+  std::int64_t fp8_interval = 1;
+  bool moe_single_grouped_weight = false;
+  bool moe_single_grouped_bias = false;
+  double glu_linear_offset = 0.0;
+  bool use_kitchen = false;
+  std::vector<std::string> offload_modules;
+  std::int64_t min_offloaded_tensor_size = 1024 * 1024;  // transformer_config.py:1247 (an expression in the schema)
+  double activation_offload_fraction = 1.0;
+  std::int64_t delta_offload_bytes_across_pp_ranks = 0;
+  std::optional<std::int64_t> fine_grained_offloading_max_inflight_offloads;
+  // cp_comm_type: one string for every layer, or one per layer (a list).
+  std::optional<std::vector<std::string>> cp_comm_type;
+  bool cp_comm_type_is_list = false;
+  std::optional<LayerPattern> no_rope_freq;
+  std::optional<std::vector<std::int64_t>> hierarchical_context_parallel_sizes;
+  bool hybrid_context_parallel = false;
+  bool deterministic_mode = false;
+  bool batch_invariant_mode = false;
+  DType params_dtype = DType::fp32;
+  std::optional<DType> pipeline_dtype;
+  bool apply_query_key_layer_scaling = false;
+  bool dense_grouped_gemm = false;  // Bridge GPTModelProvider
+  bool use_grouped_gemm_for_dense_mlp = false;
+  std::int64_t dsa_indexer_topk_freq = 1;
+  std::int64_t dsa_indexer_skip_topk_offset = 0;
+  std::string dsa_kernel_backend = "none";
+  bool dsa_indexer_scoring_relu = true;
+  bool qk_clip = false;
+  double qk_clip_alpha = 0.5;
+  double qk_clip_threshold = 100;
+  bool layernorm_zero_centered_gamma = false;
+  bool persist_layer_norm = false;
+  bool memory_efficient_layer_norm = false;
+  double hybrid_attention_ratio = 0.0;
+  double hybrid_mlp_ratio = 0.0;
+  bool hybrid_pattern_from_deprecated_key = false;  // the spec named it hybrid_override_pattern
+  std::int64_t mamba_chunk_size = 128;  // Bridge hybrid_provider.py:46 DEFAULT_MAMBA_CHUNK_SIZE (an expression in the schema)
+  std::optional<std::string> mtp_hybrid_override_pattern;
+  std::int64_t gtp_weight_remat_size = 1;
+  std::int64_t expert_gtp_weight_remat_size = 1;
+  std::optional<std::int64_t> tensor_parallel_num_weight_shards;
+  bool moe_paged_stash = false;
+  // moe_router_padding_for_quantization, or its alias moe_router_padding_for_fp8 (transformer_config.py:2334-2340).
+  bool moe_router_padding_for_quantization = false;
+  std::optional<double> moe_expert_rank_capacity_factor;
+  bool moe_enable_deepep = false;
+  std::string moe_flex_dispatcher_backend = "deepep";
+  bool moe_flex_dispatcher_backend_set = false;  // the spec names a backend itself
+  bool moe_ncclep_static_shape = false;
+  bool moe_ncclep_zero_copy = false;
+  std::optional<std::int64_t> moe_deepep_num_sms;
+  std::optional<std::int64_t> moe_hybridep_num_sms;
+  std::optional<std::int64_t> moe_flex_dispatcher_num_sms;
+  bool use_grouped_gemm_for_shared_expert = false;
+  std::optional<std::int64_t> moe_shared_expert_glu_interleave_size;
+  std::optional<std::int64_t> moe_mlp_glu_interleave_size;
+  bool use_fused_weighted_squared_relu = false;
+  bool cuda_graph_modules_full_with_others = false;  // "full" listed beside other scopes
+  bool cuda_graph_modules_full_iteration_inference = false;
+  bool cuda_graph_modules_full_listed = false;  // the deprecated "full" scope named at all
+  bool use_te_rng_tracker = false;
+  bool overlap_p2p_comm = false;
+  bool batch_p2p_comm = true;
+  bool use_mup = false;
+  std::optional<std::int64_t> mup_base_hidden_size;
+  bool inference_fuse_tp_communication = false;
+  bool inference_disable_triton_nvls_kernels = false;
+  std::optional<std::int64_t> flash_attention_version;
+  bool calculate_per_token_loss = false;
+  bool restore_modelopt_state = false;
+  bool fused_single_qkv_rope = false;
+  bool variable_seq_lengths = false;
+  bool overlap_dispatch_backward_with_experts_wgrad = false;
+  bool ep_overlap_early_attn_memory_release = false;
+  std::optional<std::int64_t> num_microbatches_with_partial_activation_checkpoints;
+  bool fp16_lm_cross_entropy = false;
+  bool fp32_residual_connection = false;
+
   bool operator==(const ModelSpec&) const = default;
 };
 
@@ -213,6 +320,16 @@ struct TrainSpec {
   std::int64_t micro_batch_size = 1;
   std::optional<std::int64_t> global_batch_size;  // default micro_batch_size * DP
   std::int64_t train_iters = 3;  // iterations simulated; >= 2 so the steady state exists
+
+  // Read only by the validation rules (spec_fill_checks.cpp).
+  std::optional<std::vector<std::int64_t>> rampup_batch_size;
+  std::optional<std::string> step_batch_size_schedule;
+  bool decrease_batch_size_if_needed = false;
+  bool manual_gc = false;
+  std::int64_t manual_gc_interval = 0;
+  std::optional<std::int64_t> train_samples;
+  std::optional<double> num_epochs;
+  bool train_iters_given = false;  // the spec states train_iters itself
 
   bool operator==(const TrainSpec&) const = default;
 };
@@ -230,6 +347,18 @@ struct OptimizerSpec {
   bool overlap_param_gather_with_optimizer_step = false;
   bool optimizer_cpu_offload = false;
   std::optional<double> loss_scale;  // None: dynamic loss scaling under fp16
+  // Read only by the validation rules (spec_fill_checks.cpp).
+  double initial_loss_scale = 4294967296.0;  // 2 ** 32, optimizer_config.py:221 (an expression in the schema)
+  double min_loss_scale = 1.0;
+  double loss_scale_window = 1000;
+  std::int64_t hysteresis = 2;
+  bool decoupled_weight_decay = true;
+  bool reuse_grad_buf_for_mxfp8_param_ag = false;
+  std::optional<std::string> fp8_recipe;
+  bool overlap_param_gather = false;
+  bool bf16 = false;
+  bool fp16 = false;
+  bool use_layer_wise_distributed_optimizer = false;  // emerging optimizers only (optimizer/__init__.py:742)
 
   bool operator==(const OptimizerSpec&) const = default;
 };
@@ -242,6 +371,18 @@ struct DdpSpec {
   std::optional<std::int64_t> bucket_size;
   std::int64_t num_distributed_optimizer_instances = 1;
   bool pad_buckets_for_high_nccl_busbw = false;
+  // Read only by the validation rules (spec_fill_checks.cpp).
+  std::optional<std::int64_t> num_buckets;
+  bool use_megatron_fsdp = false;
+  std::int64_t megatron_fsdp_version = 1;
+  bool reuse_grad_buf_for_mxfp8_param_ag = false;
+  bool fp8_param_gather = false;
+  bool nccl_ub = false;
+  bool fp32_local_accumulation_patterns = false;  // param_name_patterns_for_fp32_local_accumulation non-empty
+  bool average_in_collective = false;
+  bool reduce_scatter_with_fp32_accumulation = false;
+  bool fsdp_double_buffer = false;
+  bool fsdp_manual_registration = false;
 
   bool operator==(const DdpSpec&) const = default;
 };
@@ -266,6 +407,13 @@ struct ClusterSpec {
   // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows segments instead
   // of caching fixed-size ones; it changes the reserved estimate (not the simulated allocated peak).
   bool expandable_segments = false;
+  // Transformer Engine importable where the run trains (every NeMo / Megatron-Bridge container has it).
+  // Read only by the validation rules: CheckpointWithoutOutput and the CPU-offload contexts need it
+  // whatever transformer_impl says (tensor_parallel/random.py:84-91, :744).
+  bool transformer_engine_available = true;
+  // The run used peakcast's calibration harness (calibration/harness/megatron_env.py apply_all), whose
+  // patches make the local spec run what stock Megatron refuses there; see peakcast_extensions.json.
+  bool calibration_harness = false;
 
   bool operator==(const ClusterSpec&) const = default;
 };
@@ -276,6 +424,9 @@ struct RunSpec {
   OptimizerSpec optimizer;
   DdpSpec ddp;
   ClusterSpec cluster;
+  // "defaults": "bridge": Megatron-Bridge's training loop runs the spec, so its ConfigContainer.validate
+  // and model-provider checks apply (and Megatron Core's alone do not decide).
+  bool bridge_training = false;
 
   bool operator==(const RunSpec&) const = default;
 };
@@ -297,6 +448,22 @@ struct Derived {
 };
 
 Derived derive(const RunSpec& spec);
+
+// TopKRouter.get_aux_loss_coeff (router.py:388-401): the coefficient of one aux-loss type under the
+// run's moe_router_load_balancing_type, 0 when that type is not selected. A list of types pairs with a
+// list of coefficients (transformer_config.py:1678-1684); a single name with a list of coefficients
+// has no number to give (validate_moe.cpp refuses it) and reads as 0.
+inline double moe_aux_loss_coeff_for(const ModelSpec& m, const std::string& type) {
+  const auto* coeffs = std::get_if<std::vector<double>>(&m.moe_aux_loss_coeff);
+  if (const auto* name = std::get_if<std::string>(&m.moe_router_load_balancing_type)) {
+    const auto* coeff = std::get_if<double>(&m.moe_aux_loss_coeff);
+    return *name == type && coeff ? *coeff : 0.0;
+  }
+  const auto& names = std::get<std::vector<std::string>>(m.moe_router_load_balancing_type);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == type) return coeffs && i < coeffs->size() ? (*coeffs)[i] : 0.0;
+  return 0.0;
+}
 
 bool has_tag(const Derived& d, RecomputeTag t);
 

@@ -24,6 +24,7 @@ struct RankArgs {
   bool busiest_rank = false;
   bool balanced = false;
   std::string order = "narrowest";
+  bool allocator_replay = false;
 };
 
 void print_ranking_table(std::ostream& os, const sim::Ranking& r, bool expandable_segments) {
@@ -119,6 +120,8 @@ Runner add_rank_command(CLI::App& app) {
                 "MoE: check the busiest expert-parallel rank of an untrained router (the default under expert parallelism)");
   sub->add_flag("--moe-balanced", args->balanced,
                 "MoE: check balanced routing instead of the busiest expert-parallel rank");
+  sub->add_flag("--allocator-replay", args->allocator_replay,
+                "Judge each candidate by the replayed caching allocator's reservation instead of the p90 estimate");
   sub->add_option("--order", args->order,
                   "narrowest (selective boundaries before whole-layer recompute, each by replay time; default) or replay-time")
       ->check(CLI::IsMember({"narrowest", "replay-time"}));
@@ -140,14 +143,17 @@ Runner add_rank_command(CLI::App& app) {
       std::cerr << "error: --budget-gb: the budget must be a positive number of GB\n";
       return kExitInvalidInput;
     }
-    const Bytes budget = args->budget_gb ? Bytes{static_cast<std::int64_t>(std::llround(*args->budget_gb * 1e9))}
-                                         : spec->cluster.gpu.memory_bytes;
+    // No budget: the device's capacity less any userbuffers, as predict compares (rank_candidates).
+    const Bytes budget = args->budget_gb ? Bytes{static_cast<std::int64_t>(std::llround(*args->budget_gb * 1e9))} : Bytes{};
     if (!(args->headroom_sigma >= 0 && std::isfinite(args->headroom_sigma))) {
       std::cerr << "error: --headroom-sigma: must be a number >= 0\n";
       return kExitInvalidInput;
     }
+    sim::PredictOptions options;
+    options.replay_allocator = args->allocator_replay;
     const sim::Ranking ranking = sim::rank_candidates(
-        *spec, budget, args->headroom_sigma, args->order == "replay-time" ? sim::RankOrder::replay_time : sim::RankOrder::narrowest);
+        *spec, budget, args->headroom_sigma, args->order == "replay-time" ? sim::RankOrder::replay_time : sim::RankOrder::narrowest,
+        options);
     if (!args->html.empty() && !write_rank_html(args->html, *spec, ranking, sim::shown_candidate_prediction(*spec, ranking))) {
       std::cerr << "error: --html: cannot write " << args->html << "\n";
       return kExitInvalidInput;

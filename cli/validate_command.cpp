@@ -22,6 +22,7 @@ struct ValidateArgs {
   bool json = false;
   calibration::ValidationOptions options;
   bool time = false;
+  bool allocator_replay = false;
 };
 
 void print_time_text(const calibration::TimeReport& t) {
@@ -92,6 +93,12 @@ nlohmann::json row_json(const calibration::ValidationRow& row) {
   if (row.reserved_estimate) {
     jr["measured_reserved_bytes"] = *r.measured.peak_reserved_bytes;
     jr["predicted_reserved_bytes"] = std::llround(*row.reserved_estimate);
+    if (row.reserved_replayed) jr["replayed_reserved_bytes"] = std::llround(*row.reserved_replayed);
+  }
+  if (e.replay) {
+    jr["replayed_peak_allocated_bytes"] = e.replay->peak_allocated.value;
+    jr["replayed_largest_free_at_peak_bytes"] = e.replay->largest_free_at_peak.value;
+    if (e.replay->first_failure) jr["replayed_first_failure"] = e.replay->first_failure->where;
   }
   jr["measured_bytes"] = std::llround(e.measured_peak);
   jr["measured_first_iteration_only"] = e.measured_first_iteration_only;
@@ -99,6 +106,24 @@ nlohmann::json row_json(const calibration::ValidationRow& row) {
   if (r.measured.peak_phase) jr["measured_phase"] = *r.measured.peak_phase;
   if (row.phase_ok) jr["phase_agrees"] = *row.phase_ok;
   return jr;
+}
+
+nlohmann::json stats_json(const calibration::ErrorStats& s) {
+  return {{"n", s.n}, {"median", s.median}, {"p90", s.p90}, {"worst", s.worst}};
+}
+
+// The ratio estimate and the replay, default allocator and expandable segments apart.
+nlohmann::json by_allocator_json(const calibration::ValidationReport& v) {
+  nlohmann::json j = nlohmann::json::object();
+  const char* names[2] = {"default", "expandable_segments"};
+  for (int k = 0; k < 2; ++k) {
+    j[names[k]] = {{"ratio_estimate", stats_json(v.reserved_by_allocator[k])}};
+    if (v.reserved_replayed[k].n > 0) {
+      j[names[k]]["replay"] = stats_json(v.reserved_replayed[k]);
+      j[names[k]]["replay"]["median_signed"] = v.reserved_replayed_bias[k];
+    }
+  }
+  return j;
 }
 
 nlohmann::json report_json(const calibration::ValidationReport& v) {
@@ -110,7 +135,8 @@ nlohmann::json report_json(const calibration::ValidationReport& v) {
                  {"fit_compared", s.fit_compared}, {"within_bounds", s.within_bounds}};
   return {{"records", records}, {"groups", groups}, {"within_bounds", v.within_bounds}, {"cross_validate", v.cross_validate},
           {"reserved", {{"n", v.reserved.n}, {"median", v.reserved.median}, {"p90", v.reserved.p90}, {"worst", v.reserved.worst},
-                        {"within_p90_estimate", v.reserved_within_p90}}}};
+                        {"within_p90_estimate", v.reserved_within_p90}}},
+          {"reserved_by_allocator", by_allocator_json(v)}};
 }
 
 void print_report_text(const calibration::ValidationReport& v) {
@@ -131,6 +157,17 @@ void print_report_text(const calibration::ValidationReport& v) {
                 "any CUDA-graph pool; in-sample ratios): %d records, median %.2f %%, p90 %.2f %%, worst %.2f %%; measured at "
                 "most the p90 estimate on %d\n",
                 v.reserved.n, 100 * v.reserved.median, 100 * v.reserved.p90, 100 * v.reserved.worst, v.reserved_within_p90);
+  for (int k = 0; k < 2; ++k) {
+    const auto& a = v.reserved_by_allocator[k];
+    const auto& b = v.reserved_replayed[k];
+    if (a.n == 0) continue;
+    std::printf("  %s: ratio estimate %d records, median %.2f %%, p90 %.2f %%, worst %.2f %%", k ? "expandable segments" : "default allocator",
+                a.n, 100 * a.median, 100 * a.p90, 100 * a.worst);
+    if (b.n > 0)
+      std::printf("; allocator replay %d records, median %.2f %%, p90 %.2f %%, worst %.2f %%, median signed %+.2f %%", b.n,
+                  100 * b.median, 100 * b.p90, 100 * b.worst, 100 * v.reserved_replayed_bias[k]);
+    std::printf("\n");
+  }
   std::printf("\n%-34s %5s %9s %9s %9s %11s %9s\n", "group", "n", "median%", "p90%", "worst%", "phase ok", "fit ok");
   for (const auto& [g, s] : v.groups)
     std::printf("%-34s %5d %9.2f %9.2f %9.2f %5d/%-5d %4d/%-4d%s\n", g.c_str(), s.errors.n, 100 * s.errors.median,
@@ -148,11 +185,14 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--max-median-error", args->options.max_median, "Fail (status 1) if a group's median |relative error| exceeds this");
   sub->add_option("--max-worst-error", args->options.max_worst, "Fail (status 1) if a group's worst |relative error| exceeds this");
   sub->add_option("--cross-validate", args->options.cross_validate, "K-fold: fit framework_fixed on K-1 folds, predict the held-out fold");
+  sub->add_flag("--allocator-replay", args->allocator_replay,
+                "Also replay each record's allocations through the caching-allocator model and compare its reservation "
+                "(the fit/OOM column then uses it)");
   sub->add_flag("--time", args->time, "Step time instead of memory: forward-backward time per timed record and the policy order per run");
   return [args] {
     std::vector<calibration::Record> records;
     if (!read_corpus(args->corpus, records)) return kExitInvalidInput;
-    const auto evals = calibration::evaluate_records(records);
+    const auto evals = calibration::evaluate_records(records, args->allocator_replay);
     if (args->time) {
       const auto t = calibration::validate_time(evals);
       if (args->json) std::cout << time_json(t).dump(2) << "\n";

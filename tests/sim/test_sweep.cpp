@@ -62,7 +62,7 @@ TEST_CASE("sweep CSV: axis keys then the fixed columns, one row per point") {
   std::getline(in, header);
   CHECK(header ==
         "train.micro_batch_size,valid,fits,max_peak_bytes,max_peak_gb,limit_bytes,headroom_gb,peak_pp_rank,peak_phase,"
-        "peak_op,step_time_s,replay_time_s,reserved_p90_gb,fragmentation_risk,graph_pool_gb,error");
+        "peak_op,step_time_s,replay_time_s,reserved_p90_gb,fragmentation_risk,graph_pool_gb,error,verdict,margin_bytes");
   int rows = 0;
   for (std::string line; std::getline(in, line);) ++rows;
   CHECK(rows == 2);

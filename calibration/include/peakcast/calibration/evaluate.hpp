@@ -30,6 +30,8 @@ struct Evaluation {
   // p90, and the ratios it scaled the allocated peaks by (0: the profile has none).
   double predicted_reserved = 0, predicted_reserved_p90 = 0;
   double reserved_ratio_median = 0, reserved_ratio_p90 = 0;
+  // With evaluate_records(..., replay_allocator): the compared rank's caching-allocator replay.
+  std::optional<sim::AllocatorReplay> replay;
   // The prediction with the profile's fixed term removed: the fit's regressor.
   double uncalibrated_peak() const { return predicted_peak - profile_fixed; }
   // Whether the record enters the fixed-term fit: a whole-run peak, not out of memory, and the
@@ -48,7 +50,9 @@ std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not 
 bool runs_without_recompute(const model::RunSpec& s);
 
 // Measured rank = record.pp_rank (largest over that stage's rank shapes), else the largest rank.
-std::vector<Evaluation> evaluate_records(const std::vector<Record>& records);
+// replay_allocator: also replay each record's allocations through the caching-allocator model
+// (sim::PredictOptions::replay_allocator); the fit/OOM verdict then uses that reservation.
+std::vector<Evaluation> evaluate_records(const std::vector<Record>& records, bool replay_allocator = false);
 
 // "forward_backward" (the harness cannot split them) agrees with forward and with backward;
 // "setup" (model/DDP/optimizer build) with nothing the simulator reports.

@@ -33,6 +33,7 @@ struct ValidationRow {
   std::optional<bool> phase_ok;
   std::optional<double> reserved_estimate;   // bytes, median ratio, when the record measured its reservation
   std::optional<bool> reserved_within_p90;   // measured reservation at most the p90 estimate
+  std::optional<double> reserved_replayed;   // bytes, the allocator replay's reservation (with the record's fixed term)
 };
 
 struct GroupStats {
@@ -47,6 +48,11 @@ struct ValidationReport {
   std::map<std::string, GroupStats> groups;   // by record group, and "(all)"
   ErrorStats reserved;                        // |estimate - measured| / measured reservation
   int reserved_within_p90 = 0;
+  // By allocator, [0] default, [1] expandable_segments: the ratio estimate's and (with a replay)
+  // the replayed reservation's |error| over the records that measured a reservation, and the
+  // replay's median signed error (bias).
+  ErrorStats reserved_by_allocator[2], reserved_replayed[2];
+  double reserved_replayed_bias[2] = {0, 0};
   bool within_bounds = true;
   int cross_validate = 0;
 };

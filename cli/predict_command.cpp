@@ -26,7 +26,7 @@ struct PredictArgs {
   bool explain = false;
   bool busiest_rank = false;
   bool show_spec = false;
-  bool allocator_replay = false;
+  bool allocator_replay = true;  // --no-allocator-replay: the p90 reserved / allocated estimate instead
   std::string allocator_trace;
 };
 // The replayed request streams, for checking the allocator model against torch's own allocator.
@@ -66,11 +66,10 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_flag("--explain", args->explain, "Also print each module's saved and transient bytes per micro-batch");
   sub->add_flag("--show-spec", args->show_spec,
                 "Also print the resolved spec: every memory-relevant key, its value and where it came from (JSON: resolved_spec)");
-  sub->add_flag("--allocator-replay", args->allocator_replay,
-                "Replay each rank's allocations and frees through the caching-allocator model: reserved peak, largest free "
-                "block, the first request that fails; the verdict then uses it");
+  sub->add_flag("--allocator-replay,!--no-allocator-replay", args->allocator_replay,
+                "Judge the fit by the caching-allocator model's replay of every allocation and free (the default); --no-allocator-replay: by the p90 reserved / allocated ratio of our measured runs instead");
   sub->add_option("--allocator-trace", args->allocator_trace,
-                  "With --allocator-replay: write each rank's replayed requests (bytes; a free as -(n+1)) to FILE (JSON)");
+                  "Write each rank's replayed requests (bytes; a free as -(n+1)) to FILE (JSON)");
   sub->add_flag("--moe-busiest-rank", args->busiest_rank,
                 "MoE: predict the busiest expert-parallel rank of an untrained router (sets model.moe_routing_imbalance)");
   return [args] {

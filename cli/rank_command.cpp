@@ -24,7 +24,7 @@ struct RankArgs {
   bool busiest_rank = false;
   bool balanced = false;
   std::string order = "narrowest";
-  bool allocator_replay = false;
+  bool allocator_replay = true;  // --no-allocator-replay: the p90 reserved / allocated estimate instead
 };
 
 void print_ranking_table(std::ostream& os, const sim::Ranking& r, bool expandable_segments) {
@@ -120,8 +120,8 @@ Runner add_rank_command(CLI::App& app) {
                 "MoE: check the busiest expert-parallel rank of an untrained router (the default under expert parallelism)");
   sub->add_flag("--moe-balanced", args->balanced,
                 "MoE: check balanced routing instead of the busiest expert-parallel rank");
-  sub->add_flag("--allocator-replay", args->allocator_replay,
-                "Judge each candidate by the replayed caching allocator's reservation instead of the p90 estimate");
+  sub->add_flag("--allocator-replay,!--no-allocator-replay", args->allocator_replay,
+                "Judge the fit by the caching-allocator model's replay of every allocation and free (the default); --no-allocator-replay: by the p90 reserved / allocated ratio of our measured runs instead");
   sub->add_option("--order", args->order,
                   "narrowest (selective boundaries before whole-layer recompute, each by replay time; default) or replay-time")
       ->check(CLI::IsMember({"narrowest", "replay-time"}));

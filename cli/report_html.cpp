@@ -37,8 +37,9 @@ bool write(const std::string& path, const std::string& text) {
 }
 
 // Row classes and words of the one verdict (verdict.hpp).
-const char* row_class(sim::FitKind k) {
-  return k == sim::FitKind::fits ? "ok" : (k == sim::FitKind::does_not_fit ? "bad" : "risk");
+const char* row_class(sim::FitKind k, sim::FitCause c = sim::FitCause::none) {
+  if (k == sim::FitKind::does_not_fit) return c == sim::FitCause::reservation ? "frag" : "bad";
+  return k == sim::FitKind::fits ? "ok" : "risk";
 }
 
 std::string run_subtitle(const model::RunSpec& spec) {
@@ -59,7 +60,7 @@ std::string prediction_sections(const sim::Prediction& p, Bytes budget) {
         "<th>reserved GB</th><th>replay s</th><th>step s</th><th class='l'>verdict</th></tr>";
   for (const auto& r : p.ranks) {
     const sim::Verdict v = sim::rank_verdict(r, p.capacity);
-    os << "<tr class='" << row_class(v.kind) << "'><td>" << r.rank.pp_rank << "</td><td>" << r.rank.ep_rank << "</td><td>" << gb(r.peak_allocated)
+    os << "<tr class='" << row_class(v.kind, v.cause) << "'><td>" << r.rank.pp_rank << "</td><td>" << r.rank.ep_rank << "</td><td>" << gb(r.peak_allocated)
        << "</td><td>" << gb(r.steady_peak_allocated) << "</td><td class='l'>" << sim::to_string(r.peak_phase)
        << (r.peak_in_first_iteration ? " (first iteration)" : "") << "</td><td class='l'>" << html::escape(r.peak_op)
        << "</td><td title='" << (v.reservation_replayed ? "replayed caching allocator" : "p90 of measured reserved / allocated")
@@ -87,7 +88,9 @@ bool write_predict_html(const std::string& path, const model::RunSpec& spec, con
        << gb(v.reservation) << " GB</b> (" << (v.reservation_replayed ? "replayed caching allocator" : "p90 estimate from measured runs")
        << "): <b>"
        << (v.kind == sim::FitKind::fits ? "fits on every rank"
-                                        : (v.kind == sim::FitKind::does_not_fit ? "DOES NOT FIT"
+                                        : (v.kind == sim::FitKind::does_not_fit
+                                               ? (v.cause == sim::FitCause::reservation ? "DOES NOT FIT (the allocator's reservation)"
+                                                                                        : "DOES NOT FIT")
                                                                                 : "AT RISK: fits by allocated bytes, not with the reservation"))
        << "</b> (" << html::escape(v.reason) << "). Step " << num(p.step_time_s, "%.3f")
        << " s, of which replay " << num(p.replay_time_s, "%.4f") << " s. Calibration profile: "
@@ -130,7 +133,7 @@ bool write_rank_html(const std::string& path, const model::RunSpec& spec, const 
   for (const auto& c : r.candidates) {
     std::string notes = c.reason;
     for (const auto t : c.ineffective_tags) notes += (notes.empty() ? "" : "; ") + std::string(model::to_string(t)) + " has no effect on the peak";
-    body << "<tr class='" << row_class(c.verdict) << "'><td>" << ++i << "</td><td class='l'>" << html::escape(c.label)
+    body << "<tr class='" << row_class(c.verdict, c.cause) << "'><td>" << ++i << "</td><td class='l'>" << html::escape(c.label)
          << "</td><td class='l'>" << (c.viable ? "yes" : std::string("no: ") + sim::short_label(c.verdict)) << "</td><td>" << gb(c.max_peak) << "</td><td>"
          << num(c.replay_time_s, "%.4f") << "</td><td>" << num(c.step_time_s, "%.3f") << "</td><td class='l'>"
          << html::escape(notes) << "</td></tr>";
@@ -169,7 +172,7 @@ bool write_sweep_html(const std::string& path, const sim::SweepResult& r) {
   constexpr std::size_t kMaxRows = 5000;  // the CSV has them all; a page this long is unreadable anyway
   for (std::size_t i = 0; i < r.points.size() && i < kMaxRows; ++i) {
     const auto& p = r.points[i];
-    body << "<tr class='" << (p.valid ? row_class(p.verdict) : "bad") << "'>";
+    body << "<tr class='" << (p.valid ? row_class(p.verdict, p.cause) : "bad") << "'>";
     for (const auto& v : p.values) body << "<td class='l'>" << html::escape(v) << "</td>";
     if (p.valid)
       body << "<td class='l'>" << sim::short_label(p.verdict) << "</td><td>" << gb(p.max_peak) << "</td><td>"

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 namespace peakcast::cli::html {
 
@@ -201,11 +202,13 @@ std::string breakdown_svg(const sim::Prediction& p) {
   return os.str();
 }
 
-const char* verdict_class(sim::FitKind k) {
+// Each verdict and cause its own class (verdict.hpp): a reservation over the GPU is not an
+// allocated peak over the budget.
+const char* verdict_class(sim::FitKind k, sim::FitCause c) {
   switch (k) {
     case sim::FitKind::fits: return "ok";
     case sim::FitKind::fits_without_reservation_margin: return "risk";
-    case sim::FitKind::does_not_fit: return "bad";
+    case sim::FitKind::does_not_fit: return c == sim::FitCause::reservation ? "frag" : "bad";
   }
   return "bad";
 }
@@ -241,7 +244,7 @@ std::string candidates_svg(const sim::Ranking& r) {
     const bool best = r.narrowest_viable && *r.narrowest_viable == i;
     const bool cheapest = !best && r.cheapest_viable && *r.cheapest_viable == i;
     os << "<circle cx='" << f(fr.x(c.replay_time_s)) << "' cy='" << f(fr.y(c.max_peak.gb())) << "' r='" << (best ? 7 : 4)
-       << "' class='" << verdict_class(c.verdict) << (best ? " best" : "") << "'><title>" << escape(c.label) << ": "
+       << "' class='" << verdict_class(c.verdict, c.cause) << (best ? " best" : "") << "'><title>" << escape(c.label) << ": "
        << f(c.max_peak.gb(), "%.2f") << " GB, replay " << f(c.replay_time_s, "%.4f") << " s"
        << (c.viable ? "" : " — " + escape(c.reason)) << "</title></circle>";
     if (best)
@@ -251,15 +254,17 @@ std::string candidates_svg(const sim::Ranking& r) {
       os << "<text x='" << f(fr.x(c.replay_time_s) + 10) << "' y='" << f(fr.y(c.max_peak.gb()) - 10)
          << "' class='best-label'>least replay: " << escape(c.label) << "</text>";
   }
-  // Each reason as it is (verdict.hpp): a reservation over the GPU is not an allocated peak over the budget.
-  const std::pair<sim::FitKind, const char*> legend[] = {
-      {sim::FitKind::fits, "viable"},
-      {sim::FitKind::fits_without_reservation_margin, "allocated fits, the allocator's reservation does not"},
-      {sim::FitKind::does_not_fit, "allocated peak over the budget"}};
+  // Each reason as it is (verdict.hpp), whichever side of the budget line the dot lies.
+  const std::tuple<sim::FitKind, sim::FitCause, const char*> legend[] = {
+      {sim::FitKind::fits, sim::FitCause::none, "viable"},
+      {sim::FitKind::fits_without_reservation_margin, sim::FitCause::reservation, "at risk: the reservation is at the GPU's edge"},
+      {sim::FitKind::does_not_fit, sim::FitCause::allocated,
+       r.headroom_sigma > 0 ? "allocated peak with the headroom over the budget" : "allocated peak over the budget"},
+      {sim::FitKind::does_not_fit, sim::FitCause::reservation, "the allocator's reservation over the GPU"}};
   double lx = fr.x0 + 10;
-  for (const auto& [kind, text] : legend) {
-    os << "<circle cx='" << f(lx) << "' cy='" << fr.y0 + fr.h + 52 << "' r='5' class='" << verdict_class(kind) << "'/><text x='"
-       << f(lx + 10) << "' y='" << fr.y0 + fr.h + 56 << "' class='tick'>" << text << "</text>";
+  for (const auto& [kind, cause, text] : legend) {
+    os << "<circle cx='" << f(lx) << "' cy='" << fr.y0 + fr.h + 52 << "' r='5' class='" << verdict_class(kind, cause)
+       << "'/><text x='" << f(lx + 10) << "' y='" << fr.y0 + fr.h + 56 << "' class='tick'>" << text << "</text>";
     lx += 40 + 6.2 * static_cast<double>(std::string(text).size());
   }
   os << "</svg>";
@@ -349,6 +354,7 @@ svg text { font-family: inherit; }
 .iter { stroke: #374151; stroke-width: 1; stroke-dasharray: 2 2; }
 .peak { fill: #dc2626; } .ok { fill: #16a34a; fill-opacity: 0.75; } .bad { fill: #dc2626; fill-opacity: 0.6; }
 .risk { fill: #d97706; fill-opacity: 0.75; } tr.risk td { color: #92400e; }
+.frag { fill: #7c3aed; fill-opacity: 0.7; } tr.frag td { color: #5b21b6; }
 .best { stroke: #111827; stroke-width: 2; } .best-label { font-size: 12px; font-weight: 600; fill: #14532d; }
 )css";
 }

@@ -22,7 +22,7 @@ struct ValidateArgs {
   bool json = false;
   calibration::ValidationOptions options;
   bool time = false;
-  bool allocator_replay = false;
+  bool allocator_replay = true;  // --no-allocator-replay: the p90 reserved / allocated estimate instead
 };
 
 void print_time_text(const calibration::TimeReport& t) {
@@ -185,9 +185,8 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--max-median-error", args->options.max_median, "Fail (status 1) if a group's median |relative error| exceeds this");
   sub->add_option("--max-worst-error", args->options.max_worst, "Fail (status 1) if a group's worst |relative error| exceeds this");
   sub->add_option("--cross-validate", args->options.cross_validate, "K-fold: fit framework_fixed on K-1 folds, predict the held-out fold");
-  sub->add_flag("--allocator-replay", args->allocator_replay,
-                "Also replay each record's allocations through the caching-allocator model and compare its reservation "
-                "(the fit/OOM column then uses it)");
+  sub->add_flag("--allocator-replay,!--no-allocator-replay", args->allocator_replay,
+                "Judge the fit by the caching-allocator model's replay of every allocation and free (the default); --no-allocator-replay: by the p90 reserved / allocated ratio of our measured runs instead");
   sub->add_flag("--time", args->time, "Step time instead of memory: forward-backward time per timed record and the policy order per run");
   return [args] {
     std::vector<calibration::Record> records;

@@ -14,7 +14,7 @@ nlohmann::json breakdown_json(const Breakdown& b) {
 }
 
 nlohmann::json verdict_json(const Verdict& v) {
-  return {{"kind", to_string(v.kind)}, {"margin_bytes", v.margin}, {"allocated_need_bytes", v.allocated_need.value},
+  return {{"kind", to_string(v.kind)}, {"cause", to_string(v.cause)}, {"margin_bytes", v.margin}, {"allocated_need_bytes", v.allocated_need.value},
           {"reservation_bytes", v.reservation.value}, {"reservation_replayed", v.reservation_replayed},
           {"pp_rank", v.pp_rank}, {"reason", v.reason}};
 }

@@ -36,6 +36,7 @@ RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, By
   }
   const Verdict v = run_verdict(p, limits);
   rc.verdict = v.kind;
+  rc.cause = v.cause;
   rc.margin = v.margin;
   rc.viable = v.kind == FitKind::fits;
   if (!rc.viable) {

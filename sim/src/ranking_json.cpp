@@ -31,6 +31,7 @@ nlohmann::json candidate_json(const RankedCandidate& c) {
   j["label"] = c.label;
   j["viable"] = c.viable;
   j["verdict"] = to_string(c.verdict);
+  j["verdict_cause"] = to_string(c.cause);
   j["margin_bytes"] = c.margin;
   j["max_peak_allocated_bytes"] = c.max_peak.value;
   j["estimated_peak_reserved_p90_bytes"] = c.reserved_p90.value;

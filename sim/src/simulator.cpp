@@ -128,7 +128,7 @@ void summarize(Prediction& out, const FittedConstants& fitted, bool expandable) 
     out.max_peak_allocated = max(out.max_peak_allocated, r.peak_allocated);
     if (!r.fits) out.fits = false;
     if (!r.fits_with_allocator_reserve) out.fits_with_allocator_reserve = false;
-    if (r.fits && !r.fits_with_allocator_reserve) {
+    if (rank_verdict(r, out.capacity).cause == FitCause::reservation) {
       if (r.allocator) out.warnings.push_back(replayed_fragmentation_warning(r, out.capacity));
       else out.warnings.push_back(fragmentation_warning(r, out.capacity, ratios.p90, expandable));
     }

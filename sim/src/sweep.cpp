@@ -53,6 +53,7 @@ SweepPoint evaluate_point(const model::SpecText& spec_text, const std::vector<st
     // The one verdict (verdict.hpp), against the budget when one is given.
     const Verdict v = run_verdict(p, VerdictLimits{options.budget.value_or(Bytes{}), 0.0});
     pt.verdict = v.kind;
+    pt.cause = v.cause;
     pt.margin = v.margin;
     pt.fits = v.kind != FitKind::does_not_fit;
     pt.step_time_s = p.step_time_s;
@@ -61,7 +62,7 @@ SweepPoint evaluate_point(const model::SpecText& spec_text, const std::vector<st
     for (const auto& r : p.ranks)
       if (!top || r.peak_allocated > top->peak_allocated) top = &r;
     for (const auto& r : p.ranks) pt.reserved_p90 = max(pt.reserved_p90, r.estimated_peak_reserved_p90);
-    pt.fragmentation_risk = v.kind == FitKind::fits_without_reservation_margin;
+    pt.fragmentation_risk = v.cause == FitCause::reservation;
     if (top) {
       pt.peak_pp_rank = top->rank.pp_rank;
       pt.peak_phase = top->peak_phase;

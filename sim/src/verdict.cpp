@@ -25,9 +25,34 @@ const char* short_label(FitKind k) {
   return "?";
 }
 
+const char* to_string(FitCause c) {
+  switch (c) {
+    case FitCause::none: return "none";
+    case FitCause::allocated: return "allocated";
+    case FitCause::reservation: return "reservation";
+  }
+  return "?";
+}
+
+// 1 % of the capacity: the replayed reservation's worst |error| over the measured corpus records
+// that fit (peakcast validate, docs/validation.md) is under it, so a reservation more than this
+// below the device is taken to fit, and one within it is only "at risk".
+Bytes reservation_edge(Bytes capacity) { return Bytes{capacity.value / 100}; }
+
 namespace {
 std::string gb_signed(std::int64_t b) {
   return (b < 0 ? "-" : "") + detail::gb_text(Bytes{b < 0 ? -b : b});
+}
+
+// The replayed allocator could not serve a request within the device, or reserved more than it.
+bool reservation_fails(const RankPrediction& r, Bytes capacity) {
+  return r.allocator && (r.allocator->first_failure.has_value() || r.allocator->peak_reserved > capacity);
+}
+
+std::string failure_text(const RankPrediction& r) {
+  const auto& f = *r.allocator->first_failure;
+  return "; the first request it cannot serve: " + detail::gb_text(f.request) + " GB at " + f.where + " (" +
+         detail::gb_text(f.allocated) + " GB allocated, " + detail::gb_text(f.reserved) + " GB reserved)";
 }
 }  // namespace
 
@@ -41,27 +66,35 @@ Verdict rank_verdict(const RankPrediction& r, Bytes capacity, const VerdictLimit
   v.reservation_replayed = replayed;
   // Without a replay or a profile's ratios, the reservation is taken as the allocated need.
   v.reservation = replayed ? r.allocator->peak_reserved : max(r.estimated_peak_reserved_p90, r.peak_with_graph_pool);
-  const bool fails_in_replay = replayed && r.allocator->first_failure.has_value();
+  const std::int64_t left = capacity.value - v.reservation.value;
   const std::string how = replayed ? "the replayed caching allocator reserves " : "the caching allocator reserves up to ";
   const std::string est = replayed ? "" : " (90 % of our measured runs)";
+  const std::string of_gpu = " of the GPU's " + detail::gb_text(capacity) + " GB";
+  const std::string alloc = "allocated " + detail::gb_text(v.allocated_need) + " GB";
   if (v.allocated_need > v.budget) {
     v.kind = FitKind::does_not_fit;
+    v.cause = FitCause::allocated;
     v.margin = v.budget.value - v.allocated_need.value;
-    v.reason = "allocated " + detail::gb_text(v.allocated_need) + " GB, " + gb_signed(-v.margin) + " GB over the " +
-               (limits.budget.value > 0 ? "budget" : "GPU's") + " " + detail::gb_text(v.budget) + " GB";
-  } else if (fails_in_replay || v.reservation > capacity) {
+    v.reason = alloc + ", " + gb_signed(-v.margin) + " GB over the " + (limits.budget.value > 0 ? "budget" : "GPU's") + " " +
+               detail::gb_text(v.budget) + " GB";
+  } else if (reservation_fails(r, capacity)) {
+    v.kind = FitKind::does_not_fit;
+    v.cause = FitCause::reservation;
+    v.margin = left;
+    v.reason = alloc + " fits, but " + how + detail::gb_text(v.reservation) + " GB, " + gb_signed(-left) + " GB over" + of_gpu +
+               " (fragmentation: reserved but unallocated)";
+    if (r.allocator->first_failure) v.reason += failure_text(r);
+  } else if ((replayed && left < reservation_edge(capacity).value) || (!replayed && left < 0)) {
     v.kind = FitKind::fits_without_reservation_margin;
-    v.margin = capacity.value - v.reservation.value;
-    v.reason = "allocated " + detail::gb_text(v.allocated_need) + " GB fits, but " + how + detail::gb_text(v.reservation) +
-               " GB" + est + ", " + gb_signed(-v.margin) + " GB over the GPU's " + detail::gb_text(capacity) + " GB";
-    if (fails_in_replay)
-      v.reason += "; the first request it cannot serve: " + detail::gb_text(r.allocator->first_failure->request) + " GB at " +
-                  r.allocator->first_failure->where;
+    v.cause = FitCause::reservation;
+    v.margin = left;
+    v.reason = alloc + " fits, but " + how + detail::gb_text(v.reservation) + " GB" + est + ", " +
+               (left < 0 ? gb_signed(-left) + " GB over" : gb_signed(left) + " GB left") + of_gpu +
+               (replayed ? " (inside the replay's " + detail::gb_text(reservation_edge(capacity)) + " GB uncertainty)" : "");
   } else {
     v.kind = FitKind::fits;
-    v.margin = std::min(v.budget.value - v.allocated_need.value, capacity.value - v.reservation.value);
-    v.reason = "fits: " + how + detail::gb_text(v.reservation) + " GB" + est + ", " + gb_signed(capacity.value - v.reservation.value) +
-               " GB left of the GPU's " + detail::gb_text(capacity) + " GB";
+    v.margin = std::min(v.budget.value - v.allocated_need.value, left);
+    v.reason = "fits: " + how + detail::gb_text(v.reservation) + " GB" + est + ", " + gb_signed(left) + " GB left" + of_gpu;
   }
   return v;
 }

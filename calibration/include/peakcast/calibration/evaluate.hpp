@@ -52,7 +52,7 @@ bool runs_without_recompute(const model::RunSpec& s);
 // Measured rank = record.pp_rank (largest over that stage's rank shapes), else the largest rank.
 // replay_allocator: also replay each record's allocations through the caching-allocator model
 // (sim::PredictOptions::replay_allocator); the fit/OOM verdict then uses that reservation.
-std::vector<Evaluation> evaluate_records(const std::vector<Record>& records, bool replay_allocator = false);
+std::vector<Evaluation> evaluate_records(const std::vector<Record>& records, bool replay_allocator = true);
 
 // "forward_backward" (the harness cannot split them) agrees with forward and with backward;
 // "setup" (model/DDP/optimizer build) with nothing the simulator reports.

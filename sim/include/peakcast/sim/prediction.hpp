@@ -118,8 +118,9 @@ struct PredictOptions {
   bool record_timeline = false;
   bool record_held_tensors = false;  // fill ModuleSummary::held_tensors (predict --explain)
   // Replay every rank's tensor allocations and frees through the caching-allocator model
-  // (RankPrediction::allocator): O(requests) per rank, several times the cost of the walk.
-  bool replay_allocator = false;
+  // (RankPrediction::allocator): O(requests) per rank. On by default: the one verdict
+  // (verdict.hpp) then judges the reservation the allocator would make, in every command.
+  bool replay_allocator = true;
   bool record_allocator_trace = false;  // with replay_allocator: fill RankPrediction::allocator_trace
 };
 

@@ -48,6 +48,7 @@ struct RankedCandidate {
   std::string label;
   bool viable = false;       // verdict == fits (verdict.hpp)
   FitKind verdict = FitKind::fits;
+  FitCause cause = FitCause::none;  // what decided a verdict other than fits
   std::int64_t margin = 0;   // the verdict's margin, bytes
   Bytes max_peak;
   double replay_flops = 0, replay_time_s = 0, step_time_s = 0;

@@ -36,6 +36,7 @@ struct SweepPoint {
   std::string error;                // first parse / validation error of an invalid point
   bool fits = false;                // the verdict is not does_not_fit (verdict.hpp)
   FitKind verdict = FitKind::does_not_fit;
+  FitCause cause = FitCause::none;  // what decided a verdict other than fits
   std::int64_t margin = 0;          // the verdict's margin, bytes
   Bytes max_peak;
   Bytes limit;                      // the budget, or the GPU capacity when none is given
@@ -46,7 +47,7 @@ struct SweepPoint {
   // Largest rank's reserved estimate at the p90 reserved / allocated ratio (RankPrediction); a point
   // that fits by allocated bytes but not by this is at risk of fragmentation.
   Bytes reserved_p90;
-  bool fragmentation_risk = false;  // verdict fits_without_reservation_margin
+  bool fragmentation_risk = false;  // the verdict's cause is the reservation (at risk or does not fit)
   // CUDA graphs: the largest rank's graph pool and allocated peak with the pool beside the replaying
   // iterations (RankPrediction::peak_with_graph_pool, what `fits` checks); 0 / max_peak without graphs.
   Bytes graph_pool, peak_with_graph_pool;
@@ -59,7 +60,7 @@ struct SweepOptions {
   // Called on the calling thread about every 100 ms with (points done, total).
   std::function<void(std::size_t, std::size_t)> progress;
   std::string spec_name;  // the input's name: a Bridge recipe ("bridge:...") or file, for its format
-  bool replay_allocator = false;  // PredictOptions::replay_allocator for every point
+  bool replay_allocator = true;   // PredictOptions::replay_allocator for every point
 };
 
 struct SweepResult {

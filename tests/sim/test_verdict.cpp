@@ -33,6 +33,16 @@ const char* kPipelined = R"({"model": {"preset": "llama3-8b", "num_layers": 8, "
         "train": {"micro_batch_size": 1, "global_batch_size": 16},
         "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})";
 
+// A MoE layout (Moonlight's MLA and routed experts, EP 2) and the dense one with expandable segments.
+const char* kMoe = R"({"model": {"preset": "moonlight-16b", "num_layers": 4, "expert_model_parallel_size": 2,
+                  "seq_length": 4096, "bf16": true, "recompute_granularity": "selective", "recompute_modules": ["moe_act"]},
+        "train": {"micro_batch_size": 1, "global_batch_size": 8},
+        "optimizer": {"use_distributed_optimizer": true}, "ddp": {"use_distributed_optimizer": true},
+        "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})";
+const char* kExpandable = R"({"model": {"preset": "llama3-8b", "num_layers": 4, "seq_length": 8192, "bf16": true},
+        "train": {"micro_batch_size": 1, "global_batch_size": 8},
+        "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb", "expandable_segments": true}})";
+
 std::string gpu_with(std::int64_t bytes) {
   return "cluster.gpu={\"name\": \"h100-sxm-80gb\", \"memory_bytes\": " + std::to_string(bytes) + "}";
 }
@@ -52,7 +62,7 @@ sim::RecomputeChoice own_choice(const model::RunSpec& s) {
 }  // namespace
 
 TEST_CASE("predict, sweep and rank agree on the verdict", "[sim][verdict][property]") {
-  for (const char* text : {kDense, kPipelined}) {
+  for (const char* text : {kDense, kPipelined, kMoe, kExpandable}) {
     for (const bool replay : {false, true}) {
       sim::PredictOptions opt;
       opt.replay_allocator = replay;
@@ -68,6 +78,7 @@ TEST_CASE("predict, sweep and rank agree on the verdict", "[sim][verdict][proper
       const std::vector<std::vector<std::string>> devices = {
           {}, {gpu_with(need.value + (reserved.value - need.value) / 2)}, {gpu_with(need.value - need.value / 20)}};
       std::vector<sim::FitKind> seen;
+      std::vector<sim::FitCause> causes;
       for (const auto& sets : devices) {
         const model::RunSpec spec = spec_from(text, sets);
         const sim::Verdict predicted = sim::run_verdict(sim::predict(spec, opt));
@@ -88,18 +99,32 @@ TEST_CASE("predict, sweep and rank agree on the verdict", "[sim][verdict][proper
         CHECK(mine->verdict == predicted.kind);
         CHECK(mine->margin == predicted.margin);
         CHECK(mine->viable == (predicted.kind == sim::FitKind::fits));
+        CHECK(sweep.points[0].cause == predicted.cause);
+        CHECK(mine->cause == predicted.cause);
+        CHECK(sweep.points[0].fits == (predicted.kind != sim::FitKind::does_not_fit));
         seen.push_back(predicted.kind);
+        causes.push_back(predicted.cause);
       }
-      // The three devices give the three verdicts, in order (a replay under a tighter device frees its
-      // cache and retries, so it may fit the middle one).
-      if (!replay) CHECK(seen == std::vector<sim::FitKind>{sim::FitKind::fits, sim::FitKind::fits_without_reservation_margin,
-                                              sim::FitKind::does_not_fit});
+      // The ratio estimate: the three devices give the three verdicts, in order. The replay: the
+      // middle device is under its reservation, so the run does not fit by the reservation unless
+      // freeing the cache and retrying lets it (then it is at risk or fits); under the need it does
+      // not fit by the allocated bytes.
+      if (!replay) {
+        CHECK(seen == std::vector<sim::FitKind>{sim::FitKind::fits, sim::FitKind::fits_without_reservation_margin,
+                                                sim::FitKind::does_not_fit});
+      } else {
+        CHECK(seen.front() != sim::FitKind::does_not_fit);
+        CHECK(seen.back() == sim::FitKind::does_not_fit);
+      }
+      CHECK(causes.back() == sim::FitCause::allocated);
     }
   }
 }
 
 TEST_CASE("the verdict's margin is what decided it", "[sim][verdict]") {
-  const auto p = sim::predict(spec_from(kDense));
+  sim::PredictOptions ratio;
+  ratio.replay_allocator = false;
+  const auto p = sim::predict(spec_from(kDense), ratio);
   const auto& r = p.ranks.front();
   const auto v = sim::rank_verdict(r, p.capacity);
   REQUIRE(v.kind == sim::FitKind::fits);
@@ -107,5 +132,37 @@ TEST_CASE("the verdict's margin is what decided it", "[sim][verdict]") {
   // A budget under the allocated peak: does not fit by the budget, whatever the device.
   const auto tight = sim::rank_verdict(r, p.capacity, {Bytes{r.peak_with_graph_pool.value - 1000}, 0.0});
   CHECK(tight.kind == sim::FitKind::does_not_fit);
+  CHECK(tight.cause == sim::FitCause::allocated);
   CHECK(tight.margin == -1000);
+}
+
+TEST_CASE("with the replay the reservation decides: over the device does not fit, inside the edge is at risk", "[sim][verdict]") {
+  const auto p = sim::predict(spec_from(kDense));
+  sim::RankPrediction r = p.ranks.front();
+  REQUIRE(r.allocator.has_value());
+  const Bytes reserved = r.allocator->peak_reserved;
+  REQUIRE(reserved >= r.peak_with_graph_pool);
+  // A device exactly the reservation: inside the edge interval.
+  auto v = sim::rank_verdict(r, reserved);
+  CHECK(v.kind == sim::FitKind::fits_without_reservation_margin);
+  CHECK(v.cause == sim::FitCause::reservation);
+  CHECK(v.margin == 0);
+  // A device above the reservation by more than the edge: fits, the margin the smaller room.
+  const Bytes roomy{reserved.value + 2 * sim::reservation_edge(reserved).value};
+  v = sim::rank_verdict(r, roomy);
+  CHECK(v.kind == sim::FitKind::fits);
+  CHECK(v.margin == roomy.value - reserved.value);
+  // A device between the allocated peak and the reservation: the reservation does not fit.
+  const Bytes between{(r.peak_with_graph_pool.value + reserved.value) / 2};
+  if (between > r.peak_with_graph_pool) {
+    v = sim::rank_verdict(r, between);
+    CHECK(v.kind == sim::FitKind::does_not_fit);
+    CHECK(v.cause == sim::FitCause::reservation);
+    CHECK(v.margin == between.value - reserved.value);
+  }
+  // A request the replay could not serve decides, whatever the peak.
+  r.allocator->first_failure = sim::AllocatorReplay::Failure{Bytes{1 << 30}, Bytes{}, Bytes{}, "x (forward, iteration 1)"};
+  v = sim::rank_verdict(r, roomy);
+  CHECK(v.kind == sim::FitKind::does_not_fit);
+  CHECK(v.cause == sim::FitCause::reservation);
 }

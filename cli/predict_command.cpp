@@ -44,6 +44,8 @@ bool write_allocator_trace(const std::string& path, const model::RunSpec& spec, 
     nlohmann::json x{{"pp_rank", r.rank.pp_rank}, {"events", r.allocator_trace}};
     if (r.allocator) x["peak_reserved_bytes"] = r.allocator->peak_reserved.value - r.reserved_outside_allocated.value;
     if (r.allocator) x["peak_allocated_bytes"] = r.allocator->peak_allocated.value;
+    if (r.allocator) x["pass_starts"] = r.allocator->pass_starts;
+    if (r.allocator) x["segments"] = r.allocator->segments;
     ranks.push_back(std::move(x));
   }
   j["ranks"] = std::move(ranks);

@@ -134,6 +134,7 @@ void AllocRecorder::begin_pass(int iteration, bool first, bool graphed, bool who
   graphed_ = graphed;
   whole_graph_ = whole_graph;
   if (first) static_state();
+  out_.pass_starts.push_back(out_.requests);
   if (graphed && !graph_static_taken_) {
     graph_static_taken_ = true;
     alloc(setup_.graph_static_buffers);

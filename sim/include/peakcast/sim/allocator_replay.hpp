@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "peakcast/model/units.hpp"
 
@@ -18,6 +19,9 @@ struct AllocatorReplay {
   Bytes reserved_at_peak;         // reserved bytes at that moment
   std::int64_t requests = 0;      // allocations replayed
   std::int64_t segments = 0;      // cudaMalloc'd segments at the end (0 with expandable segments)
+  // The requests replayed before each pass's first forward (iteration 1 after the model state, then
+  // each later pass): where each iteration starts in the stream, to set it against a measured one.
+  std::vector<std::int64_t> pass_starts;
   // The first request that failed within the capacity after the allocator freed its cached
   // segments and retried (the OutOfMemoryError); the replay then goes on without the limit.
   struct Failure {

@@ -229,7 +229,7 @@ void Converter::dist() {
 }
 
 // env_vars are set before training (config.py:1982-1987); PYTORCH_CUDA_ALLOC_CONF configures the
-// caching allocator the reservation estimate models.
+// caching allocator the replay models.
 void Converter::env_vars() {
   const json* s = d.doc.contains("env_vars") ? &d.doc["env_vars"] : nullptr;
   if (!s || !s->is_object()) return;
@@ -239,22 +239,10 @@ void Converter::env_vars() {
       others += (others.empty() ? "" : ", ") + key;
       continue;
     }
+    // The whole string (cluster.pytorch_cuda_alloc_conf): the spec's reader checks it as torch does
+    // and names the options the allocator replay does not follow.
     const std::string conf = value.is_string() ? value.get<std::string>() : value.dump();
-    bool expandable = false;
-    std::size_t start = 0;
-    while (start <= conf.size()) {
-      const std::size_t comma = conf.find(',', start);
-      const std::string item = conf.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      const std::size_t colon = item.find(':');
-      const std::string name = item.substr(0, colon), val = colon == std::string::npos ? "" : item.substr(colon + 1);
-      if (name == "expandable_segments") expandable = val == "True" || val == "true" || val == "1";
-      else if (!name.empty())
-        warning("env_vars.PYTORCH_CUDA_ALLOC_CONF", "not_simulated",
-                "caching-allocator option " + name.substr(0, 40) + " is not simulated; the reservation estimate assumes its default");
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    put("cluster", "expandable_segments", json(expandable), "env_vars.PYTORCH_CUDA_ALLOC_CONF");
+    put("cluster", "pytorch_cuda_alloc_conf", json(conf), "env_vars.PYTORCH_CUDA_ALLOC_CONF");
   }
   if (!others.empty()) result.ignored.push_back("env_vars without a memory effect: " + others);
 }

@@ -235,6 +235,9 @@ detail::ReplaySetup Predictor::Impl::replay_setup(const model::RunSpec& policy, 
                                                   const model::StaticAllocations& tensors, Bytes capacity,
                                                   const CublasWorkspaces& ws) {
   detail::ReplaySetup r;
+  // The run's PYTORCH_CUDA_ALLOC_CONF (validated when the spec was read); expandable_segments as the
+  // spec resolved it.
+  r.settings = model::parse_alloc_conf(policy.cluster.pytorch_cuda_alloc_conf).settings;
   r.settings.expandable_segments = policy.cluster.expandable_segments;
   r.settings.capacity = capacity.value;
   r.sm = &sm;

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <limits>
 #include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -50,6 +51,18 @@ struct AllocatorSettings {
   // allocate): a segment that would go beyond fails. 0: unlimited.
   std::int64_t capacity = 0;
 };
+
+// PYTORCH_CUDA_ALLOC_CONF, "key:value" pairs separated by commas (c10 AcceleratorAllocatorConfig /
+// CUDAAllocatorConfig parseArgs): the options the model follows go into `settings`; accepted options
+// it does not follow are named in `unmodelled`; a malformed value or unknown key (torch refuses the
+// configuration at its first allocation) is `error`.
+struct AllocConfParse {
+  AllocatorSettings settings;
+  bool expandable_given = false;          // the string sets expandable_segments
+  std::vector<std::string> unmodelled;
+  std::string error;
+};
+AllocConfParse parse_alloc_conf(const std::string& conf);
 
 class CachingAllocatorModel {
  public:

@@ -266,6 +266,10 @@ struct ClusterSpec {
   // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows segments instead
   // of caching fixed-size ones; it changes the reserved estimate (not the simulated allocated peak).
   bool expandable_segments = false;
+  // PYTORCH_CUDA_ALLOC_CONF as the run exports it ("expandable_segments:True,max_split_size_mb:512"):
+  // the caching-allocator replay follows expandable_segments, max_split_size_mb,
+  // max_non_split_rounding_mb and roundup_power2_divisions (parse_alloc_conf, caching_allocator.hpp).
+  std::string pytorch_cuda_alloc_conf;
 
   bool operator==(const ClusterSpec&) const = default;
 };

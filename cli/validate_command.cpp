@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "corpus_loading.hpp"
 #include "peakcast/calibration/validation.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::cli {
 
@@ -84,6 +85,10 @@ nlohmann::json row_json(const calibration::ValidationRow& row) {
     jr["predicted_phase"] = e.predicted_phase;
     jr["predicted_fits"] = e.predicted_fits;
     jr["fit_oom_agrees"] = *row.fit_ok;
+    jr["fit_oom_edge"] = row.fit_edge;
+    jr["verdict"] = sim::to_string(e.verdict);
+    jr["verdict_cause"] = sim::to_string(e.verdict_cause);
+    jr["verdict_margin_bytes"] = e.verdict_margin;
   }
   jr["measured_oom"] = r.measured.oom;
   if (!row.compared) {
@@ -132,11 +137,17 @@ nlohmann::json report_json(const calibration::ValidationReport& v) {
   for (const auto& [g, s] : v.groups)
     groups[g] = {{"n", s.errors.n}, {"median", s.errors.median}, {"p90", s.errors.p90}, {"worst", s.errors.worst},
                  {"phase_agree", s.phase_agree}, {"phase_compared", s.phase_compared}, {"fit_agree", s.fit_agree},
-                 {"fit_compared", s.fit_compared}, {"within_bounds", s.within_bounds}};
+                 {"fit_compared", s.fit_compared}, {"fit_edge", s.fit_edge}, {"within_bounds", s.within_bounds}};
   return {{"records", records}, {"groups", groups}, {"within_bounds", v.within_bounds}, {"cross_validate", v.cross_validate},
           {"reserved", {{"n", v.reserved.n}, {"median", v.reserved.median}, {"p90", v.reserved.p90}, {"worst", v.reserved.worst},
                         {"within_p90_estimate", v.reserved_within_p90}}},
           {"reserved_by_allocator", by_allocator_json(v)}};
+}
+
+const char* fit_word(const calibration::ValidationRow& row) {
+  if (!row.fit_ok) return "-";
+  if (*row.fit_ok) return "ok";
+  return row.fit_edge ? "edge" : "DIFFERS";
 }
 
 void print_report_text(const calibration::ValidationReport& v) {
@@ -144,13 +155,17 @@ void print_report_text(const calibration::ValidationReport& v) {
     const auto& e = *row.eval;
     const auto& r = *e.record;
     if (!row.compared) {
-      std::printf("%-60s  not compared: %s\n", r.name.c_str(), e.why_unusable.c_str());
+      std::printf("%-60s  not compared: %s", r.name.c_str(), e.why_unusable.c_str());
+      if (row.fit_ok)
+        std::printf("; verdict %s (%s, margin %+.3f GB) fit/OOM %s", sim::to_string(e.verdict), sim::to_string(e.verdict_cause),
+                    static_cast<double>(e.verdict_margin) / 1e9, fit_word(row));
+      std::printf("\n");
       continue;
     }
     std::printf("%-60s  measured %8.3f GB  predicted %8.3f GB  error %+7.2f %%  phase %s/%s%s  fit/OOM %s\n", r.name.c_str(),
                 e.measured_peak / 1e9, *row.predicted / 1e9, 100 * row.rel_error, r.measured.peak_phase.value_or("-").c_str(),
                 e.predicted_phase.c_str(), row.phase_ok ? (*row.phase_ok ? " ok" : " DIFFERS") : "",
-                row.fit_ok ? (*row.fit_ok ? "ok" : "DIFFERS") : "-");
+                fit_word(row));
   }
   if (v.reserved.n > 0)
     std::printf("\nreserved memory, the simulator's estimate (allocated peaks x the measured reserved / allocated median, plus "
@@ -168,6 +183,10 @@ void print_report_text(const calibration::ValidationReport& v) {
                   100 * b.median, 100 * b.p90, 100 * b.worst, 100 * v.reserved_replayed_bias[k]);
     std::printf("\n");
   }
+  if (const auto all = v.groups.find("(all)"); all != v.groups.end())
+    std::printf("fit / out of memory (the one verdict, %s): %d of %d agree, %d inside the reservation's interval (not counted)\n",
+                v.reserved_replayed[0].n + v.reserved_replayed[1].n > 0 ? "replayed allocator" : "p90 ratio estimate",
+                all->second.fit_agree, all->second.fit_compared, all->second.fit_edge);
   std::printf("\n%-34s %5s %9s %9s %9s %11s %9s\n", "group", "n", "median%", "p90%", "worst%", "phase ok", "fit ok");
   for (const auto& [g, s] : v.groups)
     std::printf("%-34s %5d %9.2f %9.2f %9.2f %5d/%-5d %4d/%-4d%s\n", g.c_str(), s.errors.n, 100 * s.errors.median,

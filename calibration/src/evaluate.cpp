@@ -94,6 +94,11 @@ Evaluation evaluate_one(const Record& r, bool replay_allocator) {
   // Out of memory is the reservation's failure: the verdict counts the allocator's p90 reserve
   // (or, replayed, the allocator model's reservation).
   e.predicted_fits = p.fits_with_allocator_reserve;
+  const sim::Verdict verdict = sim::run_verdict(p);
+  e.verdict = verdict.kind;
+  e.verdict_cause = verdict.cause;
+  e.verdict_margin = verdict.margin;
+  e.capacity = static_cast<double>(p.capacity.value);
   e.predicted_step_time_s = p.step_time_s;
   e.without_recompute = runs_without_recompute(spec);
   // predict() already adds the shipped profile's fixed term for this record's stack.

@@ -73,7 +73,11 @@ ValidationRow compare_one(const Evaluation& e, double fixed) {
   const auto& r = *e.record;
   if (e.predicted_peak > 0) {
     row.predicted = e.uncalibrated_peak() + fixed;
-    row.fit_ok = e.predicted_fits == !r.measured.oom;
+    row.fit_ok = (e.verdict == sim::FitKind::does_not_fit) == r.measured.oom;
+    const double edge = static_cast<double>(sim::reservation_edge(Bytes{static_cast<std::int64_t>(e.capacity)}).value);
+    row.fit_edge = e.verdict == sim::FitKind::fits_without_reservation_margin ||
+                   (e.verdict == sim::FitKind::does_not_fit && e.verdict_cause == sim::FitCause::reservation &&
+                    static_cast<double>(-e.verdict_margin) < edge);
   }
   if (!e.usable) return row;
   row.compared = true;
@@ -84,7 +88,9 @@ ValidationRow compare_one(const Evaluation& e, double fixed) {
 }
 
 void count(GroupStats& g, const ValidationRow& row) {
-  if (row.fit_ok) {
+  if (row.fit_ok && !*row.fit_ok && row.fit_edge) {
+    ++g.fit_edge;
+  } else if (row.fit_ok) {
     ++g.fit_compared;
     g.fit_agree += *row.fit_ok;
   }

@@ -7,6 +7,7 @@
 #include "peakcast/calibration/record.hpp"
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::calibration {
 
@@ -20,7 +21,12 @@ struct Evaluation {
   double predicted_peak = 0;       // bytes, with the shipped profile, at the measured rank
   double profile_fixed = 0;        // framework_fixed bytes of the shipped profile inside predicted_peak
   std::string predicted_phase;     // forward | backward | grad_sync | optimizer
-  bool predicted_fits = true;      // fits with the allocator's p90 reservation (Prediction::fits_with_allocator_reserve)
+  bool predicted_fits = true;      // the run's verdict is fits (Prediction::fits_with_allocator_reserve)
+  // The run's verdict (sim/verdict.hpp), its cause and margin, and the capacity it was judged on.
+  sim::FitKind verdict = sim::FitKind::fits;
+  sim::FitCause verdict_cause = sim::FitCause::none;
+  std::int64_t verdict_margin = 0;
+  double capacity = 0;
   double predicted_step_time_s = 0;
   bool without_recompute = false;  // no recompute and no offloading: a policy study's control row
   sim::RankPrediction::StepTime predicted_time;  // the measured rank's step-time parts

@@ -27,7 +27,11 @@ struct ValidationOptions {
 struct ValidationRow {
   const Evaluation* eval = nullptr;
   std::optional<double> predicted;           // bytes, with the record's fixed term (its fold's when cross-validated)
-  std::optional<bool> fit_ok;                // predicted fit == measured not-OOM
+  // Measured out of memory and the verdict does_not_fit, or ran and the verdict is not does_not_fit.
+  std::optional<bool> fit_ok;
+  // The verdict is inside the reservation's stated interval (sim::reservation_edge): at risk, or does
+  // not fit by the reservation by less than the interval. A wrong fit_ok there is not counted wrong.
+  bool fit_edge = false;
   bool compared = false;                     // usable: the peak is compared
   double rel_error = 0;                      // (predicted - measured) / measured, when compared
   std::optional<bool> phase_ok;
@@ -39,7 +43,7 @@ struct ValidationRow {
 struct GroupStats {
   ErrorStats errors;
   int phase_agree = 0, phase_compared = 0;
-  int fit_agree = 0, fit_compared = 0;
+  int fit_agree = 0, fit_compared = 0, fit_edge = 0;  // fit_edge: disagreeing inside the interval, not counted
   bool within_bounds = true;
 };
 

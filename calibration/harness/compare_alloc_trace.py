@@ -67,7 +67,8 @@ def main():
         with gzip.open(mpath, "rt") as f:
             m = json.load(f)
         s = json.load(open(spath))
-        rank = s["ranks"][0]
+        pp = (m.get("rank") or {}).get("pp_rank", 0) or 0
+        rank = next((x for x in s["ranks"] if x["pp_rank"] == pp), s["ranks"][0])
         ms, mall = measured_spans(m)
         ss, sall = simulated_spans(rank)
         row = {"case": m["case"], "measured_trace": mpath.split("/")[-1], "simulated_trace": spath.split("/")[-1],

@@ -52,9 +52,9 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
   std::snprintf(line, sizeof line, "max peak %s GB: %s. step %.3f s, of which replay %.3f s (%.3g replay FLOPs)\n",
                 gb(p.max_peak_allocated).c_str(),
                 v.kind == sim::FitKind::does_not_fit
-                    ? "DOES NOT FIT"
+                    ? (v.cause == sim::FitCause::reservation ? "DOES NOT FIT (the caching allocator's reservation)" : "DOES NOT FIT")
                     : (v.kind == sim::FitKind::fits ? "fits on every rank"
-                                                    : "fits on every rank by allocated bytes, AT RISK once the allocator's reservation is counted"),
+                                                    : "fits on every rank by allocated bytes, AT RISK: the allocator's reservation is at the GPU's edge"),
                 p.step_time_s, p.replay_time_s, p.replay_flops);
   os << line;
   os << "verdict: " << sim::to_string(v.kind) << " (margin " << std::showpos << v.margin << std::noshowpos << " bytes, pp_rank "

@@ -2,6 +2,7 @@
 //                  [--time]
 // Formats calibration::validate_corpus (memory) or calibration::validate_time (--time); exit 1 when a
 // bound is broken or a resolved policy pair's order differs.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -185,7 +186,9 @@ void print_report_text(const calibration::ValidationReport& v) {
   }
   if (const auto all = v.groups.find("(all)"); all != v.groups.end())
     std::printf("fit / out of memory (the one verdict, %s): %d of %d agree, %d inside the reservation's interval (not counted)\n",
-                v.reserved_replayed[0].n + v.reserved_replayed[1].n > 0 ? "replayed allocator" : "p90 ratio estimate",
+                std::any_of(v.rows.begin(), v.rows.end(), [](const auto& row) { return row.eval && row.eval->replay; })
+                    ? "replayed allocator"
+                    : "p90 ratio estimate",
                 all->second.fit_agree, all->second.fit_compared, all->second.fit_edge);
   std::printf("\n%-34s %5s %9s %9s %9s %11s %9s\n", "group", "n", "median%", "p90%", "worst%", "phase ok", "fit ok");
   for (const auto& [g, s] : v.groups)

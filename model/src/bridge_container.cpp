@@ -1,6 +1,7 @@
 // convert_bridge_container: the ConfigContainer's sections one by one (section 7 of
 // docs/bridge/run-config-yaml.md), every value decoded from Bridge's YAML encodings (section 4).
 #include "bridge_container.hpp"
+#include "peakcast/model/caching_allocator.hpp"
 
 #include <set>
 
@@ -242,7 +243,14 @@ void Converter::env_vars() {
     // The whole string (cluster.pytorch_cuda_alloc_conf): the spec's reader checks it as torch does
     // and names the options the allocator replay does not follow.
     const std::string conf = value.is_string() ? value.get<std::string>() : value.dump();
-    put("cluster", "pytorch_cuda_alloc_conf", json(conf), "env_vars.PYTORCH_CUDA_ALLOC_CONF");
+    const AllocConfParse parsed = parse_alloc_conf(conf);
+    AllocatorSettings rest = parsed.settings;
+    rest.expandable_segments = false;
+    const bool only_expandable = parsed.error.empty() && parsed.unmodelled.empty() && rest == AllocatorSettings{};
+    if (parsed.expandable_given && only_expandable)
+      put("cluster", "expandable_segments", json(parsed.settings.expandable_segments), "env_vars.PYTORCH_CUDA_ALLOC_CONF");
+    else
+      put("cluster", "pytorch_cuda_alloc_conf", json(conf), "env_vars.PYTORCH_CUDA_ALLOC_CONF");
   }
   if (!others.empty()) result.ignored.push_back("env_vars without a memory effect: " + others);
 }

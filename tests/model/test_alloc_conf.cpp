@@ -39,13 +39,14 @@ TEST_CASE("alloc conf: the options the model follows, in MiB and per interval", 
   CHECK(p.settings.roundup_power2_divisions[0] == 4);
   CHECK(p.settings.roundup_power2_divisions[15] == 4);
   // A list: 256 MiB is interval 8 ([2^28, 2^29) bytes), the first entry also fills the intervals below
-  // it, ">" the rest after the last.
+  // it, ">" fills from the last named interval on, that one included (parseRoundUpPower2Divisions'
+  // std::fill from last_index), so 512's 2 becomes 8.
   p = model::parse_alloc_conf("roundup_power2_divisions:[256:1,512:2,>:8]");
   CHECK(p.error.empty());
   REQUIRE(p.settings.roundup_power2_divisions.size() == 16);
   CHECK(p.settings.roundup_power2_divisions[0] == 1);
   CHECK(p.settings.roundup_power2_divisions[8] == 1);
-  CHECK(p.settings.roundup_power2_divisions[9] == 2);
+  CHECK(p.settings.roundup_power2_divisions[9] == 8);
   CHECK(p.settings.roundup_power2_divisions[10] == 8);
   CHECK(p.settings.roundup_power2_divisions[15] == 8);
   // 3 MiB + 1 with 4 divisions of [2, 4) MiB rounds to 3.5 MiB.

@@ -34,7 +34,7 @@ const char* kPipelined = R"({"model": {"preset": "llama3-8b", "num_layers": 8, "
         "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})";
 
 // A MoE layout (Moonlight's MLA and routed experts, EP 2) and the dense one with expandable segments.
-const char* kMoe = R"({"model": {"preset": "moonlight-16b", "num_layers": 4, "expert_model_parallel_size": 2,
+const char* kMoe = R"({"model": {"preset": "moonlight-16b", "num_layers": 4, "moe_layer_freq": [0, 1, 1, 1], "expert_model_parallel_size": 2,
                   "seq_length": 4096, "bf16": true, "recompute_granularity": "selective", "recompute_modules": ["moe_act"]},
         "train": {"micro_batch_size": 1, "global_batch_size": 8},
         "optimizer": {"use_distributed_optimizer": true}, "ddp": {"use_distributed_optimizer": true},
@@ -51,7 +51,7 @@ sim::RecomputeChoice own_choice(const model::RunSpec& s) {
   sim::RecomputeChoice c;
   c.granularity = s.model.recompute_granularity == model::RecomputeGranularity::none ? model::RecomputeGranularity::selective
                                                                                        : s.model.recompute_granularity;
-  c.modules = s.model.recompute_modules;
+  c.modules = s.model.recompute_modules.value_or(std::vector<model::RecomputeTag>{});
   c.method = s.model.recompute_method;
   c.num_layers = s.model.recompute_num_layers;
   c.cpu_offloading = s.model.cpu_offloading;
@@ -87,6 +87,7 @@ TEST_CASE("predict, sweep and rank agree on the verdict", "[sim][verdict][proper
         so.threads = 1;
         const auto sweep = sim::run_sweep(text, sets, {{"train.micro_batch_size", {"1"}}}, so);
         REQUIRE(sweep.points.size() == 1);
+        INFO(sweep.points[0].error);
         REQUIRE(sweep.points[0].valid);
         const auto ranking = sim::rank_candidates(spec, Bytes{}, 0, sim::RankOrder::narrowest, opt);
         const std::string own = sim::describe(own_choice(spec));

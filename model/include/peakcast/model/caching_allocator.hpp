@@ -50,6 +50,8 @@ struct AllocatorSettings {
   // Bytes the allocator may hold in segments (the device memory less the CUDA context and what others
   // allocate): a segment that would go beyond fails. 0: unlimited.
   std::int64_t capacity = 0;
+
+  bool operator==(const AllocatorSettings&) const = default;
 };
 
 // PYTORCH_CUDA_ALLOC_CONF, "key:value" pairs separated by commas (c10 AcceleratorAllocatorConfig /

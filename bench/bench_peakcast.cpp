@@ -49,6 +49,30 @@ void BM_predict_deepseek_v3(benchmark::State& state) {
 }
 BENCHMARK(BM_predict_deepseek_v3)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
+// The same with every rank's allocations replayed through the caching-allocator model
+// (PredictOptions::replay_allocator), and the seed's Moonlight default both ways.
+void BM_predict_replay_deepseek_v3(benchmark::State& state) {
+  const model::RunSpec spec = parse_or_throw(deepseek_v3_text(static_cast<int>(state.range(0))));
+  sim::PredictOptions opt;
+  opt.replay_allocator = true;
+  std::int64_t requests = 0;
+  for (auto _ : state) {
+    const auto p = sim::predict(spec, opt);
+    requests = 0;
+    for (const auto& r : p.ranks) requests += r.allocator ? r.allocator->requests : 0;
+  }
+  state.counters["requests"] = static_cast<double>(requests);
+}
+BENCHMARK(BM_predict_replay_deepseek_v3)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+void BM_predict_moonlight(benchmark::State& state) {
+  const model::RunSpec spec = parse_or_throw(std::string(model::default_run_spec_text()));
+  sim::PredictOptions opt;
+  opt.replay_allocator = state.range(0) != 0;
+  for (auto _ : state) benchmark::DoNotOptimize(sim::predict(spec, opt));
+}
+BENCHMARK(BM_predict_moonlight)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 // The same with one Predictor reused, as rank does (graphs and profiles cached).
 void BM_predictor_reuse_deepseek_v3(benchmark::State& state) {
   sim::Predictor p(parse_or_throw(deepseek_v3_text(static_cast<int>(state.range(0)))));

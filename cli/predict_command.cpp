@@ -26,7 +26,33 @@ struct PredictArgs {
   bool explain = false;
   bool busiest_rank = false;
   bool show_spec = false;
+  bool allocator_replay = true;  // --no-allocator-replay: the p90 reserved / allocated estimate instead
+  std::string allocator_trace;
 };
+// The replayed request streams, for checking the allocator model against torch's own allocator.
+bool write_allocator_trace(const std::string& path, const model::RunSpec& spec, const sim::Prediction& p) {
+  std::ofstream out(path);
+  if (!out) {
+    std::cerr << "error: --allocator-trace: cannot write " << path << "\n";
+    return false;
+  }
+  nlohmann::json j;
+  j["expandable_segments"] = spec.cluster.expandable_segments;
+  j["capacity_bytes"] = p.capacity.value;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& r : p.ranks) {
+    nlohmann::json x{{"pp_rank", r.rank.pp_rank}, {"events", r.allocator_trace}};
+    if (r.allocator) x["peak_reserved_bytes"] = r.allocator->peak_reserved.value - r.reserved_outside_allocated.value;
+    if (r.allocator) x["peak_allocated_bytes"] = r.allocator->peak_allocated.value;
+    if (r.allocator) x["pass_starts"] = r.allocator->pass_starts;
+    if (r.allocator) x["segments"] = r.allocator->segments;
+    ranks.push_back(std::move(x));
+  }
+  j["ranks"] = std::move(ranks);
+  out << j.dump() << "\n";
+  return true;
+}
+
 }  // namespace
 
 Runner add_predict_command(CLI::App& app) {
@@ -43,6 +69,10 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_flag("--explain", args->explain, "Also print each module's saved and transient bytes per micro-batch");
   sub->add_flag("--show-spec", args->show_spec,
                 "Also print the resolved spec: every memory-relevant key, its value and where it came from (JSON: resolved_spec)");
+  sub->add_flag("--allocator-replay,!--no-allocator-replay", args->allocator_replay,
+                "Judge the fit by the caching-allocator model's replay of every allocation and free (the default); --no-allocator-replay: by the p90 reserved / allocated ratio of our measured runs instead");
+  sub->add_option("--allocator-trace", args->allocator_trace,
+                  "Write each rank's replayed requests (bytes; a free as -(n+1)) to FILE (JSON)");
   sub->add_flag("--moe-busiest-rank", args->busiest_rank,
                 "MoE: predict the busiest expert-parallel rank of an untrained router (sets model.moe_routing_imbalance)");
   return [args] {
@@ -53,12 +83,15 @@ Runner add_predict_command(CLI::App& app) {
     sim::PredictOptions opt;
     opt.record_timeline = !args->timeline.empty() || !args->html.empty();
     opt.record_held_tensors = args->explain;
+    opt.replay_allocator = args->allocator_replay || !args->allocator_trace.empty();
+    opt.record_allocator_trace = !args->allocator_trace.empty();
     sim::Prediction p = sim::predict(spec, opt);
     // The spec's validation warnings first, then what the simulation itself found (fragmentation risk).
     const model::Diagnostics found = p.warnings;
     p.warnings = loaded->warnings;
     p.warnings.insert(p.warnings.end(), found.begin(), found.end());
     if (!args->html.empty() && !write_predict_html(args->html, spec, p)) return kExitInvalidInput;
+    if (!args->allocator_trace.empty() && !write_allocator_trace(args->allocator_trace, spec, p)) return kExitInvalidInput;
     if (!args->timeline.empty()) {
       if (!write_output("--timeline", args->timeline, sim::to_json(p, true) + "\n")) return kExitInvalidInput;
     }

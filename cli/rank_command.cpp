@@ -24,9 +24,10 @@ struct RankArgs {
   bool busiest_rank = false;
   bool balanced = false;
   std::string order = "narrowest";
+  bool allocator_replay = true;  // --no-allocator-replay: the p90 reserved / allocated estimate instead
 };
 
-void print_ranking_table(std::ostream& os, const sim::Ranking& r, bool expandable_segments) {
+void print_ranking_table(std::ostream& os, const sim::Ranking& r, bool expandable_segments, bool replayed) {
   char line[512];
   std::snprintf(line, sizeof line, "budget %.3f GB per GPU, %zu candidates evaluated, %zu rejected by Megatron\n",
                 r.budget.gb(), r.candidates.size(), r.rejected.size());
@@ -59,7 +60,8 @@ void print_ranking_table(std::ostream& os, const sim::Ranking& r, bool expandabl
      << "\n";
   if (r.narrowest_viable) {
     const auto& c = r.candidates[*r.narrowest_viable];
-    if (c.reserved_p90 > r.budget) {
+    // With the allocator replay the verdict already judged the reservation; the p90 estimate is for --no-allocator-replay.
+    if (!replayed && c.reserved_p90 > r.budget) {
       std::snprintf(line, sizeof line,
                     "  fragmentation risk: %.3f GB allocated fits, but the caching allocator reserved up to %.3f GB "
                     "at this peak in 90 %% of our measured runs%s\n",
@@ -119,6 +121,8 @@ Runner add_rank_command(CLI::App& app) {
                 "MoE: check the busiest expert-parallel rank of an untrained router (the default under expert parallelism)");
   sub->add_flag("--moe-balanced", args->balanced,
                 "MoE: check balanced routing instead of the busiest expert-parallel rank");
+  sub->add_flag("--allocator-replay,!--no-allocator-replay", args->allocator_replay,
+                "Judge the fit by the caching-allocator model's replay of every allocation and free (the default); --no-allocator-replay: by the p90 reserved / allocated ratio of our measured runs instead");
   sub->add_option("--order", args->order,
                   "narrowest (selective boundaries before whole-layer recompute, each by replay time; default) or replay-time")
       ->check(CLI::IsMember({"narrowest", "replay-time"}));
@@ -136,21 +140,25 @@ Runner add_rank_command(CLI::App& app) {
     if (!args->balanced && (args->busiest_rank || (ep_moe && spec->model.moe_routing_imbalance == 1.0)) &&
         !apply_busiest_rank_routing(*spec, args->busiest_rank))
       return kExitInvalidInput;
-    const std::optional<Bytes> budget = args->budget_gb ? budget_bytes(*args->budget_gb) : spec->cluster.gpu.memory_bytes;
+    // No budget: the device's capacity less any userbuffers, as predict compares (rank_candidates).
+    const std::optional<Bytes> budget = args->budget_gb ? budget_bytes(*args->budget_gb) : std::optional<Bytes>(Bytes{});
     if (!budget) return kExitInvalidInput;
     if (!(args->headroom_sigma >= 0 && args->headroom_sigma <= kMaxHeadroomSigma)) {
       std::cerr << "error: --headroom-sigma: must be a number in [0, " << kMaxHeadroomSigma << "]\n";
       return kExitInvalidInput;
     }
+    sim::PredictOptions options;
+    options.replay_allocator = args->allocator_replay;
     const sim::Ranking ranking = sim::rank_candidates(
-        *spec, *budget, args->headroom_sigma, args->order == "replay-time" ? sim::RankOrder::replay_time : sim::RankOrder::narrowest);
+        *spec, *budget, args->headroom_sigma, args->order == "replay-time" ? sim::RankOrder::replay_time : sim::RankOrder::narrowest,
+        options);
     if (!args->html.empty() && !write_rank_html(args->html, *spec, ranking, sim::shown_candidate_prediction(*spec, ranking)))
       return kExitInvalidInput;
     if (args->json) {
       std::cout << sim::to_json(ranking) << "\n";
     } else {
       for (const auto& w : loaded->warnings) std::cerr << model::format(w) << "\n";
-      print_ranking_table(std::cout, ranking, spec->cluster.expandable_segments);
+      print_ranking_table(std::cout, ranking, spec->cluster.expandable_segments, args->allocator_replay);
     }
     return kExitOk;
   };

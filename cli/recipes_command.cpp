@@ -16,11 +16,8 @@ struct RecipesArgs {
   bool predict = false, json = false;
 };
 
-std::string verdict(const sim::CatalogueRow& r) {
-  if (!r.predicted) return "-";
-  if (!r.fits) return "does not fit";
-  return r.fits_with_allocator_reserve ? "fits" : "at risk";
-}
+// The one verdict's words (verdict.hpp), as predict, sweep and rank use them.
+std::string verdict(const sim::CatalogueRow& r) { return r.predicted ? sim::short_label(r.verdict) : "-"; }
 }  // namespace
 
 Runner add_recipes_command(CLI::App& app) {
@@ -56,6 +53,8 @@ Runner add_recipes_command(CLI::App& app) {
           x["capacity_bytes"] = r.capacity.value;
           x["fits"] = r.fits;
           x["fits_with_allocator_reserve"] = r.fits_with_allocator_reserve;
+          x["verdict"] = sim::to_string(r.verdict);
+          x["margin_bytes"] = r.margin;
         } else {
           x["error_rule"] = r.error_rule;
           x["error"] = r.error;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "peakcast/sim/verdict.hpp"
 #include "report_html_svg.hpp"
 
 namespace peakcast::cli {
@@ -32,6 +33,12 @@ std::string page(const std::string& title, const std::string& subtitle, const st
 
 bool write(const std::string& path, const std::string& text) { return write_output("--html", path, text); }
 
+// Row classes and words of the one verdict (verdict.hpp).
+const char* row_class(sim::FitKind k, sim::FitCause c = sim::FitCause::none) {
+  if (k == sim::FitKind::does_not_fit) return c == sim::FitCause::reservation ? "frag" : "bad";
+  return k == sim::FitKind::fits ? "ok" : "risk";
+}
+
 std::string run_subtitle(const model::RunSpec& spec) {
   const auto& m = spec.model;
   std::ostringstream os;
@@ -47,13 +54,16 @@ std::string run_subtitle(const model::RunSpec& spec) {
 std::string prediction_sections(const sim::Prediction& p, Bytes budget) {
   std::ostringstream os;
   os << "<table><tr><th>pp_rank</th><th>ep_rank</th><th>peak GB</th><th>steady GB</th><th class='l'>phase</th><th class='l'>peak op</th>"
-        "<th>replay s</th><th>step s</th><th class='l'>fits</th></tr>";
-  for (const auto& r : p.ranks)
-    os << "<tr class='" << (r.fits ? "ok" : "bad") << "'><td>" << r.rank.pp_rank << "</td><td>" << r.rank.ep_rank << "</td><td>" << gb(r.peak_allocated)
+        "<th>reserved GB</th><th>replay s</th><th>step s</th><th class='l'>verdict</th></tr>";
+  for (const auto& r : p.ranks) {
+    const sim::Verdict v = sim::rank_verdict(r, p.capacity);
+    os << "<tr class='" << row_class(v.kind, v.cause) << "'><td>" << r.rank.pp_rank << "</td><td>" << r.rank.ep_rank << "</td><td>" << gb(r.peak_allocated)
        << "</td><td>" << gb(r.steady_peak_allocated) << "</td><td class='l'>" << sim::to_string(r.peak_phase)
        << (r.peak_in_first_iteration ? " (first iteration)" : "") << "</td><td class='l'>" << html::escape(r.peak_op)
-       << "</td><td>" << num(r.replay_time_s, "%.4f") << "</td><td>" << num(r.step_time_s, "%.3f") << "</td><td class='l'>"
-       << (r.fits ? "yes" : "NO") << "</td></tr>";
+       << "</td><td title='" << (v.reservation_replayed ? "replayed caching allocator" : "p90 of measured reserved / allocated")
+       << "'>" << gb(v.reservation) << "</td><td>" << num(r.replay_time_s, "%.4f") << "</td><td>" << num(r.step_time_s, "%.3f")
+       << "</td><td class='l'>" << html::escape(sim::short_label(v.kind)) << ": " << html::escape(v.reason) << "</td></tr>";
+  }
   os << "</table>";
   os << "<h2>Breakdown at each rank's peak (GB)</h2>" << html::breakdown_svg(p);
   os << "<h2>Memory timeline per rank</h2>";
@@ -70,8 +80,16 @@ std::string prediction_sections(const sim::Prediction& p, Bytes budget) {
 
 bool write_predict_html(const std::string& path, const model::RunSpec& spec, const sim::Prediction& p) {
   std::ostringstream body;
-  body << "<p>Max peak <b>" << gb(p.max_peak_allocated) << " GB</b> of " << gb(p.capacity) << " GB: <b>"
-       << (p.fits ? "fits on every rank" : "DOES NOT FIT") << "</b>. Step " << num(p.step_time_s, "%.3f")
+  const sim::Verdict v = sim::run_verdict(p);
+  body << "<p>Max peak <b>" << gb(p.max_peak_allocated) << " GB</b> of " << gb(p.capacity) << " GB, reserved <b>"
+       << gb(v.reservation) << " GB</b> (" << (v.reservation_replayed ? "replayed caching allocator" : "p90 estimate from measured runs")
+       << "): <b>"
+       << (v.kind == sim::FitKind::fits ? "fits on every rank"
+                                        : (v.kind == sim::FitKind::does_not_fit
+                                               ? (v.cause == sim::FitCause::reservation ? "DOES NOT FIT (the allocator's reservation)"
+                                                                                        : "DOES NOT FIT")
+                                                                                : "AT RISK: fits by allocated bytes, not with the reservation"))
+       << "</b> (" << html::escape(v.reason) << "). Step " << num(p.step_time_s, "%.3f")
        << " s, of which replay " << num(p.replay_time_s, "%.4f") << " s. Calibration profile: "
        << html::escape(p.calibration_profile) << ".</p>";
   body << prediction_sections(p, Bytes{});
@@ -112,8 +130,8 @@ bool write_rank_html(const std::string& path, const model::RunSpec& spec, const 
   for (const auto& c : r.candidates) {
     std::string notes = c.reason;
     for (const auto t : c.ineffective_tags) notes += (notes.empty() ? "" : "; ") + std::string(model::to_string(t)) + " has no effect on the peak";
-    body << "<tr class='" << (c.viable ? "ok" : "bad") << "'><td>" << ++i << "</td><td class='l'>" << html::escape(c.label)
-         << "</td><td class='l'>" << (c.viable ? "yes" : "no") << "</td><td>" << gb(c.max_peak) << "</td><td>"
+    body << "<tr class='" << row_class(c.verdict, c.cause) << "'><td>" << ++i << "</td><td class='l'>" << html::escape(c.label)
+         << "</td><td class='l'>" << (c.viable ? "yes" : std::string("no: ") + sim::short_label(c.verdict)) << "</td><td>" << gb(c.max_peak) << "</td><td>"
          << num(c.replay_time_s, "%.4f") << "</td><td>" << num(c.step_time_s, "%.3f") << "</td><td class='l'>"
          << html::escape(notes) << "</td></tr>";
   }
@@ -130,10 +148,13 @@ bool write_rank_html(const std::string& path, const model::RunSpec& spec, const 
 
 bool write_sweep_html(const std::string& path, const sim::SweepResult& r) {
   std::ostringstream body;
-  std::size_t fits = 0;
-  for (const auto& p : r.points) fits += p.valid && p.fits ? 1 : 0;
-  body << "<p>" << r.points.size() << " points, " << r.invalid_count() << " invalid (skipped), " << fits
-       << " fit.</p>";
+  std::size_t fits = 0, risk = 0;
+  for (const auto& p : r.points) {
+    fits += p.valid && p.verdict == sim::FitKind::fits ? 1 : 0;
+    risk += p.valid && p.verdict == sim::FitKind::fits_without_reservation_margin ? 1 : 0;
+  }
+  body << "<p>" << r.points.size() << " points, " << r.invalid_count() << " invalid (skipped), " << fits << " fit, " << risk
+       << " at risk (allocated fits, the caching allocator's reservation does not).</p>";
   if (r.axes.size() > 2)
     body << "<p class='sub'>Cells aggregate over the other varied keys: how many points fit, and the best headroom.</p>";
   body << "<h2>Fits</h2>" << html::sweep_heatmap_svg(r, false);
@@ -148,10 +169,10 @@ bool write_sweep_html(const std::string& path, const sim::SweepResult& r) {
   constexpr std::size_t kMaxRows = 5000;  // the CSV has them all; a page this long is unreadable anyway
   for (std::size_t i = 0; i < r.points.size() && i < kMaxRows; ++i) {
     const auto& p = r.points[i];
-    body << "<tr class='" << (p.valid && p.fits ? "ok" : "bad") << "'>";
+    body << "<tr class='" << (p.valid ? row_class(p.verdict, p.cause) : "bad") << "'>";
     for (const auto& v : p.values) body << "<td class='l'>" << html::escape(v) << "</td>";
     if (p.valid)
-      body << "<td class='l'>" << (p.fits ? "yes" : "no") << "</td><td>" << gb(p.max_peak) << "</td><td>"
+      body << "<td class='l'>" << sim::short_label(p.verdict) << "</td><td>" << gb(p.max_peak) << "</td><td>"
            << gb(p.headroom()) << "</td><td>" << p.peak_pp_rank << "</td><td class='l'>" << sim::to_string(p.peak_phase)
            << "</td><td>" << num(p.step_time_s, "%.3f") << "</td><td>" << num(p.replay_time_s, "%.4f") << "</td><td></td>";
     else

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 namespace peakcast::cli::html {
 
@@ -201,6 +202,17 @@ std::string breakdown_svg(const sim::Prediction& p) {
   return os.str();
 }
 
+// Each verdict and cause its own class (verdict.hpp): a reservation over the GPU is not an
+// allocated peak over the budget.
+const char* verdict_class(sim::FitKind k, sim::FitCause c) {
+  switch (k) {
+    case sim::FitKind::fits: return "ok";
+    case sim::FitKind::fits_without_reservation_margin: return "risk";
+    case sim::FitKind::does_not_fit: return c == sim::FitCause::reservation ? "frag" : "bad";
+  }
+  return "bad";
+}
+
 std::string candidates_svg(const sim::Ranking& r) {
   std::ostringstream os;
   Frame fr;
@@ -232,7 +244,7 @@ std::string candidates_svg(const sim::Ranking& r) {
     const bool best = r.narrowest_viable && *r.narrowest_viable == i;
     const bool cheapest = !best && r.cheapest_viable && *r.cheapest_viable == i;
     os << "<circle cx='" << f(fr.x(c.replay_time_s)) << "' cy='" << f(fr.y(c.max_peak.gb())) << "' r='" << (best ? 7 : 4)
-       << "' class='" << (c.viable ? "ok" : "bad") << (best ? " best" : "") << "'><title>" << escape(c.label) << ": "
+       << "' class='" << verdict_class(c.verdict, c.cause) << (best ? " best" : "") << "'><title>" << escape(c.label) << ": "
        << f(c.max_peak.gb(), "%.2f") << " GB, replay " << f(c.replay_time_s, "%.4f") << " s"
        << (c.viable ? "" : " — " + escape(c.reason)) << "</title></circle>";
     if (best)
@@ -242,10 +254,19 @@ std::string candidates_svg(const sim::Ranking& r) {
       os << "<text x='" << f(fr.x(c.replay_time_s) + 10) << "' y='" << f(fr.y(c.max_peak.gb()) - 10)
          << "' class='best-label'>least replay: " << escape(c.label) << "</text>";
   }
-  os << "<circle cx='" << fr.x0 + 10 << "' cy='" << fr.y0 + fr.h + 52 << "' r='5' class='ok'/><text x='" << fr.x0 + 20
-     << "' y='" << fr.y0 + fr.h + 56 << "' class='tick'>viable</text><circle cx='" << fr.x0 + 90 << "' cy='"
-     << fr.y0 + fr.h + 52 << "' r='5' class='bad'/><text x='" << fr.x0 + 100 << "' y='" << fr.y0 + fr.h + 56
-     << "' class='tick'>over budget</text>";
+  // Each reason as it is (verdict.hpp), whichever side of the budget line the dot lies.
+  const std::tuple<sim::FitKind, sim::FitCause, const char*> legend[] = {
+      {sim::FitKind::fits, sim::FitCause::none, "viable"},
+      {sim::FitKind::fits_without_reservation_margin, sim::FitCause::reservation, "at risk: the reservation is at the GPU's edge"},
+      {sim::FitKind::does_not_fit, sim::FitCause::allocated,
+       r.headroom_sigma > 0 ? "allocated peak with the headroom over the budget" : "allocated peak over the budget"},
+      {sim::FitKind::does_not_fit, sim::FitCause::reservation, "the allocator's reservation over the GPU"}};
+  double lx = fr.x0 + 10;
+  for (const auto& [kind, cause, text] : legend) {
+    os << "<circle cx='" << f(lx) << "' cy='" << fr.y0 + fr.h + 52 << "' r='5' class='" << verdict_class(kind, cause)
+       << "'/><text x='" << f(lx + 10) << "' y='" << fr.y0 + fr.h + 56 << "' class='tick'>" << text << "</text>";
+    lx += 40 + 6.2 * static_cast<double>(std::string(text).size());
+  }
   os << "</svg>";
   return os.str();
 }
@@ -257,7 +278,7 @@ std::string sweep_heatmap_svg(const sim::SweepResult& r, bool headroom) {
   static const std::vector<std::string> one{""};
   const auto& ys = r.axes.size() > 1 ? r.axes[1].values : one;
   // Cells aggregate over the remaining axes: how many valid points fit, and the best headroom.
-  struct Cell { int valid = 0, fit = 0; double best = -1e300; };
+  struct Cell { int valid = 0, fit = 0, risk = 0; double best = -1e300; };
   std::map<std::pair<std::size_t, std::size_t>, Cell> cells;
   const std::size_t inner = r.points.size() / std::max<std::size_t>(1, xs.size() * ys.size());
   for (std::size_t i = 0; i < r.points.size(); ++i) {
@@ -266,7 +287,8 @@ std::string sweep_heatmap_svg(const sim::SweepResult& r, bool headroom) {
     const auto& p = r.points[i];
     if (!p.valid) continue;
     ++c.valid;
-    c.fit += p.fits ? 1 : 0;
+    c.fit += p.verdict == sim::FitKind::fits ? 1 : 0;
+    c.risk += p.verdict == sim::FitKind::fits_without_reservation_margin ? 1 : 0;
     c.best = std::max(c.best, p.headroom().gb());
   }
   double span = 1;
@@ -296,8 +318,11 @@ std::string sweep_heatmap_svg(const sim::SweepResult& r, bool headroom) {
                              : "rgb(245," + std::to_string(shade) + "," + std::to_string(shade) + ")";
           text = f(c.best, "%+.1f");
         } else {
-          fill = c.fit == c.valid ? "#86d39a" : (c.fit == 0 ? "#f19a9a" : "#f5d58a");
-          text = inner > 1 ? std::to_string(c.fit) + "/" + std::to_string(c.valid) + " fit" : (c.fit ? "fits" : "OOM");
+          // The verdict (verdict.hpp): fits, at risk (the reservation over the GPU), does not fit.
+          fill = c.fit == c.valid ? "#86d39a" : (c.fit + c.risk == 0 ? "#f19a9a" : "#f5d58a");
+          text = inner > 1 ? std::to_string(c.fit) + "/" + std::to_string(c.valid) + " fit" +
+                                 (c.risk ? ", " + std::to_string(c.risk) + " at risk" : std::string())
+                           : (c.fit ? "fits" : (c.risk ? "at risk" : "OOM"));
         }
       }
       const double cx = x0 + cw * static_cast<double>(xi), cy = y0 + ch * static_cast<double>(yi);
@@ -328,6 +353,8 @@ svg text { font-family: inherit; }
 .budget { stroke: #9333ea; stroke-width: 1.5; stroke-dasharray: 3 3; } .budget-label { font-size: 11px; fill: #9333ea; }
 .iter { stroke: #374151; stroke-width: 1; stroke-dasharray: 2 2; }
 .peak { fill: #dc2626; } .ok { fill: #16a34a; fill-opacity: 0.75; } .bad { fill: #dc2626; fill-opacity: 0.6; }
+.risk { fill: #d97706; fill-opacity: 0.75; } tr.risk td { color: #92400e; }
+.frag { fill: #7c3aed; fill-opacity: 0.7; } tr.frag td { color: #5b21b6; }
 .best { stroke: #111827; stroke-width: 2; } .best-label { font-size: 12px; font-weight: 600; fill: #14532d; }
 )css";
 }

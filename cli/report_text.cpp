@@ -1,5 +1,7 @@
 #include "report_text.hpp"
 
+#include "peakcast/sim/verdict.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -46,14 +48,29 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
     os << line;
   }
   os << "\npeak lands at: " << (p.ranks.empty() ? "" : p.ranks.front().peak_op) << "\n";
+  const sim::Verdict v = sim::run_verdict(p);
   std::snprintf(line, sizeof line, "max peak %s GB: %s. step %.3f s, of which replay %.3f s (%.3g replay FLOPs)\n",
                 gb(p.max_peak_allocated).c_str(),
-                !p.fits ? "DOES NOT FIT"
-                        : (p.fits_with_allocator_reserve ? "fits on every rank"
-                                                         : "fits on every rank by allocated bytes, AT RISK once the allocator's reservation is counted"),
-                p.step_time_s,
-                p.replay_time_s, p.replay_flops);
+                v.kind == sim::FitKind::does_not_fit
+                    ? (v.cause == sim::FitCause::reservation ? "DOES NOT FIT (the caching allocator's reservation)" : "DOES NOT FIT")
+                    : (v.kind == sim::FitKind::fits ? "fits on every rank"
+                                                    : "fits on every rank by allocated bytes, AT RISK: the allocator's reservation is at the GPU's edge"),
+                p.step_time_s, p.replay_time_s, p.replay_flops);
   os << line;
+  os << "verdict: " << sim::to_string(v.kind) << " (margin " << std::showpos << v.margin << std::noshowpos << " bytes, pp_rank "
+     << v.pp_rank << "): " << v.reason << "\n";
+  for (const auto& r : p.ranks) {
+    if (!r.allocator) continue;
+    const auto& a = *r.allocator;
+    std::snprintf(line, sizeof line,
+                  "allocator replay, pp_rank %lld: reserved peak %s GB (allocated peak %s GB), largest free block at the "
+                  "allocated peak %s GB, %lld requests%s\n",
+                  static_cast<long long>(r.rank.pp_rank), gb(a.peak_reserved).c_str(), gb(a.peak_allocated).c_str(),
+                  gb(a.largest_free_at_peak).c_str(), static_cast<long long>(a.requests),
+                  a.first_failure ? (", FIRST FAILING REQUEST " + gb(a.first_failure->request) + " GB at " + a.first_failure->where).c_str()
+                                  : "");
+    os << line;
+  }
   // The allocator's reserved memory at the largest peak, as our measured runs reserved over allocated.
   const sim::RankPrediction* largest = nullptr;
   for (const auto& r : p.ranks) if (!largest || r.peak_allocated > largest->peak_allocated) largest = &r;

@@ -28,6 +28,7 @@ struct SweepArgs {
   bool json = false;
   std::optional<double> budget_gb;
   unsigned threads = 0;
+  bool allocator_replay = true;  // --no-allocator-replay: the p90 reserved / allocated estimate instead
 };
 
 // A one-line bar redrawn in place; only when stderr is a terminal and the sweep is long.
@@ -65,14 +66,19 @@ void print_sweep_table(std::ostream& os, const sim::SweepResult& r) {
       os << "invalid: " << p.error << "\n";
       continue;
     }
-    std::snprintf(line, sizeof line, "%-5s %-10.3f %-+10.3f %-5lld %-9s %-9.3f %.4f\n", p.fits ? "yes" : "NO",
+    std::snprintf(line, sizeof line, "%-5s %-10.3f %-+10.3f %-5lld %-9s %-9.3f %.4f\n",
+                  p.verdict == sim::FitKind::fits ? "yes" : (p.verdict == sim::FitKind::does_not_fit ? "NO" : "RISK"),
                   p.max_peak.gb(), p.headroom().gb(), static_cast<long long>(p.peak_pp_rank),
                   sim::to_string(p.peak_phase), p.step_time_s, p.replay_time_s);
     os << line;
   }
-  std::size_t fits = 0;
-  for (const auto& p : r.points) fits += p.valid && p.fits ? 1 : 0;
-  os << "\n" << r.points.size() << " points, " << r.invalid_count() << " invalid (skipped), " << fits << " fit\n";
+  std::size_t fits = 0, risk = 0;
+  for (const auto& p : r.points) {
+    fits += p.valid && p.verdict == sim::FitKind::fits ? 1 : 0;
+    risk += p.valid && p.verdict == sim::FitKind::fits_without_reservation_margin ? 1 : 0;
+  }
+  os << "\n" << r.points.size() << " points, " << r.invalid_count() << " invalid (skipped), " << fits << " fit, " << risk
+     << " at risk (RISK: allocated fits, the caching allocator's reservation does not)\n";
 }
 
 }  // namespace
@@ -88,6 +94,8 @@ Runner add_sweep_command(CLI::App& app) {
   sub->add_option("--set", args->sets, "Override one key for every point: section.key=JSON (repeatable)");
   sub->add_option("--csv", args->csv, "Write one CSV row per point to FILE");
   sub->add_flag("--json", args->json, "Print the points as JSON");
+  sub->add_flag("--allocator-replay,!--no-allocator-replay", args->allocator_replay,
+                "Judge the fit by the caching-allocator model's replay of every allocation and free (the default); --no-allocator-replay: by the p90 reserved / allocated ratio of our measured runs instead");
   sub->add_option("--html", args->html, "Write a self-contained HTML report with heatmaps to FILE");
   sub->add_option("--budget-gb", args->budget_gb, "Compare peaks to this budget (GB, 10^9 bytes) instead of the GPU capacity");
   sub->add_option("--threads", args->threads, "Worker threads (default: all cores)");
@@ -118,6 +126,7 @@ Runner add_sweep_command(CLI::App& app) {
     if (!base) return kExitInvalidInput;
     for (const auto& w : base->warnings) std::cerr << model::format(w) << "\n";
     sim::SweepOptions opt;
+    opt.replay_allocator = args->allocator_replay;
     if (args->budget_gb) {
       opt.budget = budget_bytes(*args->budget_gb);
       if (!opt.budget) return kExitInvalidInput;

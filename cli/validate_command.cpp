@@ -2,6 +2,7 @@
 //                  [--time]
 // Formats calibration::validate_corpus (memory) or calibration::validate_time (--time); exit 1 when a
 // bound is broken or a resolved policy pair's order differs.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "commands.hpp"
 #include "corpus_loading.hpp"
 #include "peakcast/calibration/validation.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::cli {
 
@@ -22,6 +24,7 @@ struct ValidateArgs {
   bool json = false;
   calibration::ValidationOptions options;
   bool time = false;
+  bool allocator_replay = true;  // --no-allocator-replay: the p90 reserved / allocated estimate instead
 };
 
 void print_time_text(const calibration::TimeReport& t) {
@@ -83,6 +86,10 @@ nlohmann::json row_json(const calibration::ValidationRow& row) {
     jr["predicted_phase"] = e.predicted_phase;
     jr["predicted_fits"] = e.predicted_fits;
     jr["fit_oom_agrees"] = *row.fit_ok;
+    jr["fit_oom_edge"] = row.fit_edge;
+    jr["verdict"] = sim::to_string(e.verdict);
+    jr["verdict_cause"] = sim::to_string(e.verdict_cause);
+    jr["verdict_margin_bytes"] = e.verdict_margin;
   }
   jr["measured_oom"] = r.measured.oom;
   if (!row.compared) {
@@ -92,6 +99,12 @@ nlohmann::json row_json(const calibration::ValidationRow& row) {
   if (row.reserved_estimate) {
     jr["measured_reserved_bytes"] = *r.measured.peak_reserved_bytes;
     jr["predicted_reserved_bytes"] = std::llround(*row.reserved_estimate);
+    if (row.reserved_replayed) jr["replayed_reserved_bytes"] = std::llround(*row.reserved_replayed);
+  }
+  if (e.replay) {
+    jr["replayed_peak_allocated_bytes"] = e.replay->peak_allocated.value;
+    jr["replayed_largest_free_at_peak_bytes"] = e.replay->largest_free_at_peak.value;
+    if (e.replay->first_failure) jr["replayed_first_failure"] = e.replay->first_failure->where;
   }
   jr["measured_bytes"] = std::llround(e.measured_peak);
   jr["measured_first_iteration_only"] = e.measured_first_iteration_only;
@@ -101,16 +114,41 @@ nlohmann::json row_json(const calibration::ValidationRow& row) {
   return jr;
 }
 
+nlohmann::json stats_json(const calibration::ErrorStats& s) {
+  return {{"n", s.n}, {"median", s.median}, {"p90", s.p90}, {"worst", s.worst}};
+}
+
+// The ratio estimate and the replay, default allocator and expandable segments apart.
+nlohmann::json by_allocator_json(const calibration::ValidationReport& v) {
+  nlohmann::json j = nlohmann::json::object();
+  const char* names[2] = {"default", "expandable_segments"};
+  for (int k = 0; k < 2; ++k) {
+    j[names[k]] = {{"ratio_estimate", stats_json(v.reserved_by_allocator[k])}};
+    if (v.reserved_replayed[k].n > 0) {
+      j[names[k]]["replay"] = stats_json(v.reserved_replayed[k]);
+      j[names[k]]["replay"]["median_signed"] = v.reserved_replayed_bias[k];
+    }
+  }
+  return j;
+}
+
 nlohmann::json report_json(const calibration::ValidationReport& v) {
   nlohmann::json records = nlohmann::json::array(), groups = nlohmann::json::object();
   for (const auto& row : v.rows) records.push_back(row_json(row));
   for (const auto& [g, s] : v.groups)
     groups[g] = {{"n", s.errors.n}, {"median", s.errors.median}, {"p90", s.errors.p90}, {"worst", s.errors.worst},
                  {"phase_agree", s.phase_agree}, {"phase_compared", s.phase_compared}, {"fit_agree", s.fit_agree},
-                 {"fit_compared", s.fit_compared}, {"within_bounds", s.within_bounds}};
+                 {"fit_compared", s.fit_compared}, {"fit_edge", s.fit_edge}, {"within_bounds", s.within_bounds}};
   return {{"records", records}, {"groups", groups}, {"within_bounds", v.within_bounds}, {"cross_validate", v.cross_validate},
           {"reserved", {{"n", v.reserved.n}, {"median", v.reserved.median}, {"p90", v.reserved.p90}, {"worst", v.reserved.worst},
-                        {"within_p90_estimate", v.reserved_within_p90}}}};
+                        {"within_p90_estimate", v.reserved_within_p90}}},
+          {"reserved_by_allocator", by_allocator_json(v)}};
+}
+
+const char* fit_word(const calibration::ValidationRow& row) {
+  if (!row.fit_ok) return "-";
+  if (*row.fit_ok) return "ok";
+  return row.fit_edge ? "edge" : "DIFFERS";
 }
 
 void print_report_text(const calibration::ValidationReport& v) {
@@ -118,19 +156,40 @@ void print_report_text(const calibration::ValidationReport& v) {
     const auto& e = *row.eval;
     const auto& r = *e.record;
     if (!row.compared) {
-      std::printf("%-60s  not compared: %s\n", r.name.c_str(), e.why_unusable.c_str());
+      std::printf("%-60s  not compared: %s", r.name.c_str(), e.why_unusable.c_str());
+      if (row.fit_ok)
+        std::printf("; verdict %s (%s, margin %+.3f GB) fit/OOM %s", sim::to_string(e.verdict), sim::to_string(e.verdict_cause),
+                    static_cast<double>(e.verdict_margin) / 1e9, fit_word(row));
+      std::printf("\n");
       continue;
     }
     std::printf("%-60s  measured %8.3f GB  predicted %8.3f GB  error %+7.2f %%  phase %s/%s%s  fit/OOM %s\n", r.name.c_str(),
                 e.measured_peak / 1e9, *row.predicted / 1e9, 100 * row.rel_error, r.measured.peak_phase.value_or("-").c_str(),
                 e.predicted_phase.c_str(), row.phase_ok ? (*row.phase_ok ? " ok" : " DIFFERS") : "",
-                row.fit_ok ? (*row.fit_ok ? "ok" : "DIFFERS") : "-");
+                fit_word(row));
   }
   if (v.reserved.n > 0)
     std::printf("\nreserved memory, the simulator's estimate (allocated peaks x the measured reserved / allocated median, plus "
                 "any CUDA-graph pool; in-sample ratios): %d records, median %.2f %%, p90 %.2f %%, worst %.2f %%; measured at "
                 "most the p90 estimate on %d\n",
                 v.reserved.n, 100 * v.reserved.median, 100 * v.reserved.p90, 100 * v.reserved.worst, v.reserved_within_p90);
+  for (int k = 0; k < 2; ++k) {
+    const auto& a = v.reserved_by_allocator[k];
+    const auto& b = v.reserved_replayed[k];
+    if (a.n == 0) continue;
+    std::printf("  %s: ratio estimate %d records, median %.2f %%, p90 %.2f %%, worst %.2f %%", k ? "expandable segments" : "default allocator",
+                a.n, 100 * a.median, 100 * a.p90, 100 * a.worst);
+    if (b.n > 0)
+      std::printf("; allocator replay %d records, median %.2f %%, p90 %.2f %%, worst %.2f %%, median signed %+.2f %%", b.n,
+                  100 * b.median, 100 * b.p90, 100 * b.worst, 100 * v.reserved_replayed_bias[k]);
+    std::printf("\n");
+  }
+  if (const auto all = v.groups.find("(all)"); all != v.groups.end())
+    std::printf("fit / out of memory (the one verdict, %s): %d of %d agree, %d inside the reservation's interval (not counted)\n",
+                std::any_of(v.rows.begin(), v.rows.end(), [](const auto& row) { return row.eval && row.eval->replay; })
+                    ? "replayed allocator"
+                    : "p90 ratio estimate",
+                all->second.fit_agree, all->second.fit_compared, all->second.fit_edge);
   std::printf("\n%-34s %5s %9s %9s %9s %11s %9s\n", "group", "n", "median%", "p90%", "worst%", "phase ok", "fit ok");
   for (const auto& [g, s] : v.groups)
     std::printf("%-34s %5d %9.2f %9.2f %9.2f %5d/%-5d %4d/%-4d%s\n", g.c_str(), s.errors.n, 100 * s.errors.median,
@@ -148,11 +207,13 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--max-median-error", args->options.max_median, "Fail (status 1) if a group's median |relative error| exceeds this");
   sub->add_option("--max-worst-error", args->options.max_worst, "Fail (status 1) if a group's worst |relative error| exceeds this");
   sub->add_option("--cross-validate", args->options.cross_validate, "K-fold: fit framework_fixed on K-1 folds, predict the held-out fold");
+  sub->add_flag("--allocator-replay,!--no-allocator-replay", args->allocator_replay,
+                "Judge the fit by the caching-allocator model's replay of every allocation and free (the default); --no-allocator-replay: by the p90 reserved / allocated ratio of our measured runs instead");
   sub->add_flag("--time", args->time, "Step time instead of memory: forward-backward time per timed record and the policy order per run");
   return [args] {
     std::vector<calibration::Record> records;
     if (!read_corpus(args->corpus, records)) return kExitInvalidInput;
-    const auto evals = calibration::evaluate_records(records);
+    const auto evals = calibration::evaluate_records(records, args->allocator_replay);
     if (args->time) {
       const auto t = calibration::validate_time(evals);
       if (args->json) std::cout << time_json(t).dump(2) << "\n";

@@ -25,6 +25,7 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import alloc_trace  # noqa: E402
 import megatron_env  # noqa: E402  (puts .megatron on sys.path)
 
 PHASE = {"name": None, "iteration": None}
@@ -162,8 +163,16 @@ def run(case, rec):
     # PEAKCAST_MEMORY_HISTORY=1: record every allocation's Python stack and summarise the blocks alive
     # at two moments (loss of iteration 1, after its optimizer step) by the allocating source line.
     history = os.environ.get("PEAKCAST_MEMORY_HISTORY") == "1"
+    # PEAKCAST_ALLOC_TRACE=DIR: record the allocator's own event stream (no stacks) and write it,
+    # with the phase marks, to DIR/<case>_r<rank>.json.gz at the end (alloc_trace.py).
+    trace_dir = os.environ.get("PEAKCAST_ALLOC_TRACE")
+    marks = []
     if history:
         torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+    elif trace_dir:
+        torch.cuda.memory._record_memory_history(context=None, stacks="python", max_entries=4_000_000)
+    if trace_dir:
+        marks.append(alloc_trace.mark(torch, "start", None))
 
     def sync():
         torch.cuda.synchronize()
@@ -178,12 +187,16 @@ def run(case, rec):
     def reset():
         sync()
         torch.cuda.reset_peak_memory_stats()
+        if trace_dir:
+            marks.append(alloc_trace.mark(torch, PHASE["name"], PHASE["iteration"]))
 
     def finish():
         try:
             take_peak()
         except Exception:
             pass
+        if trace_dir:
+            alloc_trace.write(torch, trace_dir, rec, marks)
         m["max_allocated_bytes"] = max(peaks) if peaks else None
         m["max_reserved_bytes"] = max(rpeaks) if rpeaks else None
 

@@ -70,7 +70,7 @@ std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not)
 
 namespace {
 
-Evaluation evaluate_one(const Record& r) {
+Evaluation evaluate_one(const Record& r, bool replay_allocator) {
   Evaluation e;
   e.record = &r;
   const auto& m = r.measured;
@@ -88,9 +88,17 @@ Evaluation evaluate_one(const Record& r) {
   const model::RunSpec& spec = *prepared;
   e.expandable_segments = spec.cluster.expandable_segments;
   e.stack = spec.model.transformer_impl == model::TransformerImpl::local ? "local" : "transformer_engine";
-  const sim::Prediction p = sim::predict(spec);
-  // Out of memory is the reservation's failure: the verdict counts the allocator's p90 reserve.
+  sim::PredictOptions options;
+  options.replay_allocator = replay_allocator;
+  const sim::Prediction p = sim::predict(spec, options);
+  // Out of memory is the reservation's failure: the verdict counts the allocator's p90 reserve
+  // (or, replayed, the allocator model's reservation).
   e.predicted_fits = p.fits_with_allocator_reserve;
+  const sim::Verdict verdict = sim::run_verdict(p);
+  e.verdict = verdict.kind;
+  e.verdict_cause = verdict.cause;
+  e.verdict_margin = verdict.margin;
+  e.capacity = static_cast<double>(p.capacity.value);
   e.predicted_step_time_s = p.step_time_s;
   e.without_recompute = runs_without_recompute(spec);
   // predict() already adds the shipped profile's fixed term for this record's stack.
@@ -119,6 +127,7 @@ Evaluation evaluate_one(const Record& r) {
   e.reserved_ratio_median = ratios.median;
   e.reserved_ratio_p90 = ratios.p90;
   e.predicted_time = best->time;
+  e.replay = best->allocator;
   // A run that printed its memory after iteration 1 and ran out later (the seed's Nemotron rows
   // out of memory in iteration 2) measured a whole first iteration: that peak is compared. Any
   // other out-of-memory peak is a lower bound.
@@ -138,10 +147,10 @@ Evaluation evaluate_one(const Record& r) {
 
 }  // namespace
 
-std::vector<Evaluation> evaluate_records(const std::vector<Record>& records) {
+std::vector<Evaluation> evaluate_records(const std::vector<Record>& records, bool replay_allocator) {
   std::vector<Evaluation> out;
   out.reserve(records.size());
-  for (const auto& r : records) out.push_back(evaluate_one(r));
+  for (const auto& r : records) out.push_back(evaluate_one(r, replay_allocator));
   return out;
 }
 

@@ -2,6 +2,7 @@
 // fold's), the error, phase and fit verdicts, the reservation estimate, and the group statistics.
 #include "peakcast/calibration/validation.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace peakcast::calibration {
@@ -24,7 +25,7 @@ const std::vector<std::string>& validation_corpus_files() {
     // Measured after the shipped profile was fitted: compared, never fitted on.
     for (const char* held_out : {"calibration/data/h200_output_gate.jsonl", "calibration/data/h200_probs_on_input.jsonl",
                                  "calibration/data/h200_mlp_chunks.jsonl", "calibration/data/h200_mtp_repeated.jsonl",
-                                 "calibration/data/h200_families.jsonl"})
+                                 "calibration/data/h200_families.jsonl", "calibration/data/h200_alloc.jsonl"})
       f.emplace_back(held_out);
     return f;
   }();
@@ -62,6 +63,8 @@ void compare_reserved(const Evaluation& e, double fixed_shift, ValidationRow& ro
   const double measured = static_cast<double>(*r.measured.peak_reserved_bytes);
   row.reserved_estimate = e.predicted_reserved + fixed_shift * e.reserved_ratio_median;
   row.reserved_within_p90 = measured <= e.predicted_reserved_p90 + fixed_shift * e.reserved_ratio_p90;
+  // The replay holds the fixed term as one block: it moves the reservation by the term's change.
+  if (e.replay) row.reserved_replayed = static_cast<double>(e.replay->peak_reserved.value) + fixed_shift;
 }
 
 ValidationRow compare_one(const Evaluation& e, double fixed) {
@@ -70,7 +73,11 @@ ValidationRow compare_one(const Evaluation& e, double fixed) {
   const auto& r = *e.record;
   if (e.predicted_peak > 0) {
     row.predicted = e.uncalibrated_peak() + fixed;
-    row.fit_ok = e.predicted_fits == !r.measured.oom;
+    row.fit_ok = (e.verdict == sim::FitKind::does_not_fit) == r.measured.oom;
+    const double edge = static_cast<double>(sim::reservation_edge(Bytes{static_cast<std::int64_t>(e.capacity)}).value);
+    row.fit_edge = e.verdict == sim::FitKind::fits_without_reservation_margin ||
+                   (e.verdict == sim::FitKind::does_not_fit && e.verdict_cause == sim::FitCause::reservation &&
+                    static_cast<double>(-e.verdict_margin) < edge);
   }
   if (!e.usable) return row;
   row.compared = true;
@@ -81,7 +88,9 @@ ValidationRow compare_one(const Evaluation& e, double fixed) {
 }
 
 void count(GroupStats& g, const ValidationRow& row) {
-  if (row.fit_ok) {
+  if (row.fit_ok && !*row.fit_ok && row.fit_edge) {
+    ++g.fit_edge;
+  } else if (row.fit_ok) {
     ++g.fit_compared;
     g.fit_agree += *row.fit_ok;
   }
@@ -98,7 +107,7 @@ ValidationReport validate_corpus(const std::vector<Evaluation>& evals, const Val
   out.cross_validate = options.cross_validate;
   const std::vector<double> fixed = fixed_terms(evals, options.cross_validate);
   std::map<std::string, std::vector<double>> errors;
-  std::vector<double> reserved_errors;
+  std::vector<double> reserved_errors, by_allocator[2], replayed[2], signed_replayed[2];
   for (std::size_t i = 0; i < evals.size(); ++i) {
     const ValidationRow row = compare_one(evals[i], fixed[i]);
     const std::string& group = evals[i].record->group;
@@ -112,6 +121,12 @@ ValidationReport validate_corpus(const std::vector<Evaluation>& evals, const Val
       const double measured = static_cast<double>(*evals[i].record->measured.peak_reserved_bytes);
       reserved_errors.push_back(std::fabs(*row.reserved_estimate - measured) / measured);
       out.reserved_within_p90 += *row.reserved_within_p90;
+      const int k = evals[i].expandable_segments ? 1 : 0;
+      by_allocator[k].push_back(std::fabs(*row.reserved_estimate - measured) / measured);
+      if (row.reserved_replayed) {
+        replayed[k].push_back(std::fabs(*row.reserved_replayed - measured) / measured);
+        signed_replayed[k].push_back((*row.reserved_replayed - measured) / measured);
+      }
     }
     out.rows.push_back(row);
   }
@@ -129,6 +144,15 @@ ValidationReport validate_corpus(const std::vector<Evaluation>& evals, const Val
     ++it;
   }
   out.reserved = error_stats(reserved_errors);
+  for (int k = 0; k < 2; ++k) {
+    out.reserved_by_allocator[k] = error_stats(by_allocator[k]);
+    out.reserved_replayed[k] = error_stats(replayed[k]);
+    auto& sr = signed_replayed[k];
+    if (!sr.empty()) {
+      std::nth_element(sr.begin(), sr.begin() + static_cast<std::ptrdiff_t>(sr.size() / 2), sr.end());
+      out.reserved_replayed_bias[k] = sr[sr.size() / 2];
+    }
+  }
   return out;
 }
 

@@ -49,7 +49,7 @@ FUNC_RE = re.compile(r'^(?:void|std::\S+|bool)\s+([a-z_]+)\(', re.M)
 # Which run-spec section each Reader-taking function of spec_fill.cpp reads (fill_run_spec passes
 # Reader(doc, "<section>") to them); spec_fill_model.cpp reads only the model section.
 FILL_SECTION = {"fill_train": "train", "fill_optimizer": "optimizer", "fill_ddp": "ddp", "fill_cluster": "cluster",
-                "read_userbuffer_overrides": "model", "read_dtype": None}
+                "fill_alloc_conf": "cluster", "read_userbuffer_overrides": "model", "read_dtype": None}
 
 
 def typed_reads():

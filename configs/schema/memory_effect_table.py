@@ -991,6 +991,9 @@ S(C, "num_gpus", "world size (DP = num_gpus / (TP*PP*CP)): DP sharding of the di
 S(C, "gpu", "GPU preset or object: usable memory (the limit) and speeds", "peakcast:configs/gpus/")
 S(C, "expandable_segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: caching-allocator segments (reserved memory)",
   "peakcast:model/src/caching_allocator.cpp")
+S(C, "pytorch_cuda_alloc_conf", "PYTORCH_CUDA_ALLOC_CONF: the caching-allocator replay's expandable_segments, max_split_size_mb, "
+  "max_non_split_rounding_mb and roundup_power2_divisions (reserved memory, fragmentation out-of-memory errors)",
+  "peakcast:model/src/alloc_conf.cpp")
 N(TOP, "description", "free text", "peakcast:configs/schema/peakcast_extensions.json")
 _put(TOP, "bridge_model_class", **{"class": "simulated", "why": "the Bridge model provider class whose defaults fill left-out "
      "model keys under the bridge profile (set by the Bridge run_config.yaml reader); read by spec_parser.cpp, not by the typed parser",

@@ -1,6 +1,7 @@
 // convert_bridge_container: the ConfigContainer's sections one by one (section 7 of
 // docs/bridge/run-config-yaml.md), every value decoded from Bridge's YAML encodings (section 4).
 #include "bridge_container.hpp"
+#include "peakcast/model/caching_allocator.hpp"
 
 #include <set>
 
@@ -229,7 +230,7 @@ void Converter::dist() {
 }
 
 // env_vars are set before training (config.py:1982-1987); PYTORCH_CUDA_ALLOC_CONF configures the
-// caching allocator the reservation estimate models.
+// caching allocator the replay models.
 void Converter::env_vars() {
   const json* s = d.doc.contains("env_vars") ? &d.doc["env_vars"] : nullptr;
   if (!s || !s->is_object()) return;
@@ -239,22 +240,17 @@ void Converter::env_vars() {
       others += (others.empty() ? "" : ", ") + key;
       continue;
     }
+    // The whole string (cluster.pytorch_cuda_alloc_conf): the spec's reader checks it as torch does
+    // and names the options the allocator replay does not follow.
     const std::string conf = value.is_string() ? value.get<std::string>() : value.dump();
-    bool expandable = false;
-    std::size_t start = 0;
-    while (start <= conf.size()) {
-      const std::size_t comma = conf.find(',', start);
-      const std::string item = conf.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      const std::size_t colon = item.find(':');
-      const std::string name = item.substr(0, colon), val = colon == std::string::npos ? "" : item.substr(colon + 1);
-      if (name == "expandable_segments") expandable = val == "True" || val == "true" || val == "1";
-      else if (!name.empty())
-        warning("env_vars.PYTORCH_CUDA_ALLOC_CONF", "not_simulated",
-                "caching-allocator option " + name.substr(0, 40) + " is not simulated; the reservation estimate assumes its default");
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    put("cluster", "expandable_segments", json(expandable), "env_vars.PYTORCH_CUDA_ALLOC_CONF");
+    const AllocConfParse parsed = parse_alloc_conf(conf);
+    AllocatorSettings rest = parsed.settings;
+    rest.expandable_segments = false;
+    const bool only_expandable = parsed.error.empty() && parsed.unmodelled.empty() && rest == AllocatorSettings{};
+    if (parsed.expandable_given && only_expandable)
+      put("cluster", "expandable_segments", json(parsed.settings.expandable_segments), "env_vars.PYTORCH_CUDA_ALLOC_CONF");
+    else
+      put("cluster", "pytorch_cuda_alloc_conf", json(conf), "env_vars.PYTORCH_CUDA_ALLOC_CONF");
   }
   if (!others.empty()) result.ignored.push_back("env_vars without a memory effect: " + others);
 }

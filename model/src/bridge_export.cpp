@@ -114,6 +114,7 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
   doc["ddp"]["_target_"] = "megatron.core.distributed.distributed_data_parallel_config.DistributedDataParallelConfig";
   std::int64_t world = 1;
   bool expandable = false;
+  std::string alloc_conf;
   for (const auto& [path, o] : parsed.origins) {
     const auto dot = path.find('.');
     const std::string section = path.substr(0, dot), key = path.substr(dot + 1);
@@ -121,6 +122,7 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
     if (section == "cluster") {
       if (key == "num_gpus" && value.is_number_integer()) world = value.get<std::int64_t>();
       if (key == "expandable_segments" && value.is_boolean()) expandable = value.get<bool>();
+      if (key == "pytorch_cuda_alloc_conf" && value.is_string()) alloc_conf = value.get<std::string>();
       continue;  // the GPU is not part of a ConfigContainer
     }
     if (key == "preset" || !doc.contains(section)) continue;
@@ -132,7 +134,8 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
                          {"data_parallel_size", world / std::max<std::int64_t>(1, size("tensor_model_parallel_size") *
                                                                                     size("pipeline_model_parallel_size") *
                                                                                     size("context_parallel_size"))}};
-  doc["env_vars"] = expandable ? json{{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}} : json::object();
+  if (alloc_conf.empty() && expandable) alloc_conf = "expandable_segments:True";
+  doc["env_vars"] = alloc_conf.empty() ? json::object() : json{{"PYTORCH_CUDA_ALLOC_CONF", alloc_conf}};
   doc["mixed_precision"] = nullptr;  // its effect is in the sections already
   doc["peft"] = nullptr;
   std::string out;

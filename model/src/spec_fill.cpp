@@ -7,6 +7,7 @@
 #include <string>
 
 #include "layer_plan_internal.hpp"
+#include "peakcast/model/caching_allocator.hpp"
 #include "spec_fill_detail.hpp"
 #include "spec_parser_detail.hpp"
 #include "spec_schema.hpp"
@@ -73,10 +74,29 @@ void fill_ddp(const Reader& r, DdpSpec& d, ModelSpec& m) {
   if (fp8_param_gather) m.fp8_param = true;
 }
 
+// cluster.pytorch_cuda_alloc_conf: what torch would refuse is an error; the options the allocator
+// model does not follow are named; its expandable_segments is cluster.expandable_segments.
+void fill_alloc_conf(const Reader& r, ClusterSpec& c) {
+  r.read("pytorch_cuda_alloc_conf", c.pytorch_cuda_alloc_conf);
+  if (c.pytorch_cuda_alloc_conf.empty()) return;
+  const AllocConfParse p = parse_alloc_conf(c.pytorch_cuda_alloc_conf);
+  const std::string path = r.path("pytorch_cuda_alloc_conf");
+  if (!p.error.empty()) r.error(path, "alloc_conf_invalid", "PYTORCH_CUDA_ALLOC_CONF: " + p.error + " (torch refuses it)");
+  for (const auto& o : p.unmodelled)
+    r.warning(path, "not_simulated", "caching-allocator option " + o + " is not simulated; the allocator replay assumes its default");
+  if (!p.expandable_given) return;
+  if (r.has("expandable_segments") && c.expandable_segments != p.settings.expandable_segments)
+    r.error(path, "alloc_conf_conflict",
+            "sets expandable_segments:" + std::string(p.settings.expandable_segments ? "True" : "False") +
+                " against cluster.expandable_segments " + (c.expandable_segments ? "true" : "false"));
+  c.expandable_segments = p.settings.expandable_segments;
+}
+
 void fill_cluster(const Reader& r, ClusterSpec& c, Diagnostics& out) {
   r.read("num_gpus", c.num_gpus);
   r.read("expandable_segments", c.expandable_segments);
   if (const json* gpu = r.find("gpu")) fill_gpu(*gpu, c.gpu, out);
+  fill_alloc_conf(r, c);
 }
 
 }  // namespace

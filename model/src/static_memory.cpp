@@ -8,29 +8,14 @@
 namespace peakcast::model {
 
 namespace {
-
-using detail::DdpBuffer;
-
 constexpr std::int64_t kDefaultBucketFloor = 40'000'000;  // training.py:1553-1568 resolve_ddp_bucket_size
 constexpr std::int64_t kDefaultBucketPerDpRank = 1'000'000;
-constexpr std::int64_t kFp32Bytes = 4;
-// FP8 compute with bf16 params: TE quantises each GEMM weight once per step into a cached FP8
-// workspace, rowwise plus a columnwise (transposed) copy for backward (Hopper). Assumption
-// [X/U], TE-internal; see the digest's bytes-per-parameter table.
-constexpr std::int64_t kFp8WorkspaceCopies = 2;
-// FP8 params (fp8_param_gather) keep a transpose cache next to the uint8 data [X/U].
-constexpr std::int64_t kFp8ParamTransposeCopies = 1;
-// MXFP8 adds one E8M0 scale byte per 32 elements to each copy.
-constexpr std::int64_t kMxfp8BlockSize = 32;
+}  // namespace
 
-struct StageBuffers {
-  std::vector<std::vector<DdpBuffer>> chunks;  // per model chunk, in chunk order
-  // With DistOpt: owned_elements of each buffer for every shard index, chunks[c][b][shard].
-  std::vector<std::vector<std::vector<std::int64_t>>> owned;
-};
+namespace detail {
 
-detail::DdpSettings ddp_settings(const RunSpec& spec, const Derived& d) {
-  detail::DdpSettings s;
+DdpSettings ddp_settings(const RunSpec& spec, const Derived& d) {
+  DdpSettings s;
   s.distributed_optimizer = d.distributed_optimizer;
   const std::int64_t instances = std::max<std::int64_t>(1, spec.ddp.num_distributed_optimizer_instances);
   // Dense buffers shard over the intra-instance DP x CP group, expert buffers over the
@@ -47,15 +32,42 @@ detail::DdpSettings ddp_settings(const RunSpec& spec, const Derived& d) {
   return s;
 }
 
+DdpSettings chunk_ddp_settings(const PipelineStage& stage, const ModelChunk& chunk, const RunSpec& spec, const Derived& d) {
+  DdpSettings s = ddp_settings(spec, d);
+  // No bucketing off the first pipeline rank, for chunks after the first, or when the param
+  // all-gather overlaps the optimizer step (training.py:1878-1889).
+  if (stage.pp_rank > 0 || chunk.vpp_index > 0 || spec.optimizer.overlap_param_gather_with_optimizer_step) {
+    s.bucket_size.reset();
+  }
+  return s;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::DdpBuffer;
+
+constexpr std::int64_t kFp32Bytes = 4;
+// FP8 compute with bf16 params: TE quantises each GEMM weight once per step into a cached FP8
+// workspace, rowwise plus a columnwise (transposed) copy for backward (Hopper). Assumption
+// [X/U], TE-internal; see the digest's bytes-per-parameter table.
+constexpr std::int64_t kFp8WorkspaceCopies = 2;
+// FP8 params (fp8_param_gather) keep a transpose cache next to the uint8 data [X/U].
+constexpr std::int64_t kFp8ParamTransposeCopies = 1;
+// MXFP8 adds one E8M0 scale byte per 32 elements to each copy.
+constexpr std::int64_t kMxfp8BlockSize = 32;
+
+struct StageBuffers {
+  std::vector<std::vector<DdpBuffer>> chunks;  // per model chunk, in chunk order
+  // With DistOpt: owned_elements of each buffer for every shard index, chunks[c][b][shard].
+  std::vector<std::vector<std::vector<std::int64_t>>> owned;
+};
+
 StageBuffers stage_buffers(const PipelineStage& stage, const RunSpec& spec, const Derived& d) {
   StageBuffers out;
   for (const auto& chunk : stage.chunks) {
-    detail::DdpSettings s = ddp_settings(spec, d);
-    // No bucketing off the first pipeline rank, for chunks after the first, or when the param
-    // all-gather overlaps the optimizer step (training.py:1878-1889).
-    if (stage.pp_rank > 0 || chunk.vpp_index > 0 || spec.optimizer.overlap_param_gather_with_optimizer_step) {
-      s.bucket_size.reset();
-    }
+    const detail::DdpSettings s = detail::chunk_ddp_settings(stage, chunk, spec, d);
     out.chunks.push_back(detail::ddp_buffers(detail::chunk_params(chunk, spec, d).tensors, s));
     auto& owned = out.owned.emplace_back();
     if (d.distributed_optimizer) {
@@ -160,7 +172,7 @@ bool same_memory(const StaticMemory& a, const StaticMemory& b) {
 }  // namespace
 
 std::vector<RankStatic> static_memory_per_rank(const RunSpec& spec, const Derived& d, const LayerPlan& plan) {
-  const detail::DdpSettings settings = ddp_settings(spec, d);
+  const detail::DdpSettings settings = detail::ddp_settings(spec, d);
   const std::int64_t dp_cp = std::max<std::int64_t>(1, d.dp * d.cp);
   std::vector<RankStatic> out;
   for (const auto& stage : plan.stages) {

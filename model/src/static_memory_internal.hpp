@@ -47,6 +47,11 @@ struct DdpSettings {
   DType grad_dtype = DType::fp32;
 };
 
+// The run's DDP settings (bucket size, shards, dtypes), and those of one chunk of a stage (no
+// bucketing off the first pipeline rank or after its first chunk).
+DdpSettings ddp_settings(const RunSpec& spec, const Derived& d);
+DdpSettings chunk_ddp_settings(const PipelineStage& stage, const ModelChunk& chunk, const RunSpec& spec, const Derived& d);
+
 // Buffers of one chunk's DDP wrapper, in creation order (first appearance of each key).
 std::vector<DdpBuffer> ddp_buffers(const std::vector<const ParamTensor*>& params, const DdpSettings& settings);
 

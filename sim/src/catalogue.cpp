@@ -72,6 +72,9 @@ std::vector<CatalogueRow> predict_catalogue() {
       row.capacity = p.capacity;
       row.fits = p.fits;
       row.fits_with_allocator_reserve = p.fits_with_allocator_reserve;
+      const Verdict v = run_verdict(p);
+      row.verdict = v.kind;
+      row.margin = v.margin;
     }
     rows.push_back(std::move(row));
   }

@@ -1,5 +1,7 @@
 #include "peakcast/sim/layer_graph.hpp"
 
+#include "lifetimes.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
@@ -55,14 +57,9 @@ void check_program_order(const LayerGraph& g) {
   boost::topological_sort(flow, std::back_inserter(order));  // throws not_a_dag on a cycle
 }
 
-struct Lifetimes {
-  std::vector<int> last_forward_use;  // op index; producer index when never read
-  std::vector<int> first_saver;       // smallest saving op index (its backward runs last), -1 if none
-  std::vector<bool> held;             // kept from forward until backward under the checkpoint set
-  std::vector<bool> replayed;         // dropped by a checkpoint and re-materialised at its backward
-};
+}  // namespace
 
-bool in_region(const OpNode& op, std::uint32_t mask) { return (op.regions & mask) != 0; }
+namespace detail {
 
 Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt) {
   const std::size_t nt = g.tensors.size();
@@ -114,10 +111,18 @@ Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt) {
   return lt;
 }
 
-// Outermost active mechanism-1 region of an op (or the whole module), as a mask; 0 when none.
 std::uint32_t active_keep_region(const OpNode& op, const CheckpointSet& ckpt) {
   return op.regions & ckpt.keep_inputs;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::active_keep_region;
+using detail::analyse;
+using detail::in_region;
+using detail::Lifetimes;
 
 struct Simulation {
   ModuleProfile profile;

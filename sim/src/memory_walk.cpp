@@ -2,6 +2,8 @@
 // backward releases them; each op's transient excess is checked against the peak.
 #include "memory_walk.hpp"
 
+#include "alloc_recorder.hpp"
+
 #include <utility>
 
 namespace peakcast::sim::detail {
@@ -11,7 +13,7 @@ namespace {
 struct Walker {
   Walker(const std::vector<ChunkModel>& c, const WalkSetup& s)
       : chunks(c), microbatches(s.microbatches), deallocate_outputs(s.deallocate_outputs), deferral_limit(s.deferral_limit),
-        timeline(s.timeline) {
+        timeline(s.timeline), recorder(s.recorder) {
     kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(microbatches));
   }
 
@@ -20,6 +22,7 @@ struct Walker {
   bool deallocate_outputs = true;
   std::int64_t deferral_limit = 0;
   std::vector<TimelineEvent>* timeline = nullptr;
+  AllocRecorder* recorder = nullptr;
 
   Bytes base;          // everything outside activations at this moment
   Bytes activations;   // saved activations and the flowing tensors
@@ -86,6 +89,7 @@ struct Walker {
 };
 
 void Walker::forward(int c, int mb) {
+  if (recorder) recorder->forward(c, mb);
   const ChunkModel& cm = chunks[c];
   Kept kept;
   // The first module's input: received from the previous stage (the schedule keeps it until the
@@ -179,6 +183,7 @@ void Walker::backward_plain(const Segment& s, std::size_t i, Bytes kept_bytes, i
 }
 
 void Walker::backward(int c, int mb) {
+  if (recorder) recorder->backward(c, mb);
   const ChunkModel& cm = chunks[c];
   const Kept kept = std::move(kept_at(c, mb));
   if (cm.segments.empty() || (graphed && whole_graph)) {
@@ -249,6 +254,7 @@ RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<Sche
     const Bytes graph_static = pass.graphed ? setup.graphs.static_buffers : Bytes{};
     w.base = model_state + states + setup.fixed + graph_static - (first ? setup.backward_workspaces : Bytes{}) +
              (first ? Bytes{} : setup.drain_buffers + setup.dummy_wgrads);
+    if (w.recorder) w.recorder->begin_pass(pass.iteration, first, pass.graphed, setup.plan.full_graph);
     bool backward_seen = !first;
     for (const auto& st : steps) {
       if (!st.forward && !backward_seen) {
@@ -259,6 +265,10 @@ RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<Sche
       else w.backward(st.chunk, st.microbatch);
     }
     w.take_pending_workspaces();
+    if (w.recorder) {
+      w.recorder->backward_started();
+      w.recorder->flush(first);
+    }
     if (w.deferred_entries > 0) {
       // The pipeline flush computes the deferred weight gradients (schedules.py:2064-2068), then
       // frees what they kept; the first flush allocates its two gather buffers.
@@ -279,6 +289,7 @@ RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<Sche
     const Bytes step_transient = (first ? sm.step_transient_first : sm.step_transient_steady) + step_slack.temporaries;
     if (first) w.base += sm.optimizer_states + step_slack.moments;
     w.touch(step_transient, Phase::optimizer, [] { return std::string("optimizer.step"); }, -1, -1, -1);
+    if (w.recorder) w.recorder->optimizer(first);
     PassPeak p{w.peak, w.peak_phase, w.peak_op, breakdown_at_peak(w, sm, step_slack.moments, first)};
     out.peak_with_graph_pool = max(out.peak_with_graph_pool, w.peak + (pass.graphed ? out.graph_pool : Bytes{}));
     out.last_pass_peak = w.peak;

@@ -13,6 +13,8 @@
 
 namespace peakcast::sim::detail {
 
+class AllocRecorder;
+
 // Everything one rank's walk needs besides its chunks and schedule.
 struct WalkSetup {
   int microbatches = 1;                // micro-batches the schedule walks
@@ -25,6 +27,7 @@ struct WalkSetup {
   GraphPool graphs;                    // per-layer graph pool and static buffers
   PassPlan plan;
   std::vector<TimelineEvent>* timeline = nullptr;  // filled when set
+  AllocRecorder* recorder = nullptr;               // the caching-allocator replay, when asked for
 };
 
 // One pass's peak and what it is made of.

@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::sim {
 
@@ -12,6 +13,22 @@ nlohmann::json breakdown_json(const Breakdown& b) {
           {"transient", b.transient.value}, {"other", b.other.value}};
 }
 
+nlohmann::json verdict_json(const Verdict& v) {
+  return {{"kind", to_string(v.kind)}, {"cause", to_string(v.cause)}, {"margin_bytes", v.margin}, {"allocated_need_bytes", v.allocated_need.value},
+          {"reservation_bytes", v.reservation.value}, {"reservation_replayed", v.reservation_replayed},
+          {"pp_rank", v.pp_rank}, {"reason", v.reason}};
+}
+
+nlohmann::json replay_json(const AllocatorReplay& a) {
+  nlohmann::json j{{"peak_reserved_bytes", a.peak_reserved.value}, {"peak_allocated_bytes", a.peak_allocated.value},
+                   {"peak_requested_bytes", a.peak_requested.value}, {"largest_free_block_at_peak_bytes", a.largest_free_at_peak.value},
+                   {"reserved_at_peak_bytes", a.reserved_at_peak.value}, {"requests", a.requests}, {"segments", a.segments}};
+  if (a.first_failure)
+    j["first_failure"] = {{"request_bytes", a.first_failure->request.value}, {"allocated_bytes", a.first_failure->allocated.value},
+                          {"reserved_bytes", a.first_failure->reserved.value}, {"where", a.first_failure->where}};
+  return j;
+}
+
 }  // namespace
 
 std::string to_json(const Prediction& p, bool with_timeline) {
@@ -21,6 +38,7 @@ std::string to_json(const Prediction& p, bool with_timeline) {
   j["userbuffers_bytes"] = p.userbuffers.value;
   j["fits"] = p.fits;
   j["fits_with_allocator_reserve"] = p.fits_with_allocator_reserve;
+  j["verdict"] = verdict_json(run_verdict(p));
   j["max_peak_allocated_bytes"] = p.max_peak_allocated.value;
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : p.ranks) {
@@ -45,6 +63,8 @@ std::string to_json(const Prediction& p, bool with_timeline) {
     x["estimated_peak_reserved_p90_bytes"] = r.estimated_peak_reserved_p90.value;
     x["fits"] = r.fits;
     x["fits_with_allocator_reserve"] = r.fits_with_allocator_reserve;
+    x["verdict"] = verdict_json(rank_verdict(r, p.capacity));
+    if (r.allocator) x["allocator_replay"] = replay_json(*r.allocator);
     x["replay_flops"] = r.replay_flops;
     x["step_time_s"] = r.step_time_s;
     x["replay_time_s"] = r.replay_time_s;

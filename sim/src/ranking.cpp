@@ -5,6 +5,7 @@
 #include <map>
 
 #include "peakcast/sim/ranking.hpp"
+#include "peakcast/sim/verdict.hpp"
 #include "text_format.hpp"
 
 namespace peakcast::sim {
@@ -13,8 +14,9 @@ namespace {
 
 using detail::gb_text;
 
-RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, Bytes budget, double headroom_sigma) {
-  const Prediction p = predictor.run(choice);
+RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, Bytes budget, double headroom_sigma,
+                         const PredictOptions& options) {
+  const Prediction p = predictor.run(choice, options);
   RankedCandidate rc;
   rc.choice = choice;
   rc.label = describe(choice);
@@ -22,49 +24,36 @@ RankedCandidate evaluate(Predictor& predictor, const RecomputeChoice& choice, By
   rc.replay_flops = p.replay_flops;
   rc.replay_time_s = p.replay_time_s;
   rc.step_time_s = p.step_time_s;
-  const RankPrediction* worst = nullptr;
-  const double margin = headroom_sigma * p.peak_relative_sigma;
-  // A rank fits when its allocated peak (with any CUDA-graph pool beside the replaying iterations),
-  // raised by the headroom, is within the budget, and the device can hold what the caching allocator
-  // reserves at that peak in 90 % of our measured runs: out-of-memory errors come from the
-  // reservation (the seed's Nemotron moe_act row failed at about 78 GB allocated on an 80 GB H100).
-  const auto allocated_need = [margin](const RankPrediction& r) {
-    return Bytes{static_cast<std::int64_t>(std::llround(static_cast<double>(r.peak_with_graph_pool.value) * (1.0 + margin)))};
-  };
-  const auto over_of = [&](const RankPrediction& r) {
-    const Bytes a = allocated_need(r), res = r.estimated_peak_reserved_p90;
-    const Bytes over_budget = a > budget ? a - budget : Bytes{};
-    const Bytes over_capacity = res > p.capacity ? res - p.capacity : Bytes{};
-    return max(over_budget, over_capacity);
-  };
+  // The one verdict (verdict.hpp): a rank fits when its allocated peak (with any CUDA-graph pool),
+  // raised by the headroom, is within the budget, and the device can hold what the caching
+  // allocator reserves for it: out-of-memory errors come from the reservation (the seed's Nemotron
+  // moe_act row failed at about 78 GB allocated on an 80 GB H100).
+  const VerdictLimits limits{budget, headroom_sigma * p.peak_relative_sigma};
   for (const auto& r : p.ranks) {
     rc.rank_peaks.push_back(r.peak_allocated);
     rc.reserved_p90 = max(rc.reserved_p90, r.estimated_peak_reserved_p90);
-    const Bytes over = over_of(r);
-    if (over.value > 0) {
-      ++rc.ranks_over_budget;
-      if (!worst || over > over_of(*worst)) worst = &r;
-    }
+    if (rank_verdict(r, p.capacity, limits).kind != FitKind::fits) ++rc.ranks_over_budget;
   }
-  rc.viable = worst == nullptr;
-  if (worst) {
-    rc.breaking_pp_rank = worst->rank.pp_rank;
-    rc.breaking_phase = worst->peak_phase;
-    rc.breaking_op = worst->peak_op;
-    rc.over_budget = over_of(*worst);
-    const Bytes allocated = allocated_need(*worst);
-    rc.reason = "pp_rank " + std::to_string(worst->rank.pp_rank) + " peaks at " + gb_text(worst->peak_allocated) +
-                " GB in " + to_string(worst->peak_phase) + " (" + worst->peak_op + ")";
-    if (allocated > budget)
-      rc.reason += ", " + gb_text(allocated - budget) + " GB over the budget" +
-                   (margin > 0 ? " with the headroom" : "") +
-                   (worst->reserved_outside_allocated.value > 0 ? " with its CUDA-graph pool" : "");
-    if (worst->estimated_peak_reserved_p90 > p.capacity)
-      rc.reason += std::string(allocated > budget ? "; " : ", ") + "the caching allocator reserves up to " +
-                   gb_text(worst->estimated_peak_reserved_p90) + " GB for it (90 % of measured runs), " +
-                   gb_text(worst->estimated_peak_reserved_p90 - p.capacity) + " GB over the GPU's " + gb_text(p.capacity) + " GB";
-    if (rc.ranks_over_budget > 1)
-      rc.reason += "; " + std::to_string(rc.ranks_over_budget - 1) + " other rank(s) over it too";
+  const Verdict v = run_verdict(p, limits);
+  rc.verdict = v.kind;
+  rc.cause = v.cause;
+  rc.margin = v.margin;
+  rc.viable = v.kind == FitKind::fits;
+  if (!rc.viable) {
+    const RankPrediction* worst = nullptr;
+    for (const auto& r : p.ranks)
+      if (r.rank.pp_rank == v.pp_rank && (!worst || r.peak_with_graph_pool > worst->peak_with_graph_pool)) worst = &r;
+    rc.breaking_pp_rank = v.pp_rank;
+    rc.over_budget = Bytes{-v.margin};
+    rc.reason = "pp_rank " + std::to_string(v.pp_rank);
+    if (worst) {
+      rc.breaking_phase = worst->peak_phase;
+      rc.breaking_op = worst->peak_op;
+      rc.reason += " peaks at " + gb_text(worst->peak_allocated) + " GB in " + to_string(worst->peak_phase) + " (" + worst->peak_op + ")";
+    }
+    rc.reason += std::string(": ") + short_label(v.kind) + ", " + v.reason;
+    if (limits.headroom > 0 && v.kind == FitKind::does_not_fit) rc.reason += " with the headroom";
+    if (rc.ranks_over_budget > 1) rc.reason += "; " + std::to_string(rc.ranks_over_budget - 1) + " other rank(s) too";
   }
   return rc;
 }
@@ -114,17 +103,20 @@ int boundary_tier(const RecomputeChoice& c) {
   return c.cpu_offloading || c.granularity == model::RecomputeGranularity::full ? 1 : 0;
 }
 
-Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma, RankOrder order) {
+Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma, RankOrder order,
+                        const PredictOptions& options) {
   Ranking out;
-  out.budget = budget;
   out.headroom_sigma = headroom_sigma;
   out.order = order;
   out.moe_routing_imbalance = spec.model.moe_routing_imbalance;
   CandidateSet set = enumerate_candidates(spec);
   out.rejected = std::move(set.rejected);
   Predictor predictor(spec);
+  // No budget: the device's capacity (less any userbuffers), what predict compares with.
+  if (budget.value <= 0) budget = predictor.run().capacity;
+  out.budget = budget;
   out.candidates.reserve(set.accepted.size());
-  for (const auto& c : set.accepted) out.candidates.push_back(evaluate(predictor, c, budget, headroom_sigma));
+  for (const auto& c : set.accepted) out.candidates.push_back(evaluate(predictor, c, budget, headroom_sigma, options));
   note_ineffective_tags(out.candidates);
   std::stable_sort(out.candidates.begin(), out.candidates.end(), [order](const RankedCandidate& a, const RankedCandidate& b) {
     if (a.viable != b.viable) return a.viable;

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/sim/ranking.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::sim {
 
@@ -29,6 +30,9 @@ nlohmann::json candidate_json(const RankedCandidate& c) {
   nlohmann::json j = choice_json(c.choice);
   j["label"] = c.label;
   j["viable"] = c.viable;
+  j["verdict"] = to_string(c.verdict);
+  j["verdict_cause"] = to_string(c.cause);
+  j["margin_bytes"] = c.margin;
   j["max_peak_allocated_bytes"] = c.max_peak.value;
   j["estimated_peak_reserved_p90_bytes"] = c.reserved_p90.value;
   j["replay_flops"] = c.replay_flops;

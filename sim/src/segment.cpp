@@ -25,6 +25,8 @@ Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const Checkpoint
   bool input_grad = false;
   for (const auto& t : g.tensors) if (t.external && t.requires_grad) input_grad = true;
   s.parts.push_back({p.held, p.backward_peak_excess, p.input_bytes, p.forward_peak_excess, input_grad});
+  s.parts.back().graph = &g;
+  s.parts.back().ckpt = ckpt;
   s.forward_work = p.forward_work;
   s.replay_work = p.replay_work;
   s.backward_flops = p.backward_flops;
@@ -44,6 +46,7 @@ Segment group_segment(ProfileCache& cache, const std::vector<const LayerGraph*>&
     const ModuleProfile& p = cached_profile(cache, *g, none);
     const ModuleProfile& q = cached_profile(cache, *g, whole);  // no-grad forward: transient only
     s.parts.push_back({p.held, p.backward_peak_excess, p.input_bytes, q.forward_peak_excess, true});
+    s.parts.back().graph = g;
     s.forward_peak_excess = max(s.forward_peak_excess, q.forward_peak_excess);
     s.forward_work += p.forward_work;
     s.backward_flops += p.backward_flops;

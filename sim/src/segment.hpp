@@ -21,7 +21,14 @@ struct Segment {
   const std::vector<ModuleProfile::HeldTensor>* held_tensors = nullptr;  // plain modules: in the profile cache
   Bytes forward_peak_excess;
   // Backward: the profiles of the modules, replayed first when `replay_group`.
-  struct Part { Bytes held, backward_excess, input_bytes, forward_excess; bool input_requires_grad = true; };
+  // graph / ckpt: the module and checkpoint set the part runs (a group's parts replay under none),
+  // for the caching-allocator replay's tensor-by-tensor scripts (module_script.hpp).
+  struct Part {
+    Bytes held, backward_excess, input_bytes, forward_excess;
+    bool input_requires_grad = true;
+    const LayerGraph* graph = nullptr;
+    CheckpointSet ckpt{};
+  };
   std::vector<Part> parts;
   bool replay_group = false;
   // distribute_saved_activations (full recompute, TP > 1): the checkpoint keeps a new buffer with

@@ -6,9 +6,11 @@
 #include <optional>
 #include <string>
 
+#include "alloc_recorder.hpp"
 #include "graph_pool.hpp"
 #include "memory_walk.hpp"
 #include "peakcast/model/layer_plan.hpp"
+#include "peakcast/model/static_allocations.hpp"
 #include "peakcast/model/static_memory.hpp"
 #include "peakcast/model/userbuffers.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
@@ -17,6 +19,7 @@
 #include "peakcast/sim/reserved_estimate.hpp"
 #include "peakcast/sim/schedule.hpp"
 #include "peakcast/sim/time_model.hpp"
+#include "peakcast/sim/verdict.hpp"
 #include "stage_builder.hpp"
 #include "step_time.hpp"
 #include "text_format.hpp"
@@ -119,6 +122,12 @@ model::Diagnostic fragmentation_warning(const RankPrediction& r, Bytes capacity,
                                         "most of it"))};
 }
 
+// The same from the replayed allocator: its reservation, or the request it could not serve.
+model::Diagnostic replayed_fragmentation_warning(const RankPrediction& r, Bytes capacity) {
+  return {model::Severity::warning, "ranks.pp_rank_" + std::to_string(r.rank.pp_rank), "fragmentation_risk",
+          "pp rank " + std::to_string(r.rank.pp_rank) + ": " + rank_verdict(r, capacity).reason};
+}
+
 // The run-wide figures: the busiest rank's times, the largest peak, every rank's verdict.
 void summarize(Prediction& out, const FittedConstants& fitted, bool expandable) {
   const ReservedRatios ratios = reserved_ratios(fitted, expandable);
@@ -126,8 +135,10 @@ void summarize(Prediction& out, const FittedConstants& fitted, bool expandable) 
     out.max_peak_allocated = max(out.max_peak_allocated, r.peak_allocated);
     if (!r.fits) out.fits = false;
     if (!r.fits_with_allocator_reserve) out.fits_with_allocator_reserve = false;
-    if (r.fits && r.estimated_peak_reserved_p90 > out.capacity)
-      out.warnings.push_back(fragmentation_warning(r, out.capacity, ratios.p90, expandable));
+    if (rank_verdict(r, out.capacity).cause == FitCause::reservation) {
+      if (r.allocator) out.warnings.push_back(replayed_fragmentation_warning(r, out.capacity));
+      else out.warnings.push_back(fragmentation_warning(r, out.capacity, ratios.p90, expandable));
+    }
     if (r.step_time_s >= out.step_time_s) {
       out.step_time_s = r.step_time_s;
       out.replay_time_s = r.replay_time_s;
@@ -146,6 +157,7 @@ struct Predictor::Impl {
   FittedConstants fitted;
   // Static memory does not depend on the recompute choice (Predictor::run(choice) changes only that).
   std::optional<std::vector<model::RankStatic>> statics;
+  detail::ScriptCache scripts;  // the allocator replay's module scripts
   explicit Impl(model::RunSpec s)
       : spec(std::move(s)), d(model::derive(spec)), builder(spec, d), plan(model::build_layer_plan(spec, d)),
         fitted(shipped_fitted_constants(spec.model.transformer_impl == model::TransformerImpl::local)) {}
@@ -154,6 +166,9 @@ struct Predictor::Impl {
   Prediction run(const model::RunSpec& policy, const PredictOptions& options);
 
   struct StageModels { std::vector<ChunkModel> eager, captured; };
+  detail::ReplaySetup replay_setup(const model::RunSpec& policy, const model::Derived& pd, const detail::WalkSetup& setup,
+                                   const model::StaticMemory& sm, const model::StaticAllocations& tensors, Bytes capacity,
+                                   const CublasWorkspaces& ws);
   RankPrediction predict_rank(const model::RunSpec& policy, const model::Derived& pd, const model::RankStatic& rs,
                               const StageModels& stage, const ScheduleParams& sp, Bytes capacity, const TimeModel& time,
                               const PredictOptions& options);
@@ -221,6 +236,34 @@ Prediction Predictor::Impl::run(const model::RunSpec& policy, const PredictOptio
   return out;
 }
 
+// The caching-allocator replay's inputs: the walk's fixed blocks one by one, the device's capacity.
+detail::ReplaySetup Predictor::Impl::replay_setup(const model::RunSpec& policy, const model::Derived& pd,
+                                                  const detail::WalkSetup& setup, const model::StaticMemory& sm,
+                                                  const model::StaticAllocations& tensors, Bytes capacity,
+                                                  const CublasWorkspaces& ws) {
+  detail::ReplaySetup r;
+  // The run's PYTORCH_CUDA_ALLOC_CONF (validated when the spec was read); expandable_segments as the
+  // spec resolved it.
+  r.settings = model::parse_alloc_conf(policy.cluster.pytorch_cuda_alloc_conf).settings;
+  r.settings.expandable_segments = policy.cluster.expandable_segments;
+  r.settings.capacity = capacity.value;
+  r.sm = &sm;
+  r.statics = &tensors;
+  r.global_buffer = global_memory_buffer_bytes(policy, pd, builder.shapes());
+  r.cublas_workspace = fitted.cublas_workspace;
+  r.forward_workspaces = static_cast<int>(ws.forward);
+  r.backward_workspaces = static_cast<int>(ws.backward);
+  r.framework_fixed = fitted.framework_fixed;
+  r.dummy_wgrads = setup.dummy_wgrads;
+  r.drain_buffers = setup.drain_buffers;
+  r.graph_static_buffers = setup.graphs.static_buffers;
+  r.microbatches = setup.microbatches;
+  r.deallocate_outputs = setup.deallocate_outputs;
+  r.deferral_limit = setup.deferral_limit;
+  r.scripts = &scripts;
+  return r;
+}
+
 RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const model::Derived& pd,
                                              const model::RankStatic& rs, const StageModels& stage, const ScheduleParams& sp,
                                              Bytes capacity, const TimeModel& time, const PredictOptions& options) {
@@ -259,6 +302,15 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
     setup.timeline = &rp.timeline;
     rp.timeline_microbatches = sp.microbatches;
   }
+  std::optional<detail::AllocRecorder> recorder;
+  model::StaticAllocations static_tensors;
+  if (options.replay_allocator) {
+    static_tensors = model::static_allocations(policy, pd, plan_stage, rs.rank);
+    detail::ReplaySetup rsetup = replay_setup(policy, pd, setup, sm, static_tensors, capacity, ws);
+    if (options.record_allocator_trace) rsetup.trace = &rp.allocator_trace;
+    recorder.emplace(chunks, rsetup);
+    setup.recorder = &*recorder;
+  }
   const detail::RankWalk walk = detail::walk_rank(chunks, steps, sm, setup);
 
   const bool any_captured = setup.graphs.any_captured || setup.plan.full_graph;
@@ -283,7 +335,15 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   const ReservedRatios ratios = reserved_ratios(fitted, policy.cluster.expandable_segments);
   rp.estimated_peak_reserved = estimate_reserved(reserved, ratios.median);
   rp.estimated_peak_reserved_p90 = estimate_reserved(reserved, ratios.p90);
-  rp.fits_with_allocator_reserve = rp.fits && rp.estimated_peak_reserved_p90 <= capacity;
+  if (recorder) {
+    rp.allocator = recorder->result();
+    rp.allocator->peak_reserved += rp.reserved_outside_allocated;  // the graph pool, reserved beside the cache
+  }
+  // One verdict for every output (verdict.hpp): the same as allocated <= capacity and the
+  // p90 reservation <= capacity when no replay was asked for.
+  const Verdict verdict = rank_verdict(rp, capacity);
+  rp.fits = verdict.kind != FitKind::does_not_fit;
+  rp.fits_with_allocator_reserve = verdict.kind == FitKind::fits;
   rp.modules = module_summaries(chunks, options.record_held_tensors);
   const detail::RankTime t = detail::rank_step_time(chunks, policy, pd, sm, time);
   rp.time = t.time;

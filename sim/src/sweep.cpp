@@ -42,7 +42,9 @@ SweepPoint evaluate_point(const model::SpecText& spec_text, const std::vector<st
     }
     pt.error = first_error(model::validate(*parsed.spec));
     if (!pt.error.empty()) return pt;
-    const Prediction p = predict(*parsed.spec);
+    PredictOptions popt;
+    popt.replay_allocator = options.replay_allocator;
+    const Prediction p = predict(*parsed.spec, popt);
     pt.valid = true;
     pt.max_peak = p.max_peak_allocated;
     pt.limit = options.budget.value_or(p.capacity);
@@ -50,14 +52,19 @@ SweepPoint evaluate_point(const model::SpecText& spec_text, const std::vector<st
       pt.peak_with_graph_pool = max(pt.peak_with_graph_pool, r.peak_with_graph_pool);
       pt.graph_pool = max(pt.graph_pool, r.reserved_outside_allocated);
     }
-    pt.fits = pt.peak_with_graph_pool <= pt.limit;
+    // The one verdict (verdict.hpp), against the budget when one is given.
+    const Verdict v = run_verdict(p, VerdictLimits{options.budget.value_or(Bytes{}), 0.0});
+    pt.verdict = v.kind;
+    pt.cause = v.cause;
+    pt.margin = v.margin;
+    pt.fits = v.kind != FitKind::does_not_fit;
     pt.step_time_s = p.step_time_s;
     pt.replay_time_s = p.replay_time_s;
     const RankPrediction* top = nullptr;
     for (const auto& r : p.ranks)
       if (!top || r.peak_allocated > top->peak_allocated) top = &r;
     for (const auto& r : p.ranks) pt.reserved_p90 = max(pt.reserved_p90, r.estimated_peak_reserved_p90);
-    pt.fragmentation_risk = pt.fits && pt.reserved_p90 > pt.limit;
+    pt.fragmentation_risk = v.cause == FitCause::reservation;
     if (top) {
       pt.peak_pp_rank = top->rank.pp_rank;
       pt.peak_phase = top->peak_phase;

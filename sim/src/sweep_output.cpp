@@ -42,18 +42,19 @@ std::string sweep_csv(const SweepResult& r) {
   std::ostringstream os;
   for (const auto& a : r.axes) os << csv_field(a.key) << ",";
   os << "valid,fits,max_peak_bytes,max_peak_gb,limit_bytes,headroom_gb,peak_pp_rank,peak_phase,peak_op,step_time_s,"
-        "replay_time_s,reserved_p90_gb,fragmentation_risk,graph_pool_gb,error\n";
+        "replay_time_s,reserved_p90_gb,fragmentation_risk,graph_pool_gb,error,verdict,verdict_cause,margin_bytes\n";
   for (const auto& p : r.points) {
     for (const auto& v : p.values) os << csv_field(v) << ",";
     if (!p.valid) {
-      os << "false,,,,,,,,,,,,,," << csv_field(p.error) << "\n";
+      os << "false,,,,,,,,,,,,,," << csv_field(p.error) << ",,,\n";
       continue;
     }
     os << "true," << (p.fits ? "true" : "false") << "," << p.max_peak.value << "," << num(p.max_peak.gb(), "%.3f") << ","
        << p.limit.value << "," << num(p.headroom().gb(), "%.3f") << "," << p.peak_pp_rank << ","
        << to_string(p.peak_phase) << "," << csv_field(p.peak_op) << "," << num(p.step_time_s, "%.6g") << ","
        << num(p.replay_time_s, "%.6g") << "," << num(p.reserved_p90.gb(), "%.3f") << ","
-       << (p.fragmentation_risk ? "true" : "false") << "," << num(p.graph_pool.gb(), "%.3f") << ",\n";
+       << (p.fragmentation_risk ? "true" : "false") << "," << num(p.graph_pool.gb(), "%.3f") << ",," << to_string(p.verdict) << ","
+       << to_string(p.cause) << "," << p.margin << "\n";
   }
   return os.str();
 }
@@ -75,6 +76,9 @@ std::string to_json(const SweepResult& r) {
       x["error"] = p.error;
     } else {
       x["fits"] = p.fits;
+      x["verdict"] = to_string(p.verdict);
+      x["verdict_cause"] = to_string(p.cause);
+      x["margin_bytes"] = p.margin;
       x["max_peak_allocated_bytes"] = p.max_peak.value;
       x["limit_bytes"] = p.limit.value;
       x["headroom_bytes"] = p.headroom().value;

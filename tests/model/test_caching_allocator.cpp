@@ -66,6 +66,150 @@ TEST_CASE("small requests round to 512 B in 2 MiB segments, and freed neighbours
   CHECK(b.reserved() == Bytes{20 * MiB});
 }
 
+// Rules of c10/cuda/CUDACachingAllocator.cpp (DeviceCachingAllocator; function named in each test),
+// with the defaults of c10/core/AllocatorConfig.h. docs/caching-allocator.md says which revision was
+// read and what the H200 with torch 2.11 showed for the same sequences.
+TEST_CASE("round_size: 512 B multiples, and power-of-two divisions when asked", "[model][allocator]") {
+  using A = CachingAllocatorModel;
+  CHECK(A::round_size(1) == 512);        // size < kMinBlockSize: kMinBlockSize
+  CHECK(A::round_size(513) == 1024);     // kMinBlockSize * ceil(size / kMinBlockSize)
+  CHECK(A::round_size(MiB + 1) == MiB + 512);
+  model::AllocatorSettings four;
+  four.roundup_power2_divisions.assign(16, 4);
+  // roundup_power2_next_division: 3 MiB + 1 lies in [2 MiB, 4 MiB), steps of 512 KiB: 3.5 MiB.
+  CHECK(A::round_size(3 * MiB + 1, four) == 7 * MiB / 2);
+  CHECK(A::round_size(4 * MiB, four) == 4 * MiB);  // a power of two stays
+  CHECK(A::round_size(2000, four) == 2048);        // size <= 512 x divisions: plain rounding
+}
+
+TEST_CASE("get_allocation_size: a 1 MiB + 1 request takes a 20 MiB segment, 1 MiB a 2 MiB one", "[model][allocator]") {
+  CachingAllocatorModel a;
+  a.allocate(Bytes{MiB + 1});            // > kSmallSize: large pool; < kMinLargeAlloc: kLargeBuffer
+  CHECK(a.reserved() == Bytes{20 * MiB});
+  CHECK(a.allocated() == Bytes{MiB + 512});
+  CHECK(a.largest_free_block() == Bytes{20 * MiB - MiB - 512});  // split: the rest exceeds kSmallSize
+  CachingAllocatorModel b;
+  b.allocate(Bytes{MiB});                // <= kSmallSize: small pool, kSmallBuffer
+  CHECK(b.reserved() == Bytes{2 * MiB});
+  CachingAllocatorModel c;
+  c.allocate(Bytes{10 * MiB + 1});       // >= kMinLargeAlloc: rounded up to kRoundLarge
+  CHECK(c.reserved() == Bytes{12 * MiB});
+}
+
+TEST_CASE("should_split: a 15 MiB request after a freed 20 MiB block splits it", "[model][allocator]") {
+  CachingAllocatorModel a;
+  a.release(a.allocate(Bytes{20 * MiB}));  // a 20 MiB segment, cached
+  const auto h = a.allocate(Bytes{15 * MiB});  // get_free_block: best fit is the cached block
+  CHECK(a.reserved() == Bytes{20 * MiB});
+  CHECK(a.slack(h) == Bytes{0});               // remaining 5 MiB > kSmallSize: split off
+  CHECK(a.largest_free_block() == Bytes{5 * MiB});
+  a.allocate(Bytes{5 * MiB});                  // carved from the rest: still one segment
+  CHECK(a.reserved() == Bytes{20 * MiB});
+  CHECK(a.segments() == 1);
+  // A 19.5 MiB request takes the whole cached 20 MiB block: 0.5 MiB is not > kSmallSize.
+  CachingAllocatorModel b;
+  b.release(b.allocate(Bytes{20 * MiB}));
+  CHECK(b.slack(b.allocate(Bytes{39 * MiB / 2})) == Bytes{MiB / 2});
+}
+
+TEST_CASE("streams: a block freed on one stream is not reused by another", "[model][allocator]") {
+  CachingAllocatorModel a;
+  a.release(a.allocate(Bytes{20 * MiB}, 0));
+  a.allocate(Bytes{20 * MiB}, 1);  // get_free_block compares the stream first
+  CHECK(a.reserved() == Bytes{40 * MiB});
+  a.allocate(Bytes{20 * MiB}, 0);  // stream 0 finds its own block
+  CHECK(a.reserved() == Bytes{40 * MiB});
+}
+
+TEST_CASE("max_split_size: oversize blocks are not split and serve only requests within 20 MiB", "[model][allocator]") {
+  model::AllocatorSettings s;
+  s.max_split_size = 100 * MiB;
+  CachingAllocatorModel a(s);
+  const auto big = a.allocate(Bytes{200 * MiB});
+  a.release(big);                                   // a cached oversize (>= max_split_size) block
+  a.allocate(Bytes{50 * MiB});                      // get_free_block: no oversize block for a smaller request
+  CHECK(a.reserved() == Bytes{250 * MiB});
+  const auto h = a.allocate(Bytes{190 * MiB});      // >= max_split_size, and 200 < 190 + max_non_split_rounding
+  CHECK(a.reserved() == Bytes{250 * MiB});
+  CHECK(a.slack(h) == Bytes{10 * MiB});             // should_split: size >= max_split_size, not split
+  a.release(h);
+  a.allocate(Bytes{170 * MiB});                     // 200 >= 170 + 20 MiB: a new segment
+  CHECK(a.reserved() == Bytes{420 * MiB});
+}
+
+TEST_CASE("out of memory: cached whole segments are freed and the request retried", "[model][allocator]") {
+  model::AllocatorSettings s;
+  s.capacity = 100 * MiB;
+  CachingAllocatorModel a(s);
+  a.release(a.allocate(Bytes{60 * MiB}));
+  const auto h = a.allocate(Bytes{70 * MiB});  // 60 + 70 > 100: release_cached_blocks, then alloc_block again
+  CHECK(h != CachingAllocatorModel::kFailed);
+  CHECK(a.reserved() == Bytes{70 * MiB});
+  CHECK(a.alloc_retries() == 1);
+  CHECK(a.peak_reserved() == Bytes{70 * MiB});
+}
+
+TEST_CASE("fragmentation: a request fails with the allocated bytes under the capacity", "[model][allocator]") {
+  model::AllocatorSettings s;
+  s.capacity = 100 * MiB;
+  CachingAllocatorModel a(s);
+  a.release(a.allocate(Bytes{40 * MiB}));
+  a.allocate(Bytes{20 * MiB});                // splits the cached 40 MiB segment: 20 MiB of it stay free
+  a.allocate(Bytes{50 * MiB});                // a new 50 MiB segment: 90 MiB reserved
+  CHECK(a.reserved() == Bytes{90 * MiB});
+  // 30 MiB: no cached block fits; a new segment would make 120 MiB; the free 20 MiB is part of a
+  // split segment, which release_cached_blocks cannot return: OutOfMemoryError with 70 MiB allocated.
+  CHECK(a.allocate(Bytes{30 * MiB}) == CachingAllocatorModel::kFailed);
+  CHECK(a.ooms() == 1);
+  CHECK(a.allocated() == Bytes{70 * MiB});
+  CHECK(a.largest_free_block() == Bytes{20 * MiB});
+  // The same requests with expandable segments fit: pages are mapped where the free space is.
+  s.expandable_segments = true;
+  CachingAllocatorModel e(s);
+  e.release(e.allocate(Bytes{40 * MiB}));
+  e.allocate(Bytes{20 * MiB});
+  e.allocate(Bytes{50 * MiB});
+  CHECK(e.allocate(Bytes{30 * MiB}) != CachingAllocatorModel::kFailed);
+  CHECK(e.reserved() == Bytes{100 * MiB});
+}
+
+TEST_CASE("expandable segments grow in 20 MiB pages (large pool) and 2 MiB pages (small pool)", "[model][allocator]") {
+  model::AllocatorSettings s;
+  s.expandable_segments = true;
+  CachingAllocatorModel a(s);
+  a.allocate(Bytes{MiB + 1});                 // map_block: one 20 MiB page of the large pool's segment
+  CHECK(a.reserved() == Bytes{20 * MiB});
+  a.allocate(Bytes{30 * MiB});                // the free rest of that page plus one more page
+  CHECK(a.reserved() == Bytes{40 * MiB});
+  CHECK(a.largest_free_block() == Bytes{40 * MiB - (MiB + 512) - 30 * MiB});
+  a.allocate(Bytes{1000});                    // small pool: a 2 MiB page of its own segment
+  CHECK(a.reserved() == Bytes{42 * MiB});
+  // Without expandable segments the 30 MiB request takes a segment of its own.
+  CachingAllocatorModel b;
+  b.allocate(Bytes{MiB + 1});
+  b.allocate(Bytes{30 * MiB});
+  CHECK(b.reserved() == Bytes{50 * MiB});
+  // should_split with expandable segments: any rest of 512 B or more is split off.
+  CachingAllocatorModel c(s);
+  c.release(c.allocate(Bytes{20 * MiB}));
+  CHECK(c.slack(c.allocate(Bytes{39 * MiB / 2})) == Bytes{0});
+}
+
+TEST_CASE("expandable segments: empty_cache unmaps the free pages", "[model][allocator]") {
+  model::AllocatorSettings s;
+  s.expandable_segments = true;
+  CachingAllocatorModel a(s);
+  const auto x = a.allocate(Bytes{100 * MiB});  // five pages
+  const auto y = a.allocate(Bytes{MiB + 1});    // a sixth
+  CHECK(a.reserved() == Bytes{120 * MiB});
+  a.release(x);
+  a.empty_cache();                               // unmap_block: the five whole free pages before y
+  CHECK(a.reserved() == Bytes{20 * MiB});
+  a.release(y);
+  a.empty_cache();
+  CHECK(a.reserved() == Bytes{0});
+}
+
 TEST_CASE("memory already cached is carved before new segments", "[model][allocator]") {
   CachingAllocatorModel a;
   a.add_free_segment(Bytes{100 * MiB});

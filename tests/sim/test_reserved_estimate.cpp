@@ -43,18 +43,27 @@ TEST_CASE("reserved estimate = allocated peak x the measured ratios", "[sim][res
   CHECK(r.estimated_peak_reserved_p90.value == expected(fc.reserved_ratio_p90));
 }
 
+namespace {
+// The ratio estimate's path (--no-allocator-replay): the allocator replay is on by default.
+sim::PredictOptions ratio_only() {
+  sim::PredictOptions o;
+  o.replay_allocator = false;
+  return o;
+}
+}  // namespace
+
 TEST_CASE("fragmentation warning only when the allocated peak fits and the p90 reserve does not", "[sim][reserved]") {
-  const auto roomy = sim::predict(dense_on(200'000'000'000));
+  const auto roomy = sim::predict(dense_on(200'000'000'000), ratio_only());
   REQUIRE(roomy.ranks.size() == 1);
   const auto& r = roomy.ranks[0];
   CHECK_FALSE(warns_fragmentation(roomy));
   // A capacity between the allocated peak and the p90 reserve estimate.
   const std::int64_t between = (r.peak_allocated.value + r.estimated_peak_reserved_p90.value) / 2;
-  const auto tight = sim::predict(dense_on(between));
+  const auto tight = sim::predict(dense_on(between), ratio_only());
   CHECK(tight.fits);
   CHECK(warns_fragmentation(tight));
   // Below the allocated peak: does not fit, which is the answer, not a fragmentation warning.
-  const auto small = sim::predict(dense_on(r.peak_allocated.value - 1'000'000));
+  const auto small = sim::predict(dense_on(r.peak_allocated.value - 1'000'000), ratio_only());
   CHECK_FALSE(small.fits);
   CHECK_FALSE(warns_fragmentation(small));
 }
@@ -65,7 +74,7 @@ TEST_CASE("with expandable_segments the estimate takes the ratios measured with 
   REQUIRE(fc.reserved_ratio_median_expandable < fc.reserved_ratio_median);
   model::RunSpec spec = dense_on(80'000'000'000);
   spec.cluster.expandable_segments = true;
-  const auto p = sim::predict(spec);
+  const auto p = sim::predict(spec, ratio_only());
   REQUIRE(p.ranks.size() == 1);
   const auto& r = p.ranks[0];
   CHECK(r.estimated_peak_reserved.value ==
@@ -73,7 +82,7 @@ TEST_CASE("with expandable_segments the estimate takes the ratios measured with 
   // A capacity between the allocated peak and the p90 estimate: the warning no longer suggests the
   // setting the run already has.
   spec.cluster.gpu.memory_bytes = Bytes{(r.peak_allocated.value + r.estimated_peak_reserved_p90.value) / 2};
-  const auto tight = sim::predict(spec);
+  const auto tight = sim::predict(spec, ratio_only());
   REQUIRE(warns_fragmentation(tight));
   for (const auto& w : tight.warnings)
     if (w.rule == "fragmentation_risk") CHECK(w.message.find("avoids most of it") == std::string::npos);

@@ -62,7 +62,7 @@ TEST_CASE("sweep CSV: axis keys then the fixed columns, one row per point") {
   std::getline(in, header);
   CHECK(header ==
         "train.micro_batch_size,valid,fits,max_peak_bytes,max_peak_gb,limit_bytes,headroom_gb,peak_pp_rank,peak_phase,"
-        "peak_op,step_time_s,replay_time_s,reserved_p90_gb,fragmentation_risk,graph_pool_gb,error");
+        "peak_op,step_time_s,replay_time_s,reserved_p90_gb,fragmentation_risk,graph_pool_gb,error,verdict,verdict_cause,margin_bytes");
   int rows = 0;
   for (std::string line; std::getline(in, line);) ++rows;
   CHECK(rows == 2);
@@ -79,16 +79,21 @@ TEST_CASE("sweep budget overrides the GPU capacity") {
 }
 
 TEST_CASE("sweep flags a point that fits by allocated bytes but not by the p90 reserved estimate") {
+  // The ratio estimate's path (--no-allocator-replay), on a device between the peak and the estimate.
   const std::string text(model::default_run_spec_text());
-  const auto free_run = sim::run_sweep(text, {}, {{"model.seq_length", {"4096"}}});
+  sim::SweepOptions ratio;
+  ratio.replay_allocator = false;
+  const auto free_run = sim::run_sweep(text, {}, {{"model.seq_length", {"4096"}}}, ratio);
   REQUIRE(free_run.points.size() == 1);
   const auto& pt = free_run.points[0];
   REQUIRE(pt.reserved_p90 > pt.max_peak);
   CHECK_FALSE(pt.fragmentation_risk);
-  sim::SweepOptions opt;
-  opt.budget = Bytes{(pt.max_peak.value + pt.reserved_p90.value) / 2};
-  const auto tight = sim::run_sweep(text, {}, {{"model.seq_length", {"4096"}}}, opt);
+  const std::int64_t between = (pt.max_peak.value + pt.reserved_p90.value) / 2;
+  const std::vector<std::string> device = {"cluster.gpu={\"name\": \"h100-sxm-80gb\", \"memory_bytes\": " + std::to_string(between) + "}"};
+  const auto tight = sim::run_sweep(text, device, {{"model.seq_length", {"4096"}}}, ratio);
+  REQUIRE(tight.points[0].valid);
   CHECK(tight.points[0].fits);
+  CHECK(tight.points[0].verdict == sim::FitKind::fits_without_reservation_margin);
   CHECK(tight.points[0].fragmentation_risk);
 }
 

@@ -7,6 +7,7 @@
 #include "peakcast/calibration/record.hpp"
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::calibration {
 
@@ -20,7 +21,12 @@ struct Evaluation {
   double predicted_peak = 0;       // bytes, with the shipped profile, at the measured rank
   double profile_fixed = 0;        // framework_fixed bytes of the shipped profile inside predicted_peak
   std::string predicted_phase;     // forward | backward | grad_sync | optimizer
-  bool predicted_fits = true;      // fits with the allocator's p90 reservation (Prediction::fits_with_allocator_reserve)
+  bool predicted_fits = true;      // the run's verdict is fits (Prediction::fits_with_allocator_reserve)
+  // The run's verdict (sim/verdict.hpp), its cause and margin, and the capacity it was judged on.
+  sim::FitKind verdict = sim::FitKind::fits;
+  sim::FitCause verdict_cause = sim::FitCause::none;
+  std::int64_t verdict_margin = 0;
+  double capacity = 0;
   double predicted_step_time_s = 0;
   bool without_recompute = false;  // no recompute and no offloading: a policy study's control row
   sim::RankPrediction::StepTime predicted_time;  // the measured rank's step-time parts
@@ -30,6 +36,8 @@ struct Evaluation {
   // p90, and the ratios it scaled the allocated peaks by (0: the profile has none).
   double predicted_reserved = 0, predicted_reserved_p90 = 0;
   double reserved_ratio_median = 0, reserved_ratio_p90 = 0;
+  // With evaluate_records(..., replay_allocator): the compared rank's caching-allocator replay.
+  std::optional<sim::AllocatorReplay> replay;
   // The prediction with the profile's fixed term removed: the fit's regressor.
   double uncalibrated_peak() const { return predicted_peak - profile_fixed; }
   // Whether the record enters the fixed-term fit: a whole-run peak, not out of memory, and the
@@ -48,7 +56,9 @@ std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not 
 bool runs_without_recompute(const model::RunSpec& s);
 
 // Measured rank = record.pp_rank (largest over that stage's rank shapes), else the largest rank.
-std::vector<Evaluation> evaluate_records(const std::vector<Record>& records);
+// replay_allocator: also replay each record's allocations through the caching-allocator model
+// (sim::PredictOptions::replay_allocator); the fit/OOM verdict then uses that reservation.
+std::vector<Evaluation> evaluate_records(const std::vector<Record>& records, bool replay_allocator = true);
 
 // "forward_backward" (the harness cannot split them) agrees with forward and with backward;
 // "setup" (model/DDP/optimizer build) with nothing the simulator reports.

@@ -27,18 +27,23 @@ struct ValidationOptions {
 struct ValidationRow {
   const Evaluation* eval = nullptr;
   std::optional<double> predicted;           // bytes, with the record's fixed term (its fold's when cross-validated)
-  std::optional<bool> fit_ok;                // predicted fit == measured not-OOM
+  // Measured out of memory and the verdict does_not_fit, or ran and the verdict is not does_not_fit.
+  std::optional<bool> fit_ok;
+  // The verdict is inside the reservation's stated interval (sim::reservation_edge): at risk, or does
+  // not fit by the reservation by less than the interval. A wrong fit_ok there is not counted wrong.
+  bool fit_edge = false;
   bool compared = false;                     // usable: the peak is compared
   double rel_error = 0;                      // (predicted - measured) / measured, when compared
   std::optional<bool> phase_ok;
   std::optional<double> reserved_estimate;   // bytes, median ratio, when the record measured its reservation
   std::optional<bool> reserved_within_p90;   // measured reservation at most the p90 estimate
+  std::optional<double> reserved_replayed;   // bytes, the allocator replay's reservation (with the record's fixed term)
 };
 
 struct GroupStats {
   ErrorStats errors;
   int phase_agree = 0, phase_compared = 0;
-  int fit_agree = 0, fit_compared = 0;
+  int fit_agree = 0, fit_compared = 0, fit_edge = 0;  // fit_edge: disagreeing inside the interval, not counted
   bool within_bounds = true;
 };
 
@@ -47,6 +52,11 @@ struct ValidationReport {
   std::map<std::string, GroupStats> groups;   // by record group, and "(all)"
   ErrorStats reserved;                        // |estimate - measured| / measured reservation
   int reserved_within_p90 = 0;
+  // By allocator, [0] default, [1] expandable_segments: the ratio estimate's and (with a replay)
+  // the replayed reservation's |error| over the records that measured a reservation, and the
+  // replay's median signed error (bias).
+  ErrorStats reserved_by_allocator[2], reserved_replayed[2];
+  double reserved_replayed_bias[2] = {0, 0};
   bool within_bounds = true;
   int cross_validate = 0;
 };

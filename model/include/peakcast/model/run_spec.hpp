@@ -414,6 +414,10 @@ struct ClusterSpec {
   // The run used peakcast's calibration harness (calibration/harness/megatron_env.py apply_all), whose
   // patches make the local spec run what stock Megatron refuses there; see peakcast_extensions.json.
   bool calibration_harness = false;
+  // PYTORCH_CUDA_ALLOC_CONF as the run exports it ("expandable_segments:True,max_split_size_mb:512"):
+  // the caching-allocator replay follows expandable_segments, max_split_size_mb,
+  // max_non_split_rounding_mb and roundup_power2_divisions (parse_alloc_conf, caching_allocator.hpp).
+  std::string pytorch_cuda_alloc_conf;
 
   bool operator==(const ClusterSpec&) const = default;
 };

@@ -8,6 +8,7 @@
 #include "peakcast/model/recipes.hpp"
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::sim {
 
@@ -21,6 +22,8 @@ struct CatalogueRow {
   Bytes max_peak;
   Bytes capacity;
   bool fits = false, fits_with_allocator_reserve = false;
+  FitKind verdict = FitKind::does_not_fit;  // run_verdict (verdict.hpp)
+  std::int64_t margin = 0;
 };
 
 std::vector<CatalogueRow> predict_catalogue();

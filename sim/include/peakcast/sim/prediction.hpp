@@ -10,6 +10,7 @@
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/model/static_memory.hpp"
+#include "peakcast/sim/allocator_replay.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 
 namespace peakcast::sim {
@@ -72,6 +73,13 @@ struct RankPrediction {
   // What the caching allocator would reserve at that peak, from the measured reserved / allocated
   // ratios (median and 90th percentile, FittedConstants), plus the graph pools; 0 without a profile.
   Bytes estimated_peak_reserved, estimated_peak_reserved_p90;
+  // The rank's allocations and frees replayed through the caching-allocator model, when asked for
+  // (PredictOptions::replay_allocator): then fits_with_allocator_reserve and the verdict
+  // (verdict.hpp) use its reservation instead of the p90 estimate.
+  std::optional<AllocatorReplay> allocator;
+  // With PredictOptions::record_allocator_trace: the replayed requests in order, a request as its
+  // bytes (> 0), a free as -(n + 1) for the n-th request (0-based): what the replay fed the model.
+  std::vector<std::int64_t> allocator_trace;
   double replay_flops = 0;      // per iteration
   double step_time_s = 0;
   double replay_time_s = 0;
@@ -115,6 +123,11 @@ struct PredictOptions {
   // Walk every micro-batch of the step instead of the fewest that find the same peaks (which the
   // schedule tests check it does); slower, same answers.
   bool walk_every_microbatch = false;
+  // Replay every rank's tensor allocations and frees through the caching-allocator model
+  // (RankPrediction::allocator): O(requests) per rank. On by default: the one verdict
+  // (verdict.hpp) then judges the reservation the allocator would make, in every command.
+  bool replay_allocator = true;
+  bool record_allocator_trace = false;  // with replay_allocator: fill RankPrediction::allocator_trace
 };
 
 // Assumes a spec that parsed and validated without errors.

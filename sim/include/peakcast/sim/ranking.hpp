@@ -9,6 +9,7 @@
 
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::sim {
 
@@ -45,7 +46,10 @@ CandidateSet enumerate_candidates(const model::RunSpec& spec);
 struct RankedCandidate {
   RecomputeChoice choice;
   std::string label;
-  bool viable = false;
+  bool viable = false;       // verdict == fits (verdict.hpp)
+  FitKind verdict = FitKind::fits;
+  FitCause cause = FitCause::none;  // what decided a verdict other than fits
+  std::int64_t margin = 0;   // the verdict's margin, bytes
   Bytes max_peak;
   double replay_flops = 0, replay_time_s = 0, step_time_s = 0;
   // The rank that breaks the budget the most (non-viable only).
@@ -93,8 +97,9 @@ inline constexpr double kSamePeakRelativeTolerance = 1e-3;
 
 // headroom_sigma k: each rank's peak is raised by k times the calibration profile's relative
 // residual sigma before the budget check (k = 2 is the OOM-safe bound of docs/calibration.md).
+// budget 0: the device's capacity. options: e.g. the allocator replay for every candidate.
 Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroom_sigma = 0,
-                        RankOrder order = RankOrder::narrowest);
+                        RankOrder order = RankOrder::narrowest, const PredictOptions& options = {});
 
 // The candidate a report shows (the narrowest viable one, else the first), predicted with its
 // timelines; nullopt when there is no candidate.

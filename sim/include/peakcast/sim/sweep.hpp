@@ -12,6 +12,7 @@
 
 #include "peakcast/model/units.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::sim {
 
@@ -44,7 +45,10 @@ struct SweepPoint {
   std::vector<std::string> values;  // one per axis
   bool valid = false;
   std::string error;                // first parse / validation error of an invalid point
-  bool fits = false;
+  bool fits = false;                // the verdict is not does_not_fit (verdict.hpp)
+  FitKind verdict = FitKind::does_not_fit;
+  FitCause cause = FitCause::none;  // what decided a verdict other than fits
+  std::int64_t margin = 0;          // the verdict's margin, bytes
   Bytes max_peak;
   Bytes limit;                      // the budget, or the GPU capacity when none is given
   std::int64_t peak_pp_rank = -1;
@@ -54,7 +58,7 @@ struct SweepPoint {
   // Largest rank's reserved estimate at the p90 reserved / allocated ratio (RankPrediction); a point
   // that fits by allocated bytes but not by this is at risk of fragmentation.
   Bytes reserved_p90;
-  bool fragmentation_risk = false;
+  bool fragmentation_risk = false;  // the verdict's cause is the reservation (at risk or does not fit)
   // CUDA graphs: the largest rank's graph pool and allocated peak with the pool beside the replaying
   // iterations (RankPrediction::peak_with_graph_pool, what `fits` checks); 0 / max_peak without graphs.
   Bytes graph_pool, peak_with_graph_pool;
@@ -67,6 +71,7 @@ struct SweepOptions {
   // Called on the calling thread about every 100 ms with (points done, total).
   std::function<void(std::size_t, std::size_t)> progress;
   std::string spec_name;  // the input's name: a Bridge recipe ("bridge:...") or file, for its format
+  bool replay_allocator = true;   // PredictOptions::replay_allocator for every point
 };
 
 struct SweepResult {

@@ -1,0 +1,62 @@
+"""The caching allocator's own event stream of one measured case (run_case.py, PEAKCAST_ALLOC_TRACE=DIR).
+
+torch.cuda.memory._record_memory_history(context=None) keeps every alloc / free / segment event of the
+device's allocator; at the end of the case this writes DIR/<case>_r<rank>.json.gz with
+  events: [[code, size, block]] in order; code a alloc, f free_completed, s segment_alloc, S segment_free,
+          m segment_map, M segment_unmap, o oom; block: a small id per address (an alloc and its free share it)
+  marks:  the phase boundaries as the allocator's cumulative counters then (allocation.all.allocated,
+          segment.all.allocated, num_alloc_retries): event k of `events` whose alloc count reaches a mark's
+          `allocations` is the first of that phase
+  end:    memory_snapshot()'s segments (count, sizes, expandable or not) and memory_stats()'s peaks.
+compare_alloc_trace.py sets these against peakcast's simulated stream.
+"""
+import gzip
+import json
+import os
+
+CODES = {"alloc": "a", "free_completed": "f", "segment_alloc": "s", "segment_free": "S",
+         "segment_map": "m", "segment_unmap": "M", "oom": "o"}
+
+
+def mark(torch, phase, iteration):
+    st = torch.cuda.memory_stats()
+    return {"phase": phase, "iteration": iteration, "allocations": st.get("allocation.all.allocated", 0),
+            "segments": st.get("segment.all.allocated", 0), "retries": st.get("num_alloc_retries", 0),
+            "allocated_bytes": st.get("allocated_bytes.all.current", 0),
+            "reserved_bytes": st.get("reserved_bytes.all.current", 0)}
+
+
+def compact(events):
+    ids, out = {}, []
+    for e in events:
+        c = CODES.get(e.get("action"))
+        if c is None:
+            continue
+        addr = e.get("addr", 0)
+        if c == "a" or addr not in ids:
+            ids[addr] = len(ids)
+        out.append([c, int(e.get("size", 0)), ids[addr]])
+    return out
+
+
+def write(torch, folder, rec, marks):
+    try:
+        dev = torch.cuda.current_device()
+        snap = torch.cuda.memory._snapshot()
+        traces = snap.get("device_traces") or [[]]
+        events = traces[dev] if len(traces) > dev else []
+        segs = [s for s in snap.get("segments", []) if s.get("device", dev) == dev]
+        st = torch.cuda.memory_stats()
+        end = {"segments": len(segs), "segment_sizes": sorted(int(s["total_size"]) for s in segs),
+               "segment_peak": st.get("segment.all.peak"), "num_alloc_retries": st.get("num_alloc_retries"),
+               "num_ooms": st.get("num_ooms"), "reserved_peak": st.get("reserved_bytes.all.peak"),
+               "allocated_peak": st.get("allocated_bytes.all.peak"),
+               "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF")}
+        doc = {"case": rec.get("case"), "rank": rec.get("rank"), "marks": marks + [mark(torch, "end", None)],
+               "events": compact(events), "raw_events": len(events), "end": end}
+        os.makedirs(folder, exist_ok=True)
+        rank = (rec.get("rank") or {}).get("pp_rank", 0)
+        with gzip.open(os.path.join(folder, f"{rec.get('case')}_r{rank}.json.gz"), "wt") as f:
+            json.dump(doc, f)
+    except Exception as e:  # the record matters more than its trace
+        rec["alloc_trace_error"] = repr(e)[:300]

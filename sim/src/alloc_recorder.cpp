@@ -1,0 +1,196 @@
+// AllocRecorder: tensor ids over the allocator model, the model state's creation order, the fixed
+// framework blocks, the optimizer steps and the result. The forward and backward of the segments:
+// alloc_recorder_walk.cpp.
+#include "alloc_recorder.hpp"
+
+namespace peakcast::sim::detail {
+
+const ModuleScript& ScriptCache::get(const LayerGraph& g, const CheckpointSet& ckpt) {
+  const auto key = std::make_tuple(&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module);
+  auto it = scripts_.find(key);
+  if (it == scripts_.end()) it = scripts_.emplace(key, module_script(g, ckpt)).first;
+  return it->second;
+}
+
+AllocRecorder::AllocRecorder(const std::vector<ChunkModel>& chunks, const ReplaySetup& setup)
+    : chunks_(chunks), setup_(setup), alloc_(setup.settings) {
+  kept_.resize(chunks.size() * static_cast<std::size_t>(std::max(1, setup.microbatches)));
+  retained_.resize(chunks.size());
+  for (std::size_t c = 0; c < chunks.size(); ++c) retained_[c].assign(chunks[c].segments.size(), -1);
+}
+
+int AllocRecorder::alloc(Bytes bytes) {
+  if (bytes.value <= 0) return -1;
+  auto h = alloc_.allocate(bytes);
+  if (h == model::CachingAllocatorModel::kFailed) {
+    if (!out_.first_failure) {
+      AllocatorReplay::Failure f;
+      f.request = bytes;
+      f.allocated = alloc_.allocated();
+      f.reserved = alloc_.reserved();
+      f.where = (where_name_ ? *where_name_ + " " : std::string()) + "(" + where_phase_ + ", iteration " + std::to_string(iteration_) + ")";
+      out_.first_failure = std::move(f);
+    }
+    // Go on as if the device were larger: the rest of the run still says what it would reserve.
+    alloc_.set_capacity(0);
+    h = alloc_.allocate(bytes);
+  }
+  ++out_.requests;
+  requested_ += bytes.value;
+  out_.peak_requested = max(out_.peak_requested, Bytes{requested_});
+  if (alloc_.allocated() > out_.peak_allocated) {
+    out_.peak_allocated = alloc_.allocated();
+    out_.largest_free_at_peak = alloc_.largest_free_block();
+    out_.reserved_at_peak = alloc_.reserved();
+  }
+  handle_.push_back(h);
+  bytes_.push_back(bytes);
+  if (setup_.trace) setup_.trace->push_back(bytes.value);
+  return static_cast<int>(handle_.size()) - 1;
+}
+
+void AllocRecorder::free(int id) {
+  if (id < 0) return;
+  int& h = handle_[static_cast<std::size_t>(id)];
+  if (h < 0) return;  // already freed (two owners let go of one tensor)
+  alloc_.release(h);
+  h = -1;
+  if (setup_.trace) setup_.trace->push_back(-static_cast<std::int64_t>(id) - 1);
+  requested_ -= bytes_[static_cast<std::size_t>(id)].value;
+}
+
+void AllocRecorder::free_all(std::vector<int>& ids) {
+  for (const int id : ids) free(id);
+  ids.clear();
+}
+
+// A script over slot -> tensor id; a free of `keep_slot` is skipped (the caller keeps that tensor).
+void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot) {
+  for (const auto& st : steps) {
+    int& s = slots[static_cast<std::size_t>(st.slot)];
+    switch (st.kind) {
+      case ModuleScript::Kind::alloc:
+        free(s);
+        s = alloc(Bytes{st.bytes});
+        break;
+      case ModuleScript::Kind::free:
+        if (st.slot == keep_slot) break;
+        free(s);
+        s = -1;
+        break;
+      case ModuleScript::Kind::move: {
+        int& f = slots[static_cast<std::size_t>(st.from)];
+        if (s != f) free(s);
+        s = f;
+        f = -1;
+        break;
+      }
+    }
+  }
+}
+
+// Model build (a tensor per parameter), the DDP wrap (param_data and grad_data per buffer; with the
+// distributed optimizer the parameters then move into param_data and their own storage goes), the
+// optimizer build (a clone per owned range turned into its fp32 main parameter). Whatever the sums
+// of static_memory_per_rank hold beyond these tensors comes as one block per kind.
+void AllocRecorder::static_state() {
+  const model::StaticMemory& sm = *setup_.sm;
+  note(nullptr, "model build");
+  Bytes params{}, grads{}, mains{};
+  if (setup_.statics) {
+    const auto& st = *setup_.statics;
+    std::vector<int> ids;
+    for (const Bytes b : st.parameters) ids.push_back(alloc(b));
+    for (const auto& buf : st.buffers) {
+      alloc(buf.param_data);
+      alloc(buf.grad_data);
+      params += buf.param_data;
+      grads += buf.grad_data;
+      if (st.parameters_move_into_buffers) for (const std::size_t m : buf.members) free(ids[m]);
+    }
+    if (!st.parameters_move_into_buffers) for (const Bytes b : st.parameters) params += b;
+    for (const auto& t : st.optimizer) {
+      const int clone = alloc(t.clone);
+      alloc(t.main);
+      free(clone);
+      mains += t.main;
+    }
+  }
+  alloc(sm.buffers);
+  alloc(sm.parameters > params ? sm.parameters - params : Bytes{});
+  alloc(sm.gradients > grads ? sm.gradients - grads : Bytes{});
+  alloc(sm.main_params > mains ? sm.main_params - mains : Bytes{});
+  alloc(sm.fp8_weight_cache);
+  // The framework's fixed blocks: the global memory buffer, the forward's cuBLAS workspaces, the
+  // profile's fitted remainder.
+  note(nullptr, "forward");
+  alloc(setup_.global_buffer);
+  for (int k = 0; k < setup_.forward_workspaces; ++k) alloc(setup_.cublas_workspace);
+  alloc(setup_.framework_fixed);
+}
+
+void AllocRecorder::begin_pass(int iteration, bool first, bool graphed, bool whole_graph) {
+  iteration_ = iteration;
+  graphed_ = graphed;
+  whole_graph_ = whole_graph;
+  if (first) static_state();
+  out_.pass_starts.push_back(out_.requests);
+  if (graphed && !graph_static_taken_) {
+    graph_static_taken_ = true;
+    alloc(setup_.graph_static_buffers);
+  }
+}
+
+void AllocRecorder::backward_started() {
+  if (workspaces_taken_) return;
+  workspaces_taken_ = true;
+  for (int k = 0; k < setup_.backward_workspaces; ++k) alloc(setup_.cublas_workspace);
+  alloc(setup_.dummy_wgrads);
+}
+
+void AllocRecorder::flush(bool first) {
+  if (deferred_entries_ == 0) return;
+  static const std::string flush_name = "output_layer.deferred_wgrad";
+  note(&flush_name, "backward");
+  if (first) {
+    alloc(Bytes{setup_.drain_buffers.value / 2});  // the two alternating gather buffers "mpu_0", "mpu_1"
+    alloc(Bytes{setup_.drain_buffers.value - setup_.drain_buffers.value / 2});
+  }
+  free_all(deferred_);
+  deferred_entries_ = 0;
+}
+
+// step(): the first one creates the state tensors (AdamW _init_group, parameter by parameter); every
+// one makes main.grad copies and the foreach temporaries, freed by its end; a chain of optimizers
+// (expert parallelism) steps the dense one, then the expert one.
+void AllocRecorder::optimizer(bool first) {
+  static const std::string step_name = "optimizer.step";
+  note(&step_name, "optimizer");
+  const model::StaticMemory& sm = *setup_.sm;
+  Bytes states{};
+  std::vector<int> copies, temporaries;
+  if (setup_.statics) {
+    const auto& opt = setup_.statics->optimizer;
+    if (first)
+      for (const auto& t : opt)
+        for (const Bytes b : t.states) { alloc(b); states += b; }
+    for (const auto& t : opt) copies.push_back(alloc(t.grad_copy));
+    for (const bool own : {false, true}) {
+      for (const auto& t : opt) if (t.own_optimizer == own) temporaries.push_back(alloc(t.temporary));
+      free_all(temporaries);
+    }
+  } else {
+    copies.push_back(alloc(first ? sm.step_transient_first : sm.step_transient_steady));
+  }
+  if (first) alloc(sm.optimizer_states > states ? sm.optimizer_states - states : Bytes{});
+  free_all(copies);
+}
+
+AllocatorReplay AllocRecorder::result() const {
+  AllocatorReplay r = out_;
+  r.peak_reserved = alloc_.peak_reserved() + setup_.graph_pool;
+  r.segments = alloc_.segments();
+  return r;
+}
+
+}  // namespace peakcast::sim::detail

@@ -1,0 +1,98 @@
+#pragma once
+// The caching-allocator replay of one rank's walk: the memory walk (memory_walk.cpp) calls it at
+// each forward, backward, flush and optimizer step, and it turns them into the allocations and
+// frees of the tensors involved, in program order, fed straight to CachingAllocatorModel (nothing
+// is stored: the cost is O(requests), and the walk already covers the schedule with the fewest
+// micro-batches that repeat its steady state). Private to peakcast_sim.
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "module_script.hpp"
+#include "peakcast/model/caching_allocator.hpp"
+#include "peakcast/model/static_allocations.hpp"
+#include "peakcast/model/static_memory.hpp"
+#include "peakcast/sim/allocator_replay.hpp"
+#include "segment.hpp"
+
+namespace peakcast::sim::detail {
+
+// Module scripts, computed once per (graph, checkpoint set) and shared by the ranks of a Predictor.
+class ScriptCache {
+ public:
+  const ModuleScript& get(const LayerGraph& g, const CheckpointSet& ckpt);
+
+ private:
+  std::map<std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool>, ModuleScript> scripts_;
+};
+
+// Everything besides the chunks: the allocator's settings and the blocks the walk holds in `base`.
+struct ReplaySetup {
+  model::AllocatorSettings settings;
+  const model::StaticMemory* sm = nullptr;
+  const model::StaticAllocations* statics = nullptr;  // nullptr: the model state as one block per kind
+  Bytes global_buffer;               // Megatron's global memory buffer (one block)
+  Bytes cublas_workspace;            // each cuBLAS workspace
+  int forward_workspaces = 1, backward_workspaces = 0;
+  Bytes framework_fixed;             // the profile's fitted framework bytes (one block)
+  Bytes dummy_wgrads, drain_buffers, graph_static_buffers, graph_pool;
+  int microbatches = 1;
+  bool deallocate_outputs = true;
+  std::int64_t deferral_limit = 0;
+  ScriptCache* scripts = nullptr;
+  std::vector<std::int64_t>* trace = nullptr;  // RankPrediction::allocator_trace, when recorded
+};
+
+class AllocRecorder {
+ public:
+  AllocRecorder(const std::vector<ChunkModel>& chunks, const ReplaySetup& setup);
+  void begin_pass(int iteration, bool first, bool graphed, bool whole_graph);
+  void forward(int c, int mb);
+  void backward(int c, int mb);
+  void backward_started();  // iteration 1's first backward GEMM: workspaces and dummy wgrads appear
+  void flush(bool first);   // the deferred output-layer wgrad's pipeline flush
+  void optimizer(bool first);
+  AllocatorReplay result() const;
+
+ private:
+  // What one segment of one (chunk, micro-batch) keeps from its forward to its backward.
+  struct Kept {
+    std::vector<int> slots;     // script slot -> tensor id (plain segments)
+    std::vector<int> owned;     // other tensors it holds: a kept input, residual blocks, a group's input
+    std::vector<std::vector<int>> parts;  // full-recompute groups: each part's slots during the replay
+    std::vector<Bytes> offloaded;         // sizes to bring back before the backward (cpu_offloading)
+  };
+  struct KeptChunk { std::vector<Kept> segments; int extra = -1; };
+
+  int alloc(Bytes bytes);
+  void free(int id);
+  void free_all(std::vector<int>& ids);
+  Bytes bytes_of(int id) const { return id >= 0 ? bytes_[static_cast<std::size_t>(id)] : Bytes{}; }
+  void play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot);
+  void static_state();
+  void forward_plain(const Segment& s, std::size_t i, bool input_kept, int& flow, Kept& k);
+  void forward_group(const Segment& s, int& flow, Kept& k);
+  int backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k);
+  int backward_group(const Segment& s, int grad, Kept& k);
+  int backward_part(const Segment::Part& part, std::vector<int>& slots, int grad);
+  void prefetch(Kept& k);
+  void note(const std::string* name, const char* phase) { where_name_ = name; where_phase_ = phase; }
+
+  const std::vector<ChunkModel>& chunks_;
+  ReplaySetup setup_;
+  model::CachingAllocatorModel alloc_;
+  std::vector<int> handle_;   // tensor id -> allocator handle (-1: freed)
+  std::vector<Bytes> bytes_;  // tensor id -> requested bytes
+  std::vector<KeptChunk> kept_;
+  std::vector<std::vector<int>> retained_;
+  std::vector<int> carried_, deferred_;
+  std::int64_t deferred_entries_ = 0;
+  int iteration_ = 1;
+  bool graphed_ = false, whole_graph_ = false, workspaces_taken_ = false, graph_static_taken_ = false;
+  const std::string* where_name_ = nullptr;
+  const char* where_phase_ = "setup";
+  std::int64_t requested_ = 0;
+  AllocatorReplay out_;
+};
+
+}  // namespace peakcast::sim::detail

@@ -1,0 +1,222 @@
+// AllocRecorder's forward and backward of a (chunk, micro-batch), following the memory walk's rules
+// (memory_walk.cpp) tensor by tensor: each module's script (module_script.hpp) over the tensor that
+// flows between modules; what the schedule keeps; full-recompute groups replaying their layers;
+// offloaded saved sets; the bytes the walk keeps beyond a module's own tensors as blocks of their
+// own (a moe checkpoint's retained graph, a tied weight's gradient, deferred wgrad entries).
+#include <algorithm>
+
+#include "alloc_recorder.hpp"
+
+namespace peakcast::sim::detail {
+
+namespace {
+Bytes excess(Bytes a, Bytes b) { return a > b ? a - b : Bytes{}; }
+}  // namespace
+
+// A module under its checkpoint set: its forward's tensors, the flowing tensor its input slot.
+void AllocRecorder::forward_plain(const Segment& s, std::size_t i, bool input_kept, int& flow, Kept& k) {
+  const Segment::Part& part = s.parts.front();
+  if (!part.graph) {  // no graph (white-box tests): its saved bytes and output as blocks
+    const int out = alloc(s.output_bytes);
+    k.owned.push_back(alloc(s.input_held ? s.held - s.input_bytes : s.held));
+    if (input_kept) k.owned.push_back(flow);
+    else free(flow);
+    flow = out;
+    return;
+  }
+  const ModuleScript& sc = setup_.scripts->get(*part.graph, part.ckpt);
+  k.slots.assign(static_cast<std::size_t>(sc.slots()), -1);
+  const int in = sc.inputs.empty() ? -1 : sc.inputs.front();
+  if (in >= 0) k.slots[static_cast<std::size_t>(in)] = flow;
+  else free(flow);
+  const bool input_held = in >= 0 && std::find(sc.held.begin(), sc.held.end(), in) != sc.held.end();
+  play(sc.forward, k.slots, input_kept && !input_held ? in : -1);
+  flow = sc.output >= 0 ? k.slots[static_cast<std::size_t>(sc.output)] : -1;
+  if (sc.output >= 0) k.slots[static_cast<std::size_t>(sc.output)] = -1;
+  // What stays: the held slots, the input the schedule keeps; anything else alive goes now.
+  std::vector<bool> keep(k.slots.size(), false);
+  for (const int t : sc.held) keep[static_cast<std::size_t>(t)] = true;
+  for (std::size_t t = 0; t < k.slots.size(); ++t) {
+    if (k.slots[t] < 0 || keep[t]) continue;
+    if (static_cast<int>(t) == in && input_kept) k.owned.push_back(k.slots[t]);
+    else free(k.slots[t]);
+    k.slots[t] = -1;
+  }
+  (void)i;
+}
+
+// A full-recompute group's forward without saving: each layer's no-grad forward, only the group's
+// input kept (or, distributed, this rank's slice of it).
+void AllocRecorder::forward_group(const Segment& s, int& flow, Kept& k) {
+  const int input = flow;
+  int cur = flow;
+  for (std::size_t p = 0; p < s.parts.size(); ++p) {
+    const Segment::Part& part = s.parts[p];
+    if (!part.graph) break;
+    CheckpointSet whole{};
+    whole.whole_module = true;
+    const ModuleScript& sc = setup_.scripts->get(*part.graph, whole);
+    std::vector<int> slots(static_cast<std::size_t>(sc.slots()), -1);
+    if (!sc.inputs.empty()) slots[static_cast<std::size_t>(sc.inputs.front())] = cur;
+    play(sc.forward, slots, -1);
+    const int out = sc.output >= 0 ? slots[static_cast<std::size_t>(sc.output)] : -1;
+    if (sc.output >= 0) slots[static_cast<std::size_t>(sc.output)] = -1;
+    for (int& id : slots) {  // the part's input (held by the checkpoint) and anything left
+      if (id == input) { id = -1; continue; }
+      free(id);
+      id = -1;
+    }
+    cur = out;
+  }
+  flow = cur;
+  if (s.distributed_input) {
+    k.owned.push_back(alloc(s.held));  // split_tensor_into_1d_equal_chunks: the slice, a new buffer
+    free(input);
+  } else {
+    k.owned.push_back(input);
+    k.owned.push_back(alloc(excess(s.held, s.input_bytes)));  // an MTP group's embedding lookup
+  }
+}
+
+void AllocRecorder::forward(int c, int mb) {
+  const ChunkModel& cm = chunks_[static_cast<std::size_t>(c)];
+  KeptChunk& kc = kept_.at(static_cast<std::size_t>(c) * static_cast<std::size_t>(setup_.microbatches) + static_cast<std::size_t>(mb));
+  kc = KeptChunk{};
+  if (cm.segments.empty() || (graphed_ && whole_graph_)) return;
+  note(&cm.segments.front().name, "forward");
+  int flow = alloc(cm.segments.front().input_bytes);  // received from the previous stage, or the token ids
+  std::vector<int> in_flight;
+  for (std::size_t i = 0; i < cm.segments.size(); ++i) {
+    const Segment& s = cm.segments[i];
+    Kept& k = kc.segments.emplace_back();
+    if (graphed_ && s.graph_captured) continue;  // replays in the graph's pool; the hidden state passes through
+    note(&s.name, "forward");
+    if (s.retained_after_backward.value > 0) {
+      free(retained_[static_cast<std::size_t>(c)][i]);
+      retained_[static_cast<std::size_t>(c)][i] = -1;
+    }
+    const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
+    if (s.replay_group) forward_group(s, flow, k);
+    else forward_plain(s, i, input_kept, flow, k);
+    free_all(in_flight);  // the previous layer's copy to the host completes with this layer
+    if (s.offloaded) {
+      for (int& id : k.slots) if (id >= 0) { k.offloaded.push_back(bytes_of(id)); in_flight.push_back(id); id = -1; }
+      for (const int id : k.owned) { k.offloaded.push_back(bytes_of(id)); in_flight.push_back(id); }
+      k.owned.clear();
+    }
+  }
+  free_all(in_flight);
+  if (cm.sends_output && !setup_.deallocate_outputs) kc.extra = flow;
+  else free(flow);  // deallocate_output_tensor after the send; the loss is reduced at once
+}
+
+// Brings an offloaded saved set back (one block per tensor; the script's slots stay empty).
+void AllocRecorder::prefetch(Kept& k) {
+  for (const Bytes b : k.offloaded) k.owned.push_back(alloc(b));
+  k.offloaded.clear();
+}
+
+// One part's backward over its slots, `grad` the gradient of its output; returns its input's gradient.
+int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& slots, int grad) {
+  const ModuleScript& sc = setup_.scripts->get(*part.graph, part.ckpt);
+  if (sc.output_grad) {
+    if (grad < 0) grad = alloc(Bytes{part.graph->tensors[static_cast<std::size_t>(sc.output)].bytes});  // the loss's ones
+    slots[static_cast<std::size_t>(sc.grad(sc.output))] = grad;
+  } else {
+    free(grad);
+  }
+  play(sc.backward, slots, -1);
+  int out = -1;
+  if (!sc.inputs.empty()) {
+    int& g = slots[static_cast<std::size_t>(sc.grad(sc.inputs.front()))];
+    out = g;
+    g = -1;
+  }
+  for (int& id : slots) {
+    free(id);
+    id = -1;
+  }
+  return out;
+}
+
+int AllocRecorder::backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k) {
+  int out = -1;
+  const Segment::Part& part = s.parts.front();
+  if (part.graph && !k.slots.empty()) {
+    out = backward_part(part, k.slots, grad);
+  } else {
+    const int ws = alloc(part.backward_excess);
+    free(ws);
+    free(grad);
+    if (part.input_requires_grad) out = alloc(s.input_bytes);
+  }
+  free_all(k.owned);
+  if (s.carried_weight_grad.value > 0) carried_.push_back(alloc(s.carried_weight_grad));
+  if (i == 0 && s.is_embedding) free_all(carried_);
+  if (s.deferred_wgrad.value > 0 && (setup_.deferral_limit == 0 || deferred_entries_ < setup_.deferral_limit)) {
+    deferred_.push_back(alloc(s.deferred_wgrad + (mb + 1 < setup_.microbatches ? s.deferred_graph : Bytes{})));
+    ++deferred_entries_;
+  }
+  return out;
+}
+
+// The checkpoint's backward: every layer's forward again with saving on, then their backwards.
+int AllocRecorder::backward_group(const Segment& s, int grad, Kept& k) {
+  if (s.parts.empty() || !s.parts.front().graph) {
+    free_all(k.owned);
+    free(grad);
+    return alloc(s.input_bytes);
+  }
+  int cur = k.owned.empty() ? -1 : k.owned.front();
+  if (s.distributed_input) {
+    cur = alloc(s.input_bytes);  // all-gathered into a new buffer, swapped in for the slice
+    free_all(k.owned);
+  }
+  k.parts.assign(s.parts.size(), {});
+  for (std::size_t p = 0; p < s.parts.size(); ++p) {
+    const ModuleScript& sc = setup_.scripts->get(*s.parts[p].graph, s.parts[p].ckpt);
+    auto& slots = k.parts[p];
+    slots.assign(static_cast<std::size_t>(sc.slots()), -1);
+    if (!sc.inputs.empty()) slots[static_cast<std::size_t>(sc.inputs.front())] = cur;
+    play(sc.forward, slots, -1);
+    cur = sc.output >= 0 ? slots[static_cast<std::size_t>(sc.output)] : -1;
+    if (sc.output >= 0) slots[static_cast<std::size_t>(sc.output)] = -1;
+  }
+  free(cur);  // the replay's output: only its gradient matters now
+  int g = grad;
+  for (std::size_t p = s.parts.size(); p-- > 0;) g = backward_part(s.parts[p], k.parts[p], g);
+  free_all(k.owned);
+  if (s.carried_weight_grad.value > 0) carried_.push_back(alloc(s.carried_weight_grad));
+  return g;
+}
+
+void AllocRecorder::backward(int c, int mb) {
+  const ChunkModel& cm = chunks_[static_cast<std::size_t>(c)];
+  KeptChunk kc = std::move(kept_.at(static_cast<std::size_t>(c) * static_cast<std::size_t>(setup_.microbatches) + static_cast<std::size_t>(mb)));
+  if (cm.segments.empty() || (graphed_ && whole_graph_) || kc.segments.size() != cm.segments.size()) return;
+  // The gradient of the chunk's output, received from the next stage (the loss's is its own).
+  int grad = cm.sends_output ? alloc(cm.segments.back().output_bytes) : -1;
+  for (std::size_t i = cm.segments.size(); i-- > 0;) {
+    const Segment& s = cm.segments[i];
+    Kept& k = kc.segments[i];
+    if (i + 1 == cm.segments.size()) prefetch(k);
+    if (i > 0) prefetch(kc.segments[i - 1]);
+    if (!s.is_output) backward_started();
+    note(&s.name, "backward");
+    int out = -1;
+    if (graphed_ && s.graph_captured) out = grad;  // the graph's replay hands the gradient through
+    else if (s.replay_group) out = backward_group(s, grad, k);
+    else out = backward_plain(s, i, mb, grad, k);
+    if (s.retained_after_backward.value > 0 && !(graphed_ && s.graph_captured))
+      retained_[static_cast<std::size_t>(c)][i] = alloc(s.retained_after_backward);
+    if (!s.parts.front().input_requires_grad) {
+      free(out);
+      out = -1;
+    }
+    grad = out;
+  }
+  free(kc.extra);
+  free(grad);  // sent to the previous stage (nothing at the embedding)
+}
+
+}  // namespace peakcast::sim::detail

@@ -1,0 +1,237 @@
+// module_script: layer_graph.cpp's forward and backward of one module, tensor by tensor, written
+// down as allocations and frees instead of summed. The rules are those of simulate() there: outputs
+// appear when their op runs, a tensor goes after its last forward use unless held, scratch lives
+// for its op, a checkpointed region is replayed once when its backward starts, a pass-through op
+// hands its output gradient on, a second gradient contribution forms a sum before the old one goes.
+#include "module_script.hpp"
+
+#include <algorithm>
+
+#include "lifetimes.hpp"
+
+namespace peakcast::sim::detail {
+
+namespace {
+
+using Kind = ModuleScript::Kind;
+
+struct Writer {
+  const LayerGraph& g;
+  const Lifetimes& lt;
+  ModuleScript& s;
+  std::vector<ModuleScript::Step>* out = nullptr;
+  std::int32_t n = 0;
+  std::int32_t scratch() const { return 2 * n; }
+  std::int32_t sum() const { return 2 * n + 1; }
+
+  void alloc(std::int32_t slot, std::int64_t bytes) {
+    if (bytes > 0) out->push_back({Kind::alloc, slot, -1, bytes});
+  }
+  void free(std::int32_t slot) { out->push_back({Kind::free, slot, -1, 0}); }
+  void move(std::int32_t slot, std::int32_t from) { out->push_back({Kind::move, slot, from, 0}); }
+  void workspace(Bytes b) {
+    if (b.value <= 0) return;
+    alloc(scratch(), b.value);
+    free(scratch());
+  }
+  std::int64_t bytes(int t) const { return g.tensors[static_cast<std::size_t>(t)].bytes.value; }
+};
+
+void write_forward(Writer& w) {
+  const auto nt = static_cast<std::size_t>(w.n);
+  std::vector<bool> alive(nt, false);
+  for (std::size_t t = 0; t < nt; ++t) alive[t] = w.g.tensors[t].external;
+  w.out = &w.s.forward;
+  for (std::size_t i = 0; i < w.g.ops.size(); ++i) {
+    const OpNode& op = w.g.ops[i];
+    for (int t : op.outputs) {
+      if (alive[static_cast<std::size_t>(t)]) continue;
+      alive[static_cast<std::size_t>(t)] = true;
+      w.alloc(t, w.bytes(t));
+    }
+    w.workspace(op.forward_workspace);
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (!alive[t] || w.lt.held[t] || static_cast<int>(t) == w.g.output) continue;
+      if (w.lt.last_forward_use[t] == static_cast<int>(i)) {
+        alive[t] = false;
+        w.free(static_cast<std::int32_t>(t));
+      }
+    }
+  }
+}
+
+// The backward's state: which values and gradients are alive (a gradient alias holds no block).
+struct BackwardState {
+  std::vector<bool> alive, grad_alive, grad_block;
+};
+
+// Re-materialises a checkpointed region: its forward again with saving on.
+template <typename InRegion>
+void write_replay(Writer& w, BackwardState& st, InRegion&& in_region) {
+  const auto nt = static_cast<std::size_t>(w.n);
+  std::vector<bool> tmp(nt, false);
+  int last = -1;
+  for (std::size_t i = 0; i < w.g.ops.size(); ++i) if (in_region(w.g.ops[i])) last = static_cast<int>(i);
+  for (std::size_t i = 0; i < w.g.ops.size(); ++i) {
+    const OpNode& op = w.g.ops[i];
+    if (!in_region(op)) continue;
+    for (int t : op.outputs) {
+      const auto u = static_cast<std::size_t>(t);
+      if (st.alive[u] || tmp[u]) continue;
+      tmp[u] = true;
+      w.alloc(t, w.bytes(t));
+    }
+    w.workspace(op.forward_workspace);
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (!tmp[t]) continue;
+      const bool needed = w.lt.replayed[t] || w.g.tensors[t].producer == last;
+      if (!needed && w.lt.last_forward_use[t] <= static_cast<int>(i)) {
+        tmp[t] = false;
+        w.free(static_cast<std::int32_t>(t));
+      }
+    }
+  }
+  for (std::size_t t = 0; t < nt; ++t) if (tmp[t]) st.alive[t] = true;
+}
+
+// One op's backward: its inputs' gradients, scratch, sums, then what it no longer needs goes.
+void write_op_backward(Writer& w, BackwardState& st, int i) {
+  const OpNode& op = w.g.ops[static_cast<std::size_t>(i)];
+  std::vector<int> sums;
+  int handed_from = -1;
+  for (int o : op.outputs) if (st.grad_alive[static_cast<std::size_t>(o)] && handed_from < 0) handed_from = o;
+  bool handed = false;
+  for (int t : op.inputs) {
+    const auto u = static_cast<std::size_t>(t);
+    if (!w.g.tensors[u].requires_grad) continue;
+    if (st.grad_alive[u]) {
+      if (!st.grad_block[u]) {  // an alias becomes a real sum
+        st.grad_block[u] = true;
+        w.alloc(w.s.grad(t), w.bytes(t));
+      }
+      sums.push_back(t);
+    } else if (op.grad_passthrough) {
+      st.grad_alive[u] = true;
+      if (!handed && handed_from >= 0 && st.grad_block[static_cast<std::size_t>(handed_from)]) {
+        w.move(w.s.grad(t), w.s.grad(handed_from));
+        st.grad_block[u] = true;
+        st.grad_block[static_cast<std::size_t>(handed_from)] = false;
+      }
+      handed = true;
+    } else {
+      st.grad_alive[u] = true;
+      st.grad_block[u] = true;
+      w.alloc(w.s.grad(t), w.bytes(t));
+    }
+  }
+  if (op.backward_workspace.value > 0) w.alloc(w.scratch(), op.backward_workspace.value);
+  for (int t : sums) {
+    w.alloc(w.sum(), w.bytes(t));
+    w.free(w.s.grad(t));
+    w.move(w.s.grad(t), w.sum());
+  }
+  if (op.backward_workspace.value > 0) w.free(w.scratch());
+  for (int o : op.outputs) {
+    const auto u = static_cast<std::size_t>(o);
+    if (!st.grad_alive[u]) continue;
+    st.grad_alive[u] = false;
+    if (!(op.grad_passthrough && handed) && st.grad_block[u]) w.free(w.s.grad(o));
+    if (!(op.grad_passthrough && handed)) st.grad_block[u] = false;
+  }
+  for (std::size_t t = 0; t < st.alive.size(); ++t) {
+    if (!st.alive[t]) continue;
+    const bool done = w.lt.first_saver[t] >= i || (w.lt.first_saver[t] < 0 && w.g.tensors[t].producer >= i);
+    if (done) {
+      st.alive[t] = false;
+      w.free(static_cast<std::int32_t>(t));
+    }
+  }
+}
+
+void write_backward(Writer& w, const CheckpointSet& ckpt) {
+  const auto nt = static_cast<std::size_t>(w.n);
+  BackwardState st{std::vector<bool>(nt, false), std::vector<bool>(nt, false), std::vector<bool>(nt, false)};
+  for (std::size_t t = 0; t < nt; ++t) st.alive[t] = w.lt.held[t];
+  if (w.s.output_grad) {
+    st.grad_alive[static_cast<std::size_t>(w.g.output)] = true;
+    st.grad_block[static_cast<std::size_t>(w.g.output)] = true;
+  }
+  w.out = &w.s.backward;
+  if (ckpt.whole_module && !w.g.ops.empty()) write_replay(w, st, [](const OpNode&) { return true; });
+  std::uint32_t replayed_regions = 0;
+  for (int i = static_cast<int>(w.g.ops.size()) - 1; i >= 0; --i) {
+    const OpNode& op = w.g.ops[static_cast<std::size_t>(i)];
+    if (!ckpt.whole_module) {
+      const std::uint32_t region = active_keep_region(op, ckpt);
+      for (std::uint32_t bit = 1; bit != 0 && bit <= region; bit <<= 1) {
+        if ((region & bit) == 0 || (replayed_regions & bit) != 0) continue;
+        replayed_regions |= bit;
+        write_replay(w, st, [bit](const OpNode& o) { return (o.regions & bit) != 0; });
+      }
+      for (const auto& d : w.g.discards) {
+        if ((ckpt.discard_output & d.region) == 0 || d.hook_op != i) continue;
+        for (int t : d.tensors) {
+          if (st.alive[static_cast<std::size_t>(t)]) continue;
+          st.alive[static_cast<std::size_t>(t)] = true;
+          w.alloc(t, w.bytes(t));
+        }
+      }
+    }
+    write_op_backward(w, st, i);
+  }
+}
+
+}  // namespace
+
+ModuleScript module_script(const LayerGraph& g, const CheckpointSet& ckpt) {
+  const Lifetimes lt = analyse(g, ckpt);
+  ModuleScript s;
+  s.tensors = static_cast<std::int32_t>(g.tensors.size());
+  s.output = g.output;
+  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
+    if (g.tensors[t].external) s.inputs.push_back(static_cast<std::int32_t>(t));
+    if (lt.held[t]) s.held.push_back(static_cast<std::int32_t>(t));
+  }
+  s.output_grad = g.output >= 0 && g.tensors[static_cast<std::size_t>(g.output)].requires_grad;
+  Writer w{g, lt, s, nullptr, s.tensors};
+  write_forward(w);
+  write_backward(w, ckpt);
+  return s;
+}
+
+ScriptExcess script_excess(const ModuleScript& s, const LayerGraph& g) {
+  std::vector<std::int64_t> live_bytes(static_cast<std::size_t>(s.slots()), 0);
+  const auto run = [&](const std::vector<ModuleScript::Step>& steps) {
+    std::int64_t live = 0, peak = 0;
+    for (std::size_t k = 0; k < live_bytes.size(); ++k) live += live_bytes[k];
+    const std::int64_t start = live;
+    peak = live;
+    for (const auto& st : steps) {
+      auto& b = live_bytes[static_cast<std::size_t>(st.slot)];
+      if (st.kind == Kind::alloc) {
+        live += st.bytes - b;  // a slot holds one block; a second alloc replaces the first in this count
+        b = st.bytes;
+        peak = std::max(peak, live);
+      } else if (st.kind == Kind::free) {
+        live -= b;
+        b = 0;
+      } else {
+        auto& f = live_bytes[static_cast<std::size_t>(st.from)];
+        live -= b;
+        b = f;
+        f = 0;
+      }
+    }
+    return Bytes{peak - start};
+  };
+  for (const std::int32_t t : s.inputs) live_bytes[static_cast<std::size_t>(t)] = g.tensors[static_cast<std::size_t>(t)].bytes.value;
+  ScriptExcess e;
+  e.forward = run(s.forward);
+  std::fill(live_bytes.begin(), live_bytes.end(), 0);
+  for (const std::int32_t t : s.held) live_bytes[static_cast<std::size_t>(t)] = g.tensors[static_cast<std::size_t>(t)].bytes.value;
+  if (s.output_grad) live_bytes[static_cast<std::size_t>(s.grad(s.output))] = g.tensors[static_cast<std::size_t>(s.output)].bytes.value;
+  e.backward = run(s.backward);
+  return e;
+}
+
+}  // namespace peakcast::sim::detail

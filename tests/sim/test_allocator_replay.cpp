@@ -1,0 +1,177 @@
+// The caching-allocator replay: each module's allocation script has the lifetimes of its profile,
+// the replay leaves every allocated prediction as it was, and its figures hang together.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "module_script.hpp"
+#include "peakcast/model/layer_plan.hpp"
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/sim/module_graphs.hpp"
+#include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/verdict.hpp"
+
+using namespace peakcast;
+
+namespace {
+
+model::RunSpec spec_from(const std::string& text, const std::vector<std::string>& sets = {}) {
+  auto r = model::parse_run_spec(text, sets);
+  for (const auto& d : r.diagnostics) INFO(model::format(d));
+  REQUIRE(r.spec.has_value());
+  return *r.spec;
+}
+
+// Dense GQA on the TE stack, the local stack's unfused attention, MoE with MLA, and a Mamba hybrid.
+const std::vector<std::string>& specs() {
+  static const std::vector<std::string> s = {
+      R"({"model": {"preset": "llama3-8b", "num_layers": 4, "tensor_model_parallel_size": 2, "sequence_parallel": true,
+                    "seq_length": 4096, "bf16": true},
+          "train": {"micro_batch_size": 1, "global_batch_size": 8},
+          "optimizer": {"use_distributed_optimizer": true}, "ddp": {"use_distributed_optimizer": true},
+          "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})",
+      R"({"model": {"preset": "llama3-8b", "num_layers": 2, "transformer_impl": "local", "attention_backend": "unfused",
+                    "seq_length": 2048, "bf16": true},
+          "train": {"micro_batch_size": 1, "global_batch_size": 2},
+          "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})",
+      R"({"model": {"preset": "moonlight-16b", "num_layers": 3, "moe_layer_freq": [0, 1, 1], "tensor_model_parallel_size": 2,
+                    "sequence_parallel": true, "expert_model_parallel_size": 8, "seq_length": 4096, "bf16": true},
+          "train": {"micro_batch_size": 1, "global_batch_size": 8},
+          "optimizer": {"use_distributed_optimizer": true}, "ddp": {"use_distributed_optimizer": true},
+          "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})",
+      R"({"model": {"preset": "nemotron-3-nano-30b-a3b", "num_layers": 6, "hybrid_override_pattern": "M*M-E-",
+                    "seq_length": 4096, "bf16": true},
+          "train": {"micro_batch_size": 1, "global_batch_size": 8},
+          "optimizer": {"use_distributed_optimizer": true}, "ddp": {"use_distributed_optimizer": true},
+          "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})"};
+  return s;
+}
+
+std::vector<sim::CheckpointSet> checkpoint_sets() {
+  std::vector<sim::CheckpointSet> out{sim::CheckpointSet{}};
+  for (std::uint32_t bit = 1; bit <= sim::kGdnNormOut; bit <<= 1) {
+    sim::CheckpointSet keep, discard;
+    keep.keep_inputs = bit;
+    discard.discard_output = bit;
+    out.push_back(keep);
+    out.push_back(discard);
+  }
+  sim::CheckpointSet whole;
+  whole.whole_module = true;
+  out.push_back(whole);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a module's allocation script peaks where its profile does", "[sim][allocator]") {
+  for (const auto& text : specs()) {
+    model::RunSpec spec = spec_from(text);
+    const model::Derived d = model::derive(spec);
+    const sim::ShapeContext ctx = sim::make_shape_context(spec, d);
+    std::vector<sim::LayerGraph> graphs{sim::build_embedding_graph(spec, d, ctx), sim::build_output_graph(spec, d, ctx)};
+    for (const auto& stage : model::build_layer_plan(spec, d).stages)
+      for (const auto& chunk : stage.chunks)
+        for (const auto& l : chunk.layers) graphs.push_back(sim::build_layer_graph(spec, d, ctx, l, spec.model.hybrid_override_pattern.has_value()));
+    for (const auto& g : graphs) {
+      for (const auto& ckpt : checkpoint_sets()) {
+        INFO(g.name << " keep " << ckpt.keep_inputs << " discard " << ckpt.discard_output << " whole " << ckpt.whole_module);
+        const sim::ModuleProfile p = sim::profile_module(g, ckpt);
+        const auto script = sim::detail::module_script(g, ckpt);
+        const auto e = sim::detail::script_excess(script, g);
+        CHECK(e.forward == p.forward_peak_excess);
+        CHECK(e.backward == p.backward_peak_excess);
+        Bytes held{};
+        for (const int t : script.held) held += g.tensors[static_cast<std::size_t>(t)].bytes;
+        CHECK(held == p.held);
+      }
+    }
+  }
+}
+
+TEST_CASE("the allocator replay leaves every allocated prediction as it was", "[sim][allocator]") {
+  for (const auto& text : specs()) {
+    for (const bool expandable : {false, true}) {
+      const model::RunSpec spec = spec_from(text, {std::string("cluster.expandable_segments=") + (expandable ? "true" : "false")});
+      sim::PredictOptions replay;
+      replay.replay_allocator = true;
+      sim::PredictOptions no_replay;
+      no_replay.replay_allocator = false;
+      const auto plain = sim::predict(spec, no_replay);
+      const auto replayed = sim::predict(spec, replay);
+      REQUIRE(plain.ranks.size() == replayed.ranks.size());
+      for (std::size_t i = 0; i < plain.ranks.size(); ++i) {
+        const auto& a = plain.ranks[i];
+        const auto& b = replayed.ranks[i];
+        CHECK(a.peak_allocated == b.peak_allocated);
+        CHECK(a.first_iteration_peak_allocated == b.first_iteration_peak_allocated);
+        CHECK(a.steady_peak_allocated == b.steady_peak_allocated);
+        CHECK(a.peak_op == b.peak_op);
+        CHECK(a.estimated_peak_reserved_p90 == b.estimated_peak_reserved_p90);
+        CHECK_FALSE(a.allocator.has_value());
+        REQUIRE(b.allocator.has_value());
+        // What the allocator hands out covers what the tensors asked for, and it reserves at least that.
+        CHECK(b.allocator->peak_allocated >= b.allocator->peak_requested);
+        CHECK(b.allocator->peak_reserved >= b.allocator->peak_allocated);
+        CHECK(b.allocator->requests > 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("the replayed stream's requested peak is the walk's, within what the walk approximates", "[sim][allocator]") {
+  // The walk counts a module's transients as its profile's excess at one moment and a whole-module
+  // replay's at its no-grad forward's; the stream allocates them one by one. Without full recompute
+  // and with the slack the walk adds left out, the two peaks agree closely.
+  for (const auto& text : specs()) {
+    const model::RunSpec spec = spec_from(text);
+    sim::PredictOptions replay;
+    replay.replay_allocator = true;
+    for (const auto& r : sim::predict(spec, replay).ranks) {
+      const double walk = static_cast<double>(r.peak_allocated.value);
+      const double stream = static_cast<double>(r.allocator->peak_requested.value);
+      INFO("pp_rank " << r.rank.pp_rank << " walk " << walk << " stream " << stream);
+      CHECK(std::abs(stream - walk) / walk < 0.02);
+    }
+  }
+}
+
+TEST_CASE("near the capacity the replay frees its cache and retries; a request it still cannot serve is the verdict",
+          "[sim][allocator][verdict]") {
+  const std::string text = specs()[0];
+  sim::PredictOptions replay;
+  replay.replay_allocator = true;
+  const auto roomy = sim::predict(spec_from(text), replay);
+  const auto& r = roomy.ranks.front();
+  REQUIRE_FALSE(r.allocator->first_failure.has_value());
+  const std::int64_t need = r.peak_with_graph_pool.value, reserved = r.allocator->peak_reserved.value;
+  REQUIRE(reserved > need);
+  // Devices from just under the allocated need to what the roomy replay reserved.
+  for (const double f : {-0.001, 0.0005, 0.002, 0.01, 0.25, 0.5, 1.0}) {
+    const std::int64_t cap = f < 0 ? need - 1 : need + static_cast<std::int64_t>(f * static_cast<double>(reserved - need));
+    const auto p = sim::predict(
+        spec_from(text, {"cluster.gpu={\"name\": \"h100-sxm-80gb\", \"memory_bytes\": " + std::to_string(cap) + "}"}), replay);
+    const auto v = sim::run_verdict(p);
+    INFO("capacity " << cap << " need " << need << " reserved " << reserved << ": " << v.reason);
+    CHECK(v.reservation_replayed);
+    const auto& a = *p.ranks.front().allocator;
+    if (cap < need) {
+      CHECK(v.kind == sim::FitKind::does_not_fit);
+      CHECK(v.cause == sim::FitCause::allocated);
+    } else if (a.first_failure) {
+      // The allocated bytes fit, a request did not: an out-of-memory error by fragmentation.
+      CHECK(v.kind == sim::FitKind::does_not_fit);
+      CHECK(v.cause == sim::FitCause::reservation);
+      CHECK(a.first_failure->request.value > 0);
+      CHECK(a.first_failure->reserved.value <= cap);
+    } else {
+      // Served every request: what it reserved stayed within the device; at risk inside the edge.
+      CHECK(a.peak_reserved.value <= cap);
+      const bool edge = cap - a.peak_reserved.value < sim::reservation_edge(Bytes{cap}).value;
+      CHECK(v.kind == (edge ? sim::FitKind::fits_without_reservation_margin : sim::FitKind::fits));
+    }
+    CHECK(p.fits_with_allocator_reserve == (v.kind == sim::FitKind::fits));
+  }
+}

@@ -16,6 +16,7 @@ namespace {
 
 struct RankArgs {
   std::string spec;
+  std::string megatron_line;
   std::vector<std::string> sets;
   std::optional<double> budget_gb;
   double headroom_sigma = 0;
@@ -108,7 +109,8 @@ Runner add_rank_command(CLI::App& app) {
   auto args = std::make_shared<RankArgs>();
   CLI::App* sub = app.add_subcommand(
       "rank", "Every recompute policy Megatron accepts for the run, viable ones (within the budget) first");
-  sub->add_option("spec", args->spec, "Run spec JSON")->required();
+  sub->add_option("spec", args->spec, "Run spec JSON, Bridge run_config.yaml, a launch line file, bridge:<recipe>, or - (stdin)");
+  sub->add_option("--from-megatron-args", args->megatron_line, "A Megatron-LM launch line instead of SPEC");
   sub->add_option("--budget-gb", args->budget_gb, "Memory budget per GPU in GB (10^9 bytes); default: the GPU capacity");
   sub->add_option("--headroom-sigma", args->headroom_sigma,
                   "Viable only if peak x (1 + K x the calibration's relative sigma) fits (K = 2: the OOM-safe bound); default 0");
@@ -123,7 +125,11 @@ Runner add_rank_command(CLI::App& app) {
                   "narrowest (selective boundaries before whole-layer recompute, each by replay time; default) or replay-time")
       ->check(CLI::IsMember({"narrowest", "replay-time"}));
   return [args] {
-    auto loaded = load_spec(args->spec, args->sets);
+    if (args->spec.empty() && args->megatron_line.empty()) {
+      std::cerr << "error: give SPEC (or -) or --from-megatron-args LINE\n";
+      return kExitInvalidInput;
+    }
+    auto loaded = load_input(args->spec, args->megatron_line, args->sets);
     if (!loaded) return kExitInvalidInput;
     model::RunSpec* spec = &loaded->spec;
     if (args->busiest_rank && args->balanced) {

@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "peakcast/sim/moe_routing.hpp"
+#include "peakcast/model/megatron_args.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 
@@ -14,30 +15,40 @@ namespace {
 constexpr std::size_t kMaxSpecBytes = 16 * 1024 * 1024;
 }  // namespace
 
-std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<std::string>& sets) {
-  std::string text;
-  if (path.empty()) {
-    text = std::string(model::default_run_spec_text());
-  } else if (path.rfind("bridge:", 0) != 0) {  // a recipe name has no file
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
+std::optional<std::string> read_spec_text(const std::string& path) {
+  if (path.empty()) return std::string(model::default_run_spec_text());
+  if (path.rfind("bridge:", 0) == 0) return std::string();  // a recipe name has no file
+  std::istream* in = &std::cin;
+  std::ifstream file;
+  if (path != "-") {  // "-": the spec (JSON, YAML or a launch line) on stdin
+    file.open(path, std::ios::binary);
+    if (!file) {
       std::cerr << "error: " << path << ": cannot open the run spec file\n";
       return std::nullopt;
     }
-    // Read at most the cap and one byte more: a larger file is refused without reading it whole.
-    text.resize(kMaxSpecBytes + 1);
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxSpecBytes) {
-      std::cerr << "error: " << path << ": the input is larger than 16 MiB; a run spec or run_config.yaml is a small file\n";
-      return std::nullopt;
-    }
+    in = &file;
   }
-  return load_spec_text(text, path, sets);
+  // Read at most the cap and one byte more: a larger input is refused without reading it whole.
+  std::string text(kMaxSpecBytes + 1, '\0');
+  in->read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in->gcount()));
+  if (text.size() > kMaxSpecBytes) {
+    std::cerr << "error: " << (path == "-" ? "stdin" : path)
+              << ": the input is larger than 16 MiB; a run spec, run_config.yaml or launch line is small\n";
+    return std::nullopt;
+  }
+  return text;
 }
 
-std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::string& path, const std::vector<std::string>& sets) {
-  model::ParseResult parsed = model::parse_spec_input(path, text, sets);
+std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<std::string>& sets) {
+  const auto text = read_spec_text(path);
+  if (!text) return std::nullopt;
+  return load_spec_text(*text, path, sets);
+}
+
+namespace {
+// Validation after parsing, errors to stderr; the warnings of both steps are kept.
+std::optional<LoadedSpec> finish_loading(model::ParseResult parsed) {
   model::Diagnostics all = parsed.diagnostics;
   if (parsed.spec || parsed.partial) {
     const model::Diagnostics v = model::validate(parsed.spec ? *parsed.spec : *parsed.partial);
@@ -52,6 +63,24 @@ std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::str
   loaded.spec = *parsed.spec;
   loaded.parse = std::move(parsed);
   return loaded;
+}
+}  // namespace
+
+std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::string& path, const std::vector<std::string>& sets) {
+  return finish_loading(model::parse_spec_input(path, text, sets));
+}
+
+std::optional<LoadedSpec> load_megatron_line(const std::string& line, const std::vector<std::string>& sets) {
+  return finish_loading(model::parse_megatron_line(line, sets));
+}
+
+std::optional<LoadedSpec> load_input(const std::string& spec, const std::string& megatron_line, const std::vector<std::string>& sets) {
+  if (megatron_line.empty()) return load_spec(spec, sets);
+  if (!spec.empty()) {
+    std::cerr << "error: give SPEC or --from-megatron-args, not both\n";
+    return std::nullopt;
+  }
+  return load_megatron_line(megatron_line, sets);
 }
 
 bool apply_busiest_rank_routing(model::RunSpec& spec, bool requested) {

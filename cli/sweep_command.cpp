@@ -21,6 +21,7 @@ namespace {
 
 struct SweepArgs {
   std::string spec;
+  std::string megatron_line;
   std::vector<std::string> vary;
   std::vector<std::string> sets;
   std::string csv, html;
@@ -28,14 +29,6 @@ struct SweepArgs {
   std::optional<double> budget_gb;
   unsigned threads = 0;
 };
-
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 // A one-line bar redrawn in place; only when stderr is a terminal and the sweep is long.
 void draw_progress(std::size_t done, std::size_t total) {
@@ -87,7 +80,10 @@ void print_sweep_table(std::ostream& os, const sim::SweepResult& r) {
 Runner add_sweep_command(CLI::App& app) {
   auto args = std::make_shared<SweepArgs>();
   CLI::App* sub = app.add_subcommand("sweep", "What-if capacity planning over any spec keys (cartesian product)");
-  sub->add_option("spec", args->spec, "Run spec JSON (default: the embedded Moonlight 16B seed study)");
+  sub->add_option("spec", args->spec,
+                  "Run spec JSON, Bridge run_config.yaml, a launch line file, bridge:<recipe>, or - (stdin) "
+                  "(default: the embedded Moonlight 16B seed study)");
+  sub->add_option("--from-megatron-args", args->megatron_line, "A Megatron-LM launch line instead of SPEC");
   sub->add_option("--vary", args->vary,
                   "KEY=V1,V2,... (repeatable). Values are JSON; commas inside [] {} \"\" do not split; "
                   "use ';' as the separator instead when you prefer")
@@ -109,22 +105,20 @@ Runner add_sweep_command(CLI::App& app) {
       }
       axes.push_back(std::move(*axis));
     }
-    std::string text;
-    if (args->spec.rfind("bridge:", 0) == 0) {
-      // a recipe name: no file
-    } else if (!args->spec.empty()) {
-      auto t = read_file(args->spec);
-      if (!t) {
-        std::cerr << "error: " << args->spec << ": cannot open the run spec file\n";
-        return kExitInvalidInput;
-      }
+    if (!args->spec.empty() && !args->megatron_line.empty()) {
+      std::cerr << "error: give SPEC or --from-megatron-args, not both\n";
+      return kExitInvalidInput;
+    }
+    // Sweep re-parses the text per point: a launch line is read again through parse_spec_input.
+    const std::string name = args->megatron_line.empty() ? args->spec : "--from-megatron-args";
+    std::string text = args->megatron_line;
+    if (args->megatron_line.empty()) {
+      auto t = read_spec_text(args->spec);
+      if (!t) return kExitInvalidInput;
       text = std::move(*t);
-    } else {
-      // load_spec reads the embedded default; sweep needs its text to re-parse per point.
-      text = std::string(model::default_run_spec_text());
     }
     // The base spec must be valid on its own so a typo in SPEC is not reported once per point.
-    const auto base = load_spec_text(text, args->spec, args->sets);
+    const auto base = args->megatron_line.empty() ? load_spec_text(text, name, args->sets) : load_megatron_line(text, args->sets);
     if (!base) return kExitInvalidInput;
     for (const auto& w : base->warnings) std::cerr << model::format(w) << "\n";
     if (args->budget_gb && !(*args->budget_gb > 0 && std::isfinite(*args->budget_gb))) {
@@ -134,7 +128,7 @@ Runner add_sweep_command(CLI::App& app) {
     sim::SweepOptions opt;
     if (args->budget_gb) opt.budget = Bytes{static_cast<std::int64_t>(std::llround(*args->budget_gb * 1e9))};
     opt.threads = args->threads;
-    opt.spec_name = args->spec;
+    opt.spec_name = name;
     const std::size_t total = sim::sweep_size(axes);
     if (isatty(STDERR_FILENO) && total >= 200) opt.progress = draw_progress;
     const sim::SweepResult result = sim::run_sweep(text, args->sets, axes, opt);

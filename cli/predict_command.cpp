@@ -20,6 +20,7 @@ struct PredictArgs {
   std::string spec;
   std::string megatron_line;
   std::vector<std::string> sets;
+  std::string hf_config;
   bool json = false;
   bool fail_if_oom = false;
   std::string timeline;
@@ -39,6 +40,7 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--from-megatron-args", args->megatron_line,
                   "A Megatron-LM launch line (torchrun ... pretrain_gpt.py ARGS, or ARGS alone) instead of SPEC");
   sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
+  sub->add_option("--hf-config", args->hf_config, kHfConfigHelp);
   sub->add_flag("--json", args->json, "Print the schema_version 1 result object");
   sub->add_flag("--fail-if-oom", args->fail_if_oom, "Exit with status 3 when some rank does not fit");
   sub->add_option("--timeline", args->timeline, "Write each rank's memory timeline (JSON) to FILE");
@@ -49,6 +51,7 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_flag("--moe-busiest-rank", args->busiest_rank,
                 "MoE: predict the busiest expert-parallel rank of an untrained router (sets model.moe_routing_imbalance)");
   return [args] {
+    if (!args->hf_config.empty()) args->sets.push_back(hf_config_override(args->hf_config));
     auto loaded = load_input(args->spec, args->megatron_line, args->sets);
     if (!loaded) return kExitInvalidInput;
     model::RunSpec& spec = loaded->spec;

@@ -18,6 +18,7 @@ struct RankArgs {
   std::string spec;
   std::string megatron_line;
   std::vector<std::string> sets;
+  std::string hf_config;
   std::optional<double> budget_gb;
   double headroom_sigma = 0;
   bool json = false;
@@ -115,6 +116,7 @@ Runner add_rank_command(CLI::App& app) {
   sub->add_option("--headroom-sigma", args->headroom_sigma,
                   "Viable only if peak x (1 + K x the calibration's relative sigma) fits (K = 2: the OOM-safe bound); default 0");
   sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
+  sub->add_option("--hf-config", args->hf_config, kHfConfigHelp);
   sub->add_flag("--json", args->json, "Print the schema_version 1 ranking object");
   sub->add_option("--html", args->html, "Write a self-contained HTML report to FILE");
   sub->add_flag("--moe-busiest-rank", args->busiest_rank,
@@ -125,6 +127,7 @@ Runner add_rank_command(CLI::App& app) {
                   "narrowest (selective boundaries before whole-layer recompute, each by replay time; default) or replay-time")
       ->check(CLI::IsMember({"narrowest", "replay-time"}));
   return [args] {
+    if (!args->hf_config.empty()) args->sets.push_back(hf_config_override(args->hf_config));
     if (args->spec.empty() && args->megatron_line.empty()) {
       std::cerr << "error: give SPEC (or -) or --from-megatron-args LINE\n";
       return kExitInvalidInput;

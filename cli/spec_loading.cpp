@@ -3,6 +3,10 @@
 #include <sstream>
 
 #include "commands.hpp"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
 #include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/model/megatron_args.hpp"
 #include "peakcast/model/spec_parser.hpp"
@@ -38,6 +42,12 @@ std::optional<std::string> read_spec_text(const std::string& path) {
     return std::nullopt;
   }
   return text;
+}
+
+std::string hf_config_override(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return "model.hf_config=" + nlohmann::json(ec ? path : abs.string()).dump();
 }
 
 std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<std::string>& sets) {

@@ -24,6 +24,7 @@ struct SweepArgs {
   std::string megatron_line;
   std::vector<std::string> vary;
   std::vector<std::string> sets;
+  std::string hf_config;
   std::string csv, html;
   bool json = false;
   std::optional<double> budget_gb;
@@ -89,12 +90,14 @@ Runner add_sweep_command(CLI::App& app) {
                   "use ';' as the separator instead when you prefer")
       ->required();
   sub->add_option("--set", args->sets, "Override one key for every point: section.key=JSON (repeatable)");
+  sub->add_option("--hf-config", args->hf_config, kHfConfigHelp);
   sub->add_option("--csv", args->csv, "Write one CSV row per point to FILE");
   sub->add_flag("--json", args->json, "Print the points as JSON");
   sub->add_option("--html", args->html, "Write a self-contained HTML report with heatmaps to FILE");
   sub->add_option("--budget-gb", args->budget_gb, "Compare peaks to this budget (GB, 10^9 bytes) instead of the GPU capacity");
   sub->add_option("--threads", args->threads, "Worker threads (default: all cores)");
   return [args] {
+    if (!args->hf_config.empty()) args->sets.push_back(hf_config_override(args->hf_config));
     std::vector<sim::SweepAxis> axes;
     for (const auto& v : args->vary) {
       std::string err;

@@ -228,6 +228,7 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   m.rules();
   const json constants = arch.value("constants", json::object());
   for (const auto& [k, v] : constants.items()) m.model.fields[k] = v;
+  const std::set<std::string> read = m.known;  // what the mapping and the rules looked at
   for (const auto& k : table()["ignored"]) m.known.insert(k.get<std::string>());
   for (const auto& p : pairs_of(table()["base_mapping"])) m.known.insert(p.first);
   for (const auto& [k, v] : hf.items())
@@ -235,6 +236,8 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
       m.error(k, "hf_unknown_key", "\"" + k.substr(0, 60) + "\" is not read by Bridge's " + m.model.bridge +
                                        " and peakcast cannot tell whether it changes shapes (docs/hf-config-mapping.md)");
   if (has_errors(out)) return std::nullopt;
+  for (const auto& [k, v] : hf.items())
+    if (!read.count(k)) m.model.ignored.push_back(k);
   return m.model;
 }
 

@@ -106,7 +106,7 @@ ParseResult parse_spec_input(std::string_view name, std::string_view text, const
     if (looks_like_megatron_line(text)) return parse_megatron_line(text, overrides);
     return parse_bridge_yaml(name, text, overrides);
   }
-  return parse_run_spec(text, overrides);
+  return detail::parse_run_spec_in(text, overrides, detail::spec_directory(name));
 }
 
 }  // namespace peakcast::model

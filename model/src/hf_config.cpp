@@ -228,7 +228,8 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   m.rules();
   const json constants = arch.value("constants", json::object());
   for (const auto& [k, v] : constants.items()) m.model.fields[k] = v;
-  const std::set<std::string> read = m.known;  // what the mapping and the rules looked at
+  std::set<std::string> read = m.known;  // what the dispatch, the mapping and the rules looked at
+  read.insert({"architectures", "auto_map"});
   for (const auto& k : table()["ignored"]) m.known.insert(k.get<std::string>());
   for (const auto& p : pairs_of(table()["base_mapping"])) m.known.insert(p.first);
   for (const auto& [k, v] : hf.items())

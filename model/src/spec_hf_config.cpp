@@ -13,6 +13,7 @@
 // Keys of the config that nothing reads (token ids, use_cache, ...) are listed as ignored in one line.
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "bridge_defaults.hpp"
 #include "hf_config.hpp"
@@ -94,8 +95,11 @@ HfApplied merge_hf_model(json& model, const HfModel& mapped, const std::string& 
   applied.provider_class = mapped.provider_class;
   const std::string via = file + " through Bridge's " + mapped.bridge + " (" + mapped.sources.front() + ")";
   const json fields = run_spec_fields(mapped);
-  bool spec_precision = false;
-  for (const auto& k : precision()) spec_precision = spec_precision || is_set(model, k);
+  bool spec_precision = false, precision_differs = false;
+  for (const auto& k : precision()) {
+    spec_precision = spec_precision || is_set(model, k);
+    precision_differs = precision_differs || (is_set(model, k) && fields.contains(k) && !same(model[k], fields.at(k)));
+  }
   std::vector<std::string> kept;
   for (const auto& [k, v] : fields.items()) {
     if (precision().count(k) && spec_precision) continue;
@@ -113,8 +117,8 @@ HfApplied merge_hf_model(json& model, const HfModel& mapped, const std::string& 
                    "model." + k + " is " + shown(model[k]) + " but " + file + " gives " + shown(v) + " (through " +
                        mapped.bridge + "); the architecture comes from one place: drop model." + k + " or use another config"});
   }
-  if (spec_precision && fields.contains("params_dtype"))
-    kept.push_back("precision from the spec, not the checkpoint dtype (params_dtype " + shown(fields["params_dtype"]) +
+  if (precision_differs)
+    kept.push_back("precision from the spec, not the checkpoint dtype (params_dtype " + (fields.contains("params_dtype") ? shown(fields.at("params_dtype")) : std::string("fp32")) +
                    "), as Bridge's mixed_precision config replaces it (mixed_precision.py:138-155)");
   if (!kept.empty()) {
     std::string line = "model.hf_config: the spec's training settings over the bridge's: ";

@@ -16,6 +16,9 @@ stdin): seeds are full torchrun / python lines and the golden CSV's functional-t
 /work/shared/external-validation is present); mutations misspell a defined option, drop or duplicate a
 token, give a value of the wrong type, give a flag a value, add an undefined option or a $VARIABLE. A
 misspelt defined option must never exit 0 (Megatron-LM's own parser refuses it).
+
+--inputs hf mutates Hugging Face config.json files (configs/hf/) given with --hf-config to a small run spec
+that leaves the architecture out: values of other types, deleted keys, unknown keys.
 """
 import argparse
 import copy
@@ -276,7 +279,7 @@ def main():
     ap.add_argument("--cases", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commands", default="predict", help="comma list of predict, rank")
-    ap.add_argument("--inputs", default="json", help="comma list of json, yaml, recipe, mlm")
+    ap.add_argument("--inputs", default="json", help="comma list of json, yaml, recipe, mlm, hf")
     args = ap.parse_args()
     inputs = args.inputs.split(",")
     if "yaml" in inputs and yaml is None:
@@ -288,6 +291,8 @@ def main():
                    glob.glob(os.path.join(ROOT, "examples", "*.json")))
     docs = [json.load(open(p)) for p in seeds]
     mlm_lines = mlm_seeds() if "mlm" in inputs else []
+    hf_docs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(ROOT, "configs", "hf", "*.json")))
+               if not p.endswith(("index.json", "architectures.json"))]
     with open(os.path.join(ROOT, "configs", "schema", "megatron_args.json")) as f:
         mlm_options = {o for a in json.load(f)["arguments"] for o in a["options"]}
     rng = random.Random(args.seed)
@@ -322,6 +327,18 @@ def main():
                 else:
                     spec = "-"
                     doc["stdin"] = True
+            elif kind == "hf":
+                doc = copy.deepcopy(rng.choice(hf_docs))
+                for _ in range(rng.randint(0, 3)):
+                    mutate(doc, rng)
+                hf = os.path.join(tmp, f"case{i}.config.json")
+                with open(hf, "w") as f:
+                    json.dump(doc, f)
+                spec = os.path.join(tmp, f"case{i}.json")
+                with open(spec, "w") as f:
+                    json.dump({"model": {"seq_length": rng.choice([1024, 4096]), "tensor_model_parallel_size": rng.choice([1, 2])},
+                               "train": {"micro_batch_size": 1}, "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}}, f)
+                extra = ["--hf-config", hf]
             else:
                 doc = copy.deepcopy(rng.choice(docs))
                 for _ in range(rng.randint(1, 3)):

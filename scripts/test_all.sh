@@ -25,5 +25,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # defined option must exit 2 naming it, never 0.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 3 --commands predict,rank --inputs mlm
+# Hugging Face config.json files (--hf-config) with mutated values, deleted and unknown keys.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 200 --seed 4 --commands predict --inputs hf
 
 if [ -x .ci/validate_bounds.sh ]; then .ci/validate_bounds.sh build/cli/peakcast; fi

@@ -175,6 +175,45 @@ std::string first_error(const model::Diagnostics& d) {
   return "";
 }
 
+// The row's MODEL_ARGS columns as the harness passes them, plus the arguments the runs must have had
+// (they started) that are not CSV columns.
+std::vector<std::string> row_arguments(const std::vector<std::string>& header, const std::vector<std::string>& cells,
+                                       std::size_t first_arg, std::map<std::string, std::string>& row) {
+  std::vector<std::string> args;
+  for (std::size_t i = first_arg; i < header.size(); ++i) {
+    const std::string& k = header[i];
+    const std::string& v = cells[i];
+    if (v.empty()) continue;
+    args.push_back("--" + k);
+    append_value(args, v);
+  }
+  // --max-position-embeddings is required (arguments.py:1262-1265) and not a CSV column; every
+  // GPT / MoE / hybrid model_config.yaml of the CSV's cases sets it equal to --seq-length (154 of 154
+  // at d98e8a64; the exceptions are t5 and llava, which the caller leaves out).
+  if (!row["seq-length"].empty()) {
+    args.push_back("--max-position-embeddings");
+    args.push_back(row["seq-length"]);
+  }
+  // Megatron-LM refuses top-1 routing without pre-softmax, and these runs did start: the flag was
+  // set in MODEL_ARGS but is not a CSV column.
+  if (row["moe-router-topk"] == "1") args.push_back("--moe-router-pre-softmax");
+  // Likewise MoE layers refuse linear biases unless ETP == 1 (transformer_config.py:2307); runs with
+  // experts over a larger ETP did start, so their MODEL_ARGS had --disable-bias-linear.
+  if (!row["num-experts"].empty()) {
+    const std::string& etp = row["expert-tensor-parallel-size"].empty() ? row["tensor-model-parallel-size"]
+                                                                         : row["expert-tensor-parallel-size"];
+    if (!etp.empty() && etp != "1") args.push_back("--disable-bias-linear");
+  }
+  // --num-query-groups only takes effect with --group-query-attention (argument_utils.py:330-333),
+  // which is not a CSV column; every functional-test model_config.yaml of the CSV's commit that sets
+  // --num-query-groups also sets --group-query-attention (40 of 40).
+  if (!row["num-query-groups"].empty()) args.push_back("--group-query-attention");
+  // moe_act recompute is refused without --moe-grouped-gemm (transformer_config.py:1811), not a
+  // CSV column; the runs with it did start.
+  if (row["recompute-modules"].find("moe_act") != std::string::npos) args.push_back("--moe-grouped-gemm");
+  return args;
+}
+
 }  // namespace
 
 CsvIngest ingest_golden_memory_csv(const std::string& text) {
@@ -215,38 +254,7 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
       continue;
     }
     if (!row["fine-grained-activation-offloading"].empty()) { skip("--fine-grained-activation-offloading is not modelled"); continue; }
-    std::vector<std::string> args;
-    for (std::size_t i = first_arg; i < header.size(); ++i) {
-      const std::string& k = header[i];
-      const std::string& v = cells[i];
-      if (v.empty()) continue;
-      args.push_back("--" + k);
-      append_value(args, v);
-    }
-    // --max-position-embeddings is required (arguments.py:1262-1265) and not a CSV column; every
-    // GPT / MoE / hybrid model_config.yaml of the CSV's cases sets it equal to --seq-length (154 of 154
-    // at d98e8a64; the exceptions are t5 and llava, left out above).
-    if (!row["seq-length"].empty()) {
-      args.push_back("--max-position-embeddings");
-      args.push_back(row["seq-length"]);
-    }
-    // Megatron-LM refuses top-1 routing without pre-softmax, and these runs did start: the flag was
-    // set in MODEL_ARGS but is not a CSV column.
-    if (row["moe-router-topk"] == "1") args.push_back("--moe-router-pre-softmax");
-    // Likewise MoE layers refuse linear biases unless ETP == 1 (transformer_config.py:2307); runs with
-    // experts over a larger ETP did start, so their MODEL_ARGS had --disable-bias-linear.
-    if (!row["num-experts"].empty()) {
-      const std::string& etp = row["expert-tensor-parallel-size"].empty() ? row["tensor-model-parallel-size"]
-                                                                           : row["expert-tensor-parallel-size"];
-      if (!etp.empty() && etp != "1") args.push_back("--disable-bias-linear");
-    }
-    // --num-query-groups only takes effect with --group-query-attention (argument_utils.py:330-333),
-    // which is not a CSV column; every functional-test model_config.yaml of the CSV's commit that sets
-    // --num-query-groups also sets --group-query-attention (40 of 40).
-    if (!row["num-query-groups"].empty()) args.push_back("--group-query-attention");
-    // moe_act recompute is refused without --moe-grouped-gemm (transformer_config.py:1811), not a
-    // CSV column; the runs with it did start.
-    if (row["recompute-modules"].find("moe_act") != std::string::npos) args.push_back("--moe-grouped-gemm");
+    const std::vector<std::string> args = row_arguments(header, cells, first_arg, row);
     if (row["num-layers"].empty()) { skip("the CSV has no num-layers for this row (the layer stack is unknown)"); continue; }
     const WorldSize world = world_size_for(tc, row["env_platform"]);
     RowLine launch = launch_line(m + "/" + tc, row["alloc_conf"], args, world.gpus, gpu_for(row["env_platform"]));

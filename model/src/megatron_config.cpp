@@ -38,6 +38,9 @@ class Emitter {
     if (!f) return;
     const bool given = ns_.has(dest), derived = ctx_.derived.count(dest) > 0;
     if (only_when_given(key) && !given) return;
+    // A store_true argument whose argparse default is None (--use-cpu-initialization, arguments.py:2288)
+    // reaches a bool field as None, which every reader takes as False (`if config.use_cpu_initialization:`).
+    if (value.is_null() && !f->nullable && f->types.size() == 1 && f->types[0] == "bool") value = false;
     // [] and "full" both capture whole layers (cuda_graph_config.py:36-42).
     const bool same_graphs = key == "cuda_graph_modules" && value == json::array() && f->default_value && *f->default_value == "full";
     const bool differs = (!f->default_value || *f->default_value != value) && !same_graphs;

@@ -45,6 +45,9 @@ class Emitter {
     const bool same_graphs = key == "cuda_graph_modules" && value == json::array() && f->default_value && *f->default_value == "full";
     const bool differs = (!f->default_value || *f->default_value != value) && !same_graphs;
     if (!given && !derived && !differs) return;
+    // Megatron-LM's False where the dataclass says None (--skip-train, training_config.py:141 vs Bridge's
+    // TrainingConfig): both read as "no"; the run spec's default is kept.
+    if (!given && !derived && value == false && f->default_value && f->default_value->is_null()) return;
     if (!f->default_value && !given && !derived && builder.empty()) return;  // an expression default restated
     if (value.is_number_integer() && f->types.size() == 1 && f->types[0] == "float") value = value.get<double>();
     Diagnostics scratch;

@@ -134,7 +134,7 @@ MegatronLineImport import_line(std::string_view text, const MegatronLineOptions&
     r.notes.push_back("train.global_batch_size: not given; Megatron-LM takes micro_batch_size x data-parallel size "
                       "(mcore:megatron/training/arguments.py:684-685), as the run spec does over cluster.num_gpus");
   built.doc["description"] = "Imported from a Megatron-LM launch line (" + (line->script.empty() ? std::string("arguments") : line->script) + ")";
-  r.ignored = line->ignored;
+  r.ignored.insert(r.ignored.begin(), line->ignored.begin(), line->ignored.end());  // after the environment's
   for (const auto& def : megatron_arg_defs())
     if (ns->has(def.dest) && !built.consumed.count(def.dest) && !read_by_validate(def.dest)) r.ignored.push_back(ignored_entry(*ns, def));
   for (auto& [k, o] : built.origins) r.origins[k] = o;

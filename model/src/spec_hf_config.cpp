@@ -151,7 +151,7 @@ HfApplied apply_hf_config(json& doc, const std::string& base_dir, Diagnostics& o
   const auto hf = parse_json_text(*text, "model.hf_config", path, mapping);
   const auto mapped = hf ? map_hf_config(*hf, path, mapping) : std::nullopt;
   for (auto d : mapping) {  // the config's own key paths, under model.hf_config
-    d.path = d.path.empty() || d.path == "model.hf_config" ? "model.hf_config" : "model.hf_config." + d.path;
+    if (d.path.rfind("model.hf_config", 0) != 0) d.path = d.path.empty() ? "model.hf_config" : "model.hf_config." + d.path;
     out.push_back(std::move(d));
   }
   if (!mapped) return {};

@@ -134,7 +134,7 @@ TEST_CASE("hf_config: keys nothing maps, unknown architectures and bad files are
   CHECK(a->message.find("no Mixtral bridge") != std::string::npos);
 
   CHECK(find(parse_model({{"hf_config", (scratch() / "absent.json").string()}}), "hf_config_unreadable", "model.hf_config"));
-  CHECK(find(parse_model({{"hf_config", write("broken.json", "{\"hidden_size\": ")}}), "json_syntax", "model.hf_config"));
+  CHECK(find(parse_model({{"hf_config", write("broken.json", "{\"hidden_size\": ")}}), "json_syntax", "model.hf_config.hidden_size"));
   CHECK(find(parse_model({{"hf_config", unknown}, {"preset", "llama3-8b"}}), "hf_config_with_preset", "model.hf_config"));
   CHECK(find(parse_model({{"hf_config", 3}}), "wrong_type", "model.hf_config"));
 }

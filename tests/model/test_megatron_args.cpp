@@ -183,7 +183,7 @@ TEST_CASE("Megatron-LM line: the vocabulary comes from the tokenizer table, neve
   // --padded-vocab-size is the model's vocabulary, not padded again (argument_utils.py:473-475).
   const json padded = model_of("--padded-vocab-size 50304");
   CHECK(padded["vocab_size"] == 50304);
-  CHECK(padded["should_pad_vocab"] == false);
+  CHECK(resolved(kBase + "--padded-vocab-size 50304", "model.should_pad_vocab") == false);
 }
 
 TEST_CASE("Megatron-LM line: the imported spec parses and validates as a run spec") {

@@ -35,6 +35,17 @@ inline nlohmann::json spec(const std::string& line, std::int64_t gpus = 8) {
 
 inline nlohmann::json model_of(const std::string& line) { return spec(kBase + line)["model"]; }
 
+// The value the run spec runs with for `key` ("model.position_embedding_type"), from its origin record:
+// the import writes a key only when the line, validate_args or a builder sets it, or when it differs
+// from the default the run spec would take.
+inline nlohmann::json resolved(const std::string& line, const std::string& key) {
+  const auto p = peakcast::model::parse_megatron_line(line, {"cluster.gpu=\"h100-sxm-80gb\"", "cluster.num_gpus=8"});
+  show(p.diagnostics);
+  REQUIRE(p.spec);
+  REQUIRE(p.origins.count(key) == 1);
+  return nlohmann::json::parse(p.origins.at(key).value);
+}
+
 // The diagnostic of `severity` with this rule and path, if any.
 inline const peakcast::model::Diagnostic* find(const peakcast::model::Diagnostics& d, const std::string& rule,
                                                const std::string& path,

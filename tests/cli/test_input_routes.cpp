@@ -88,7 +88,7 @@ TEST_CASE("a misspelt Megatron-LM argument is an error naming it, never a predic
   CHECK(run("predict spec.json --from-megatron-args '" + kLine + "'").status == 2);  // one input, not two
 }
 
-TEST_CASE("--hf-config: the architecture from Hugging Face, the rest from the spec", "[cli][binary][hf]") {
+TEST_CASE("predict/rank/sweep --hf-config: the architecture from Hugging Face, the rest from the spec", "[cli][binary][hf]") {
   const std::string cfg = write("qwen2.5-7b.json", kQwen);
   const std::string spec = write("rest.json", kRest);
   const Run p = run("predict " + spec + " --hf-config " + cfg + " --show-spec");

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "input_file.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "corpus_loading.hpp"
 #include "peakcast/calibration/profile_build.hpp"
@@ -82,14 +83,7 @@ void report_time(const calibration::TimeProfileBuild& t) {
 }
 
 std::optional<std::string> read_text(const std::string& path, const char* option) {
-  std::ifstream in(path);
-  if (!in) {
-    std::cerr << "error: " << option << ": cannot read " << path << "\n";
-    return std::nullopt;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input(option, path, kMaxDataBytes);
 }
 
 // The time inputs the options name, read; nullopt when one cannot be read.
@@ -116,9 +110,12 @@ std::optional<calibration::TimeInputs> read_time_inputs(const CalibrateArgs& a) 
   return in;
 }
 
-void write_or_print(const std::string& path, const std::string& text) {
-  if (path.empty()) std::cout << text;
-  else std::ofstream(path) << text;
+bool write_or_print(const std::string& flag, const std::string& path, const std::string& text) {
+  if (path.empty()) {
+    std::cout << text;
+    return true;
+  }
+  return write_output(flag, path, text);
 }
 
 }  // namespace
@@ -145,7 +142,7 @@ Runner add_calibrate_command(CLI::App& app) {
     const auto evals = calibration::evaluate_records(records);
     const auto memory = calibration::build_memory_profile(records, evals, args->corpus);
     report_memory(memory);
-    write_or_print(args->out, memory.json);
+    if (!write_or_print("--out", args->out, memory.json)) return kExitInvalidInput;
     const bool any_time = !args->microbench.empty() || !args->attention.empty() || !args->movement.empty() ||
                           !args->timing.empty() || !args->stack_timing.empty();
     if (!any_time) return kExitOk;
@@ -157,7 +154,7 @@ Runner add_calibrate_command(CLI::App& app) {
     if (!gpu) return kExitInvalidInput;
     const auto time = calibration::build_time_profile(*inputs, *gpu);
     report_time(time);
-    write_or_print(args->time_out, time.json);
+    if (!write_or_print("--time-out", args->time_out, time.json)) return kExitInvalidInput;
     return time.violations.empty() ? kExitOk : 1;
   };
 }

@@ -11,10 +11,23 @@
 #include "peakcast/model/diagnostics.hpp"
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/model/spec_parser.hpp"
+#include "output_file.hpp"
 
 namespace peakcast::cli {
 
 using Runner = std::function<int()>;
+
+// --budget-gb as bytes: a positive, finite number up to 10^6 GB (a petabyte per GPU, far above any
+// device, and far below where GB x 10^9 stops being an exact int64). nullopt after an error message.
+inline constexpr double kMaxBudgetGb = 1e6;
+std::optional<Bytes> budget_bytes(double gb);
+// --headroom-sigma: 0 to 100 standard deviations (a relative sigma of about 1 % makes 100 sigma double the peak).
+inline constexpr double kMaxHeadroomSigma = 100;
+
+// A SPEC argument given as "" is a mistake (an unset shell variable), not a request for the default.
+inline const CLI::Validator kSpecPath(
+    [](std::string& s) { return s.empty() ? std::string("an empty SPEC path; leave SPEC out for the embedded default") : std::string(); },
+    "SPEC");
 
 // Exit statuses fixed by docs/interface.md.
 inline constexpr int kExitOk = 0;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "input_file.hpp"
 #include "peakcast/calibration/ingest.hpp"
 #include "peakcast/model/megatron_args.hpp"
 #include "peakcast/model/validate.hpp"
@@ -45,12 +46,9 @@ int import_line(const ImportArgs& args) {
 }
 
 int write_records(const std::vector<calibration::Record>& records, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) {
-    std::cerr << "error: --out: cannot write " << path << "\n";
-    return kExitInvalidInput;
-  }
-  for (const auto& r : records) out << calibration::to_json_line(r) << "\n";
+  std::string lines;
+  for (const auto& r : records) lines += calibration::to_json_line(r) + "\n";
+  if (!write_output("--out", path, lines)) return kExitInvalidInput;
   std::cerr << "wrote " << records.size() << " records to " << path << "\n";
   return kExitOk;
 }
@@ -80,14 +78,9 @@ Runner add_import_command(CLI::App& app) {
       return kExitInvalidInput;
     }
     if (args->seed_tables) return write_records(calibration::seed_h100_records(), args->out);
-    std::ifstream in(args->golden_csv);
-    if (!in) {
-      std::cerr << "error: --golden-csv: cannot read " << args->golden_csv << "\n";
-      return kExitInvalidInput;
-    }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const auto ingest = calibration::ingest_golden_memory_csv(ss.str());
+    const auto csv = read_input("--golden-csv", args->golden_csv, kMaxDataBytes);
+    if (!csv) return kExitInvalidInput;
+    const auto ingest = calibration::ingest_golden_memory_csv(*csv);
     for (const auto& s : ingest.skipped) std::cerr << "skipped " << s << "\n";
     std::cerr << ingest.rows << " rows, " << ingest.rows_with_value << " with a measured value, " << ingest.records.size()
               << " imported\n";

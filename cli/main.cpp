@@ -3,9 +3,11 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "terminal_filter.hpp"
 
 int main(int argc, char** argv) {
   using namespace peakcast::cli;
+  const PrintableStreams printable_streams;  // before anything is printed, CLI11's messages included
   CLI::App app{"peakcast: per-rank peak memory and recompute cost of Megatron Core training"};
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, Runner>> runners;
@@ -31,6 +33,12 @@ int main(int argc, char** argv) {
     for (auto& [sub, run] : runners) {
       if (sub->parsed()) return run();
     }
+  } catch (const peakcast::SizeOverflow& e) {
+    // Validation bounds the usual sizes (validate_magnitudes.cpp); a product it does not foresee still
+    // stops here as an input error rather than a wrapped figure.
+    std::cerr << "error: " << e.what() << " bytes or elements for this run: no GPU holds it; reduce the sizes "
+              << "(seq_length, micro_batch_size, hidden or vocabulary sizes, layers) [size_out_of_range]\n";
+    return kExitInvalidInput;
   } catch (const std::exception& e) {
     std::cerr << "peakcast: internal error: " << e.what() << "\n";
     return 1;

@@ -36,7 +36,8 @@ Runner add_predict_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("predict", "Per-rank peak allocated memory, where it lands, and replay cost");
   sub->add_option("spec", args->spec,
                   "Run spec JSON, Bridge run_config.yaml, a Megatron-LM launch line file, bridge:<recipe>, or - (stdin) "
-                  "(default: the embedded Moonlight 16B seed study)");
+                  "(default: the embedded Moonlight 16B seed study)")
+      ->check(kSpecPath);
   sub->add_option("--from-megatron-args", args->megatron_line,
                   "A Megatron-LM launch line (torchrun ... pretrain_gpt.py ARGS, or ARGS alone) instead of SPEC");
   sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
@@ -66,12 +67,7 @@ Runner add_predict_command(CLI::App& app) {
     p.warnings.insert(p.warnings.end(), found.begin(), found.end());
     if (!args->html.empty() && !write_predict_html(args->html, spec, p)) return kExitInvalidInput;
     if (!args->timeline.empty()) {
-      std::ofstream out(args->timeline);
-      if (!out) {
-        std::cerr << "error: --timeline: cannot write " << args->timeline << "\n";
-        return kExitInvalidInput;
-      }
-      out << sim::to_json(p, true) << "\n";
+      if (!write_output("--timeline", args->timeline, sim::to_json(p, true) + "\n")) return kExitInvalidInput;
     }
     if (args->json) {
       if (!args->show_spec) {

@@ -110,7 +110,8 @@ Runner add_rank_command(CLI::App& app) {
   auto args = std::make_shared<RankArgs>();
   CLI::App* sub = app.add_subcommand(
       "rank", "Every recompute policy Megatron accepts for the run, viable ones (within the budget) first");
-  sub->add_option("spec", args->spec, "Run spec JSON, Bridge run_config.yaml, a launch line file, bridge:<recipe>, or - (stdin)");
+  sub->add_option("spec", args->spec, "Run spec JSON, Bridge run_config.yaml, a launch line file, bridge:<recipe>, or - (stdin)")
+      ->check(kSpecPath);
   sub->add_option("--from-megatron-args", args->megatron_line, "A Megatron-LM launch line instead of SPEC");
   sub->add_option("--budget-gb", args->budget_gb, "Memory budget per GPU in GB (10^9 bytes); default: the GPU capacity");
   sub->add_option("--headroom-sigma", args->headroom_sigma,
@@ -145,22 +146,16 @@ Runner add_rank_command(CLI::App& app) {
     if (!args->balanced && (args->busiest_rank || (ep_moe && spec->model.moe_routing_imbalance == 1.0)) &&
         !apply_busiest_rank_routing(*spec, args->busiest_rank))
       return kExitInvalidInput;
-    if (args->budget_gb && !(*args->budget_gb > 0 && std::isfinite(*args->budget_gb))) {
-      std::cerr << "error: --budget-gb: the budget must be a positive number of GB\n";
-      return kExitInvalidInput;
-    }
-    const Bytes budget = args->budget_gb ? Bytes{static_cast<std::int64_t>(std::llround(*args->budget_gb * 1e9))}
-                                         : spec->cluster.gpu.memory_bytes;
-    if (!(args->headroom_sigma >= 0 && std::isfinite(args->headroom_sigma))) {
-      std::cerr << "error: --headroom-sigma: must be a number >= 0\n";
+    const std::optional<Bytes> budget = args->budget_gb ? budget_bytes(*args->budget_gb) : spec->cluster.gpu.memory_bytes;
+    if (!budget) return kExitInvalidInput;
+    if (!(args->headroom_sigma >= 0 && args->headroom_sigma <= kMaxHeadroomSigma)) {
+      std::cerr << "error: --headroom-sigma: must be a number in [0, " << kMaxHeadroomSigma << "]\n";
       return kExitInvalidInput;
     }
     const sim::Ranking ranking = sim::rank_candidates(
-        *spec, budget, args->headroom_sigma, args->order == "replay-time" ? sim::RankOrder::replay_time : sim::RankOrder::narrowest);
-    if (!args->html.empty() && !write_rank_html(args->html, *spec, ranking, sim::shown_candidate_prediction(*spec, ranking))) {
-      std::cerr << "error: --html: cannot write " << args->html << "\n";
+        *spec, *budget, args->headroom_sigma, args->order == "replay-time" ? sim::RankOrder::replay_time : sim::RankOrder::narrowest);
+    if (!args->html.empty() && !write_rank_html(args->html, *spec, ranking, sim::shown_candidate_prediction(*spec, ranking)))
       return kExitInvalidInput;
-    }
     if (args->json) {
       std::cout << sim::to_json(ranking) << "\n";
     } else {

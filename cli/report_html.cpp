@@ -1,5 +1,7 @@
 #include "report_html.hpp"
 
+#include "output_file.hpp"
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -28,12 +30,7 @@ std::string page(const std::string& title, const std::string& subtitle, const st
          "</h1><p class='sub'>" + html::escape(subtitle) + "</p>" + body + "</body></html>\n";
 }
 
-bool write(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return false;
-  out << text;
-  return static_cast<bool>(out);
-}
+bool write(const std::string& path, const std::string& text) { return write_output("--html", path, text); }
 
 std::string run_subtitle(const model::RunSpec& spec) {
   const auto& m = spec.model;

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -7,6 +8,8 @@
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
+
+#include "input_file.hpp"
 #include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/model/megatron_args.hpp"
 #include "peakcast/model/spec_parser.hpp"
@@ -14,31 +17,17 @@
 
 namespace peakcast::cli {
 
-namespace {
-// Run specs are small; anything larger is not a run spec and is refused before parsing.
-constexpr std::size_t kMaxSpecBytes = 16 * 1024 * 1024;
-}  // namespace
-
 std::optional<std::string> read_spec_text(const std::string& path) {
   if (path.empty()) return std::string(model::default_run_spec_text());
   if (path.rfind("bridge:", 0) == 0) return std::string();  // a recipe name has no file
-  std::istream* in = &std::cin;
-  std::ifstream file;
-  if (path != "-") {  // "-": the spec (JSON, YAML or a launch line) on stdin
-    file.open(path, std::ios::binary);
-    if (!file) {
-      std::cerr << "error: " << path << ": cannot open the run spec file\n";
-      return std::nullopt;
-    }
-    in = &file;
-  }
-  // Read at most the cap and one byte more: a larger input is refused without reading it whole.
+  if (path != "-") return read_input("SPEC", path, kMaxSpecBytes);
+  // "-": the spec (JSON, YAML or a launch line) on stdin. Read at most the cap and one byte more: a
+  // larger input is refused without reading it whole.
   std::string text(kMaxSpecBytes + 1, '\0');
-  in->read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in->gcount()));
+  std::cin.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(std::cin.gcount()));
   if (text.size() > kMaxSpecBytes) {
-    std::cerr << "error: " << (path == "-" ? "stdin" : path)
-              << ": the input is larger than 16 MiB; a run spec, run_config.yaml or launch line is small\n";
+    std::cerr << "error: SPEC: stdin is larger than 16 MiB; a run spec, run_config.yaml or launch line is small\n";
     return std::nullopt;
   }
   return text;
@@ -126,6 +115,14 @@ bool apply_busiest_rank_routing(model::RunSpec& spec, bool requested) {
             << " expert-parallel ranks under an untrained " << score << " router receives " << load
             << " x its balanced rows (per-expert spread " << *sigma << ", measured; configs/calibration/default.json)\n";
   return true;
+}
+
+std::optional<Bytes> budget_bytes(double gb) {
+  if (!(gb > 0 && gb <= kMaxBudgetGb)) {
+    std::cerr << "error: --budget-gb: the budget must be a number of GB in (0, " << kMaxBudgetGb << "]\n";
+    return std::nullopt;
+  }
+  return Bytes{std::llround(gb * 1e9)};
 }
 
 }  // namespace peakcast::cli

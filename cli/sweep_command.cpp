@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "input_file.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/sim/sweep.hpp"
 #include "report_html.hpp"
@@ -83,7 +84,8 @@ Runner add_sweep_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("sweep", "What-if capacity planning over any spec keys (cartesian product)");
   sub->add_option("spec", args->spec,
                   "Run spec JSON, Bridge run_config.yaml, a launch line file, bridge:<recipe>, or - (stdin) "
-                  "(default: the embedded Moonlight 16B seed study)");
+                  "(default: the embedded Moonlight 16B seed study)")
+      ->check(kSpecPath);
   sub->add_option("--from-megatron-args", args->megatron_line, "A Megatron-LM launch line instead of SPEC");
   sub->add_option("--vary", args->vary,
                   "KEY=V1,V2,... (repeatable). Values are JSON; commas inside [] {} \"\" do not split; "
@@ -124,15 +126,22 @@ Runner add_sweep_command(CLI::App& app) {
     const auto base = args->megatron_line.empty() ? load_spec_text(text, name, args->sets) : load_megatron_line(text, args->sets);
     if (!base) return kExitInvalidInput;
     for (const auto& w : base->warnings) std::cerr << model::format(w) << "\n";
-    if (args->budget_gb && !(*args->budget_gb > 0 && std::isfinite(*args->budget_gb))) {
-      std::cerr << "error: --budget-gb: the budget must be a positive number of GB\n";
-      return kExitInvalidInput;
-    }
     sim::SweepOptions opt;
-    if (args->budget_gb) opt.budget = Bytes{static_cast<std::int64_t>(std::llround(*args->budget_gb * 1e9))};
+    if (args->budget_gb) {
+      opt.budget = budget_bytes(*args->budget_gb);
+      if (!opt.budget) return kExitInvalidInput;
+    }
     opt.threads = args->threads;
     opt.spec_name = name;
     const std::size_t total = sim::sweep_size(axes);
+    if (total > sim::kMaxSweepPoints) {
+      std::cerr << "error: --vary: the grid has " << (total == SIZE_MAX ? std::string("more than 2^64") : std::to_string(total))
+                << " points; a sweep runs at most " << sim::kMaxSweepPoints << " (split it into several sweeps)\n";
+      return kExitInvalidInput;
+    }
+    const model::Diagnostics key_errors = sim::sweep_axis_key_errors(text, name, args->sets, axes);
+    for (const auto& d : key_errors) std::cerr << model::format(d) << "\n";
+    if (!key_errors.empty()) return kExitInvalidInput;
     if (isatty(STDERR_FILENO) && total >= 200) opt.progress = draw_progress;
     const sim::SweepResult result = sim::run_sweep(text, args->sets, axes, opt);
     for (const auto& p : result.points)
@@ -142,16 +151,9 @@ Runner add_sweep_command(CLI::App& app) {
         std::cerr << "skipped " << where << ": " << p.error << "\n";
       }
     if (!args->csv.empty()) {
-      std::ofstream out(args->csv, std::ios::binary);
-      if (!out || !(out << sim::sweep_csv(result))) {
-        std::cerr << "error: --csv: cannot write " << args->csv << "\n";
-        return kExitInvalidInput;
-      }
+      if (!write_output("--csv", args->csv, sim::sweep_csv(result))) return kExitInvalidInput;
     }
-    if (!args->html.empty() && !write_sweep_html(args->html, result)) {
-      std::cerr << "error: --html: cannot write " << args->html << "\n";
-      return kExitInvalidInput;
-    }
+    if (!args->html.empty() && !write_sweep_html(args->html, result)) return kExitInvalidInput;
     if (args->json) std::cout << sim::to_json(result) << "\n";
     else print_sweep_table(std::cout, result);
     return kExitOk;

@@ -10,7 +10,7 @@ namespace peakcast::model {
 
 std::optional<std::string_view> embedded_config(std::string_view relative_path) {
   for (const Entry* e = kEntries; e->path != nullptr; ++e) {
-    if (relative_path == e->path) return std::string_view(reinterpret_cast<const char*>(e->data), e->size);
+    if (relative_path == e->path) return std::string_view(e->data, e->size);
   }
   return std::nullopt;
 }

@@ -17,8 +17,21 @@ constexpr char kLayoutLoss = 'L';
 
 std::int64_t stage_index(std::int64_t pp_rank, std::int64_t vpp_chunk, std::int64_t pp) { return vpp_chunk * pp + pp_rank; }
 
-// More layout symbols than any model has layers: a repetition count past this is a typo.
-constexpr std::size_t kMaxLayoutSymbols = 1'000'000;
+// More layout symbols than any model has layers and stages (num_layers <= 4096, PP x VPP <= 4096,
+// validate_magnitudes.cpp): a longer expansion, in one repetition or in total, is a typo.
+constexpr std::size_t kMaxLayoutSymbols = std::size_t{1} << 16;
+
+// The decimal count at s[j...], saturating just past the cap (a 40-digit count must not wrap).
+std::size_t repeat_count(const std::string& s, std::size_t& j, bool& digits) {
+  std::size_t n = 0;
+  digits = false;
+  while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) {
+    n = std::min(n * 10 + static_cast<std::size_t>(s[j] - '0'), kMaxLayoutSymbols + 1);
+    ++j;
+    digits = true;
+  }
+  return n;
+}
 
 // Repeat each "(body)*n" (non-nested, as the pinned regex r'\(([^)]+)\)\*(\d+)' does), then "x*n".
 std::string unroll(const std::string& in) {
@@ -30,12 +43,11 @@ std::string unroll(const std::string& in) {
       const auto close = s.find(')', i);
       if (close != std::string::npos && close + 1 < s.size() && s[close + 1] == '*') {
         std::size_t j = close + 2;
-        std::size_t n = 0;
         bool digits = false;
-        while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) { n = n * 10 + static_cast<std::size_t>(s[j] - '0'); ++j; digits = true; }
+        const std::size_t n = repeat_count(s, j, digits);
         if (digits) {
           const std::string body = s.substr(i + 1, close - i - 1);
-          if (n > kMaxLayoutSymbols || body.size() * n > kMaxLayoutSymbols) throw std::length_error("layout too long");
+          if (n > kMaxLayoutSymbols || out.size() + body.size() * n > kMaxLayoutSymbols) throw std::length_error("layout too long");
           for (std::size_t r = 0; r < n; ++r) out += body;
           i = j;
           continue;
@@ -43,22 +55,23 @@ std::string unroll(const std::string& in) {
       }
     }
     out += s[i++];
+    if (out.size() > kMaxLayoutSymbols) throw std::length_error("layout too long");
   }
   std::string result;
   for (std::size_t i = 0; i < out.size();) {
     if (i + 1 < out.size() && out[i + 1] == '*') {
       std::size_t j = i + 2;
-      std::size_t n = 0;
       bool digits = false;
-      while (j < out.size() && std::isdigit(static_cast<unsigned char>(out[j]))) { n = n * 10 + static_cast<std::size_t>(out[j] - '0'); ++j; digits = true; }
+      const std::size_t n = repeat_count(out, j, digits);
       if (digits) {
-        if (n > kMaxLayoutSymbols) throw std::length_error("layout too long");
+        if (n > kMaxLayoutSymbols || result.size() + n > kMaxLayoutSymbols) throw std::length_error("layout too long");
         result.append(n, out[i]);
         i = j;
         continue;
       }
     }
     result += out[i++];
+    if (result.size() > kMaxLayoutSymbols) throw std::length_error("layout too long");
   }
   return result;
 }

@@ -19,6 +19,7 @@ Diagnostics validate(const RunSpec& spec) {
     detail::validate_comm_overlap(spec, sink);
     detail::validate_cuda_graphs(spec, sink);
     detail::validate_optimizer(spec, sink);
+    detail::validate_magnitudes(spec, sink);
   } catch (const std::exception& e) {
     sink.error("", "internal", std::string("validation failed: ") + e.what());
   }

@@ -77,5 +77,6 @@ void validate_precision(const RunSpec& spec, RuleSink& sink);
 void validate_comm_overlap(const RunSpec& spec, RuleSink& sink);
 void validate_cuda_graphs(const RunSpec& spec, RuleSink& sink);
 void validate_optimizer(const RunSpec& spec, RuleSink& sink);
+void validate_magnitudes(const RunSpec& spec, RuleSink& sink);  // peakcast's limits; needs a valid layout
 
 }  // namespace peakcast::model::detail

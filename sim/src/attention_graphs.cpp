@@ -19,8 +19,8 @@ namespace {
 std::int64_t c_seq_sq(const GraphBuilder& b) { return b.ctx().seq * b.ctx().seq; }
 
 int causal_mask(GraphBuilder& b, std::int64_t seq) {
-  const int mask = b.tensor("causal_mask", Bytes{seq * seq}, false);
-  b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{seq * seq * kFp32}});
+  const int mask = b.tensor("causal_mask", Bytes{checked_mul(seq, seq)}, false);
+  b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{checked_mul(checked_mul(seq, seq), kFp32)}});
   return mask;
 }
 
@@ -29,7 +29,7 @@ int causal_mask(GraphBuilder& b, std::int64_t seq) {
 // (saved), and the cast back to the activation dtype (saved by the context bmm). Each cast is an
 // autograd node, so the backward holds fp32 and bf16 gradients of size E in turn.
 int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_bytes, int mask) {
-  const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+  const auto e = [&](std::int64_t bytes) { return Bytes{checked_count(E)} * bytes; };
   const int s32 = b.tensor("softmax.input_fp32", e(kFp32));
   b.op("softmax.to_fp32", {.in = {scores}, .out = {s32}, .region = kCoreAttn});
   const int p32 = b.tensor("softmax.fp32", e(kFp32));
@@ -42,13 +42,61 @@ int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_b
   return probs;
 }
 
-// The unfused attention's softmax over the scores (fused_softmax.py forward_torch_softmax), with the
-// causal mask it builds; returns the probabilities the context bmm saves.
-int local_softmax(GraphBuilder& b, int scores, double E, bool in_fp32) {
+// The rows of one CUDA block of the fused softmax kernels: 128 threads, a warp per row (two rows per
+// warp up to 128 keys), the warp no wider than the keys' next power of two (TE v2.9
+// attention/dot_product_attention/softmax.py:278-285; Apex's scaled_masked_softmax.h, which Megatron's
+// kernels import, computes the same).
+std::int64_t softmax_batch_per_block(std::int64_t sk) {
+  std::int64_t pow2 = 1;
+  while (pow2 < sk) pow2 *= 2;
+  const std::int64_t warp = std::min<std::int64_t>(pow2, 32);
+  return (128 / warp) * (pow2 <= 128 ? 2 : 1);
+}
+
+// Whether the causal self-attention softmax runs as one fused kernel, as the module the layer uses
+// decides it for its shapes [b, np, sq, sk]:
+// - Megatron's DotProductAttention (local spec): FusedScaleMaskSoftmax.is_kernel_available
+//   (fused_softmax.py:238-270): masked_softmax_fusion (TransformerConfig default False, Megatron-LM's
+//   CLI default True), fp16/bf16 input, 16 < sk <= 4096, sq, sk and b x np multiples of 4, and b x np a
+//   multiple of the kernel's rows per block.
+// - TE's UnfusedDotProductAttention (attention_backend unfused): TE's own is_kernel_available (TE v2.9
+//   softmax.py:188-221), on unless NVTE_MASKED_SOFTMAX_FUSION=0 (softmax.py:159): 16 < sk < 16384, sk a
+//   multiple of 8, sq == sk for the causal kernel, sq and b x np multiples of 4, sq a multiple of the rows
+//   per block.
+bool fused_softmax_kernel(const model::RunSpec& spec, const ShapeContext& c, std::int64_t np) {
+  const std::int64_t sq = c.seq, sk = c.seq, batches = c.batch * np;
+  if (c.act_bytes != 2) return false;  // input_in_float16: fp16 or bf16
+  const std::int64_t per_block = softmax_batch_per_block(sk);
+  if (!c.te) {
+    return spec.model.masked_softmax_fusion && sk > 16 && sk <= 4096 && sq % 4 == 0 && sk % 4 == 0 && batches % 4 == 0 &&
+           batches % per_block == 0;
+  }
+  return sk > 16 && sk < 16384 && sk % 8 == 0 && sq % 4 == 0 && batches % 4 == 0 && sq % per_block == 0;
+}
+
+// The fused causal softmax (ScaledUpperTriangMaskedSoftmax, fused_softmax.py:11-57; TE's
+// ScaledAlignedCausalMaskedSoftmax): one kernel masks, scales and normalises in fp32 registers and
+// writes the probabilities in the input dtype, which is all it saves; no mask tensor is built, and the
+// backward writes the input gradient over the incoming one (the kernels' backward runs in place on
+// output_grads), so it needs no second buffer.
+int fused_softmax(GraphBuilder& b, int scores, double E) {
   const ShapeContext& c = b.ctx();
+  const Bytes probs_bytes = Bytes{checked_count(E)} * c.act_bytes;
+  const int probs = b.tensor("softmax.out", probs_bytes);
+  b.op("fused_softmax", {.in = {scores}, .out = {probs}, .save = {probs}, .region = kCoreAttn, .flops = 5.0 * E,
+                         .bytes_moved = 2.0 * E * double(c.act_bytes)});
+  return probs;
+}
+
+// The unfused attention's softmax over the scores: the fused kernel when the module's rules allow it
+// for these shapes, else forward_torch_softmax (fused_softmax.py:299-342) with the causal mask it
+// builds; returns the probabilities the context bmm saves.
+int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, std::int64_t np) {
+  const ShapeContext& c = b.ctx();
+  if (fused_softmax_kernel(spec, c, np)) return fused_softmax(b, scores, E);
   const int mask = causal_mask(b, c.seq);
-  if (in_fp32) return torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
-  const Bytes probs_bytes{static_cast<std::int64_t>(E) * c.act_bytes};
+  if (spec.model.attention_softmax_in_fp32) return torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
+  const Bytes probs_bytes = Bytes{checked_count(E)} * c.act_bytes;
   const int probs = b.tensor("softmax.out", probs_bytes);
   // Two kernels: masked_fill_ in place on the scores (read, write) and softmax (read, write).
   b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
@@ -147,7 +195,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   } else {
     // Local DotProductAttention (dot_product_attention.py): scores and probabilities of size E.
     const double E = double(c.batch) * hq * c.seq * c.seq;
-    const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+    const auto e = [&](std::int64_t bytes) { return Bytes{checked_count(E)} * bytes; };
     int kx = k, vx = qkv;
     if (hq / hkv > 1) {
       kx = b.tensor("gqa_expand.k", b.act(N, hq * hd));
@@ -158,7 +206,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     // The unfused core's batched GEMMs: the microbenchmark's "attention" class (time.json).
     b.op("baddbmm", {.in = {q, kx}, .out = {scores}, .save = {q, kx}, .region = kCoreAttn,
                      .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
-    int probs = local_softmax(b, scores, E, m.attention_softmax_in_fp32);
+    int probs = attention_softmax(b, spec, scores, E, hq);
     if (m.attention_dropout > 0) {
       const int mask = b.tensor("attention_dropout.mask", e(1), false);
       const int dropped = b.tensor("attention_dropout.out", e(c.act_bytes));
@@ -224,14 +272,14 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
                                    .attention = true, .fused_attention = true});
   } else {
     const double E = double(c.batch) * hq * c.seq * c.seq;
-    const auto e = [&](std::int64_t bytes) { return Bytes{static_cast<std::int64_t>(E) * bytes}; };
+    const auto e = [&](std::int64_t bytes) { return Bytes{checked_count(E)} * bytes; };
     const int scores = b.tensor("scores", e(c.act_bytes));
     // The unfused batched GEMMs compute every (q, k) pair, masked or not: no causal halving.
     const double qk_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope);
     const double pv_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * vd;
     core = b.op("baddbmm", {.in = {query, key}, .out = {scores}, .save = {query, key}, .region = kCoreAttn,
                             .flops = qk_flops, .backward_flops = 2 * qk_flops, .attention = true});
-    int probs = local_softmax(b, scores, E, m.attention_softmax_in_fp32);
+    int probs = attention_softmax(b, spec, scores, E, hq);
     const int ctx_raw = b.tensor("context", b.act(N, hq * vd));
     b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn,
                  .flops = pv_flops, .backward_flops = 2 * pv_flops, .attention = true});

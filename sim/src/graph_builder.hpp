@@ -13,8 +13,8 @@ class GraphBuilder {
   GraphBuilder(LayerGraph& g, const ShapeContext& c, std::string prefix) : g_(g), c_(c), prefix_(std::move(prefix)) {}
 
   // An activation of `rows` x `cols` elements in the activation dtype.
-  Bytes act(std::int64_t rows, std::int64_t cols) const { return Bytes{rows * cols * c_.act_bytes}; }
-  Bytes fp32(std::int64_t rows, std::int64_t cols) const { return Bytes{rows * cols * 4}; }
+  Bytes act(std::int64_t rows, std::int64_t cols) const { return Bytes{checked_mul(checked_mul(rows, cols), c_.act_bytes)}; }
+  Bytes fp32(std::int64_t rows, std::int64_t cols) const { return Bytes{checked_mul(checked_mul(rows, cols), 4)}; }
 
   int input(const std::string& name, Bytes b) { return g_.add_input(prefix_ + name, b); }
   int tensor(const std::string& name, Bytes b, bool requires_grad = true) {

@@ -60,6 +60,7 @@ std::string to_json(const Prediction& p, bool with_timeline) {
                           {"phase", to_string(e.phase)}});
       }
       x["timeline"] = std::move(events);
+      x["timeline_microbatches"] = r.timeline_microbatches;
     }
     ranks.push_back(std::move(x));
   }

@@ -41,12 +41,12 @@ using detail::ChunkModel;
 // schedule repeats with period one micro-batch group (1F1B: one micro-batch), so whole groups can be
 // dropped from the middle of the steady state as long as the warm-up, two steady groups, the
 // remainder group and the cool-down remain. Timelines walk every micro-batch.
-std::int64_t walked_microbatches(const ScheduleParams& p, std::int64_t m) {
-  if (p.pp <= 1 && p.vpp <= 1) return std::min<std::int64_t>(m, 2);
-  if (p.vpp <= 1) return std::min<std::int64_t>(m, p.pp + 2);
+std::int64_t walked_microbatches(const ScheduleParams& p, std::int64_t m, std::int64_t at_least = 0) {
+  if (p.pp <= 1 && p.vpp <= 1) return std::min<std::int64_t>(m, std::max<std::int64_t>(2, at_least));
+  if (p.vpp <= 1) return std::min<std::int64_t>(m, std::max<std::int64_t>(p.pp + 2, at_least));
   const std::int64_t g = p.group_size > 0 ? p.group_size : p.pp;
   const std::int64_t warmup = (p.pp - 1) * 2 + (p.vpp - 1) * g + 1;  // largest rank's warm-up
-  const std::int64_t needed = ((warmup + g * p.vpp - 1) / (g * p.vpp)) * g + 3 * g;
+  const std::int64_t needed = std::max(((warmup + g * p.vpp - 1) / (g * p.vpp)) * g + 3 * g, at_least);
   if (m <= needed) return m;
   return m - ((m - needed) / g) * g;
 }
@@ -73,14 +73,21 @@ CublasWorkspaces cublas_workspaces(const model::RunSpec& spec) {
   return side_stream ? CublasWorkspaces{2, 2} : CublasWorkspaces{1, 1};
 }
 
-// The schedule a rank walks: every micro-batch with a timeline or a deferred output-layer wgrad
-// (its entries pile up over the step), else the fewest that find the same peaks.
-ScheduleParams schedule_params(const model::RunSpec& spec, const model::Derived& d, bool record_timeline) {
+// A timeline shows at least this many micro-batches of a step (all of them when there are fewer):
+// the later ones of a long step repeat the steady 1F1B pattern, and writing each made a 2-layer toy
+// with 125,000 micro-batches a 23 GB timeline. docs/interface.md states the bound.
+constexpr std::int64_t kTimelineMicrobatches = 16;
+
+// The schedule a rank walks: every micro-batch with a deferred output-layer wgrad (its entries pile
+// up over the step), else the fewest that find the same peaks (with a timeline, at least
+// kTimelineMicrobatches of them).
+ScheduleParams schedule_params(const model::RunSpec& spec, const model::Derived& d, const PredictOptions& options) {
   ScheduleParams sp;
   sp.pp = d.pp;
   sp.vpp = d.vpp;
-  sp.microbatches = record_timeline || spec.model.defer_embedding_wgrad_compute ? d.num_microbatches
-                                                                                 : walked_microbatches(sp, d.num_microbatches);
+  sp.microbatches = spec.model.defer_embedding_wgrad_compute || options.walk_every_microbatch
+                        ? d.num_microbatches
+                        : walked_microbatches(sp, d.num_microbatches, options.record_timeline ? kTimelineMicrobatches : 0);
   sp.group_size = spec.model.microbatch_group_size_per_vp_stage.value_or(0);
   sp.extra_warmup = spec.model.overlap_moe_expert_parallel_comm && d.vpp > 1;
   return sp;
@@ -191,7 +198,7 @@ Prediction Predictor::Impl::run(const model::RunSpec& policy, const PredictOptio
   out.capacity = policy.cluster.gpu.memory_bytes - out.userbuffers;
   out.calibration_profile = fitted.profile;
   out.peak_relative_sigma = fitted.peak_relative_sigma;
-  const ScheduleParams sp = schedule_params(policy, pd, options.record_timeline);
+  const ScheduleParams sp = schedule_params(policy, pd, options);
   // Per-layer CUDA graphs keep a second model of each stage: what the capture's warm-up runs, every
   // checkpoint of a captured layer bypassed (measured: mla_up_proj inside a local capture reserves no
   // less than no recompute, calibration/data/h200_cuda_graphs.jsonl).
@@ -248,7 +255,10 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
     setup.graphs = detail::layer_graph_pool(stage.captured, detail::graph_sets(steps, chunks.size(), pd.pp), rotary_table);
   }
   setup.plan = detail::plan_passes(policy.model.cuda_graph_impl, policy.model.cuda_graph_warmup_steps, setup.graphs.any_captured);
-  if (options.record_timeline) setup.timeline = &rp.timeline;
+  if (options.record_timeline) {
+    setup.timeline = &rp.timeline;
+    rp.timeline_microbatches = sp.microbatches;
+  }
   const detail::RankWalk walk = detail::walk_rank(chunks, steps, sm, setup);
 
   const bool any_captured = setup.graphs.any_captured || setup.plan.full_graph;

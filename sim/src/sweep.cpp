@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
+#include <system_error>
 #include <thread>
 
 #include "peakcast/model/spec_parser.hpp"
@@ -61,6 +63,9 @@ SweepPoint evaluate_point(const model::SpecText& spec_text, const std::vector<st
       pt.peak_phase = top->peak_phase;
       pt.peak_op = top->peak_op;
     }
+  } catch (const SizeOverflow& e) {
+    pt.valid = false;
+    pt.error = std::string(e.what()) + " for this point [size_out_of_range]";
   } catch (const std::exception& e) {
     // A combination the simulator cannot build is reported like an invalid one, not fatal.
     pt.valid = false;
@@ -70,6 +75,24 @@ SweepPoint evaluate_point(const model::SpecText& spec_text, const std::vector<st
 }
 
 }  // namespace
+
+model::Diagnostics sweep_axis_key_errors(std::string_view spec_text, std::string_view spec_name,
+                                         const std::vector<std::string>& base_overrides,
+                                         const std::vector<SweepAxis>& axes) {
+  const model::SpecText text(spec_text, spec_name);
+  model::Diagnostics out;
+  for (const auto& axis : axes) {
+    if (axis.values.empty()) continue;
+    std::vector<std::string> overrides = base_overrides;
+    overrides.push_back(axis.key + "=" + axis.values.front());
+    for (auto& d : text.parse(overrides).diagnostics)
+      if (d.severity == model::Severity::error && d.rule == "unknown_key" && d.path == axis.key) {
+        d.message = "--vary " + d.message.substr(d.message.rfind("--set ", 0) == 0 ? 6 : 0);
+        out.push_back(std::move(d));
+      }
+  }
+  return out;
+}
 
 SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>& base_overrides,
                       const std::vector<SweepAxis>& axes, const SweepOptions& options) {
@@ -89,17 +112,30 @@ SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>
   };
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned n = static_cast<unsigned>(std::min<std::size_t>(options.threads ? options.threads : hw, std::max<std::size_t>(total, 1)));
+  // A thread that cannot start (std::system_error: a process or container thread limit) only means
+  // fewer workers: the points are taken from a shared counter, so whoever runs finishes them all.
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
+  for (unsigned t = 1; t < n; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  std::optional<std::thread> last;
   if (options.progress) {
-    // The calling thread reports progress and leaves the work to the pool (plus itself at the end).
-    std::thread last(worker);
+    try {
+      last.emplace(worker);  // the calling thread reports progress and leaves the work to the pool
+    } catch (const std::system_error&) {
+    }
+  }
+  if (last) {
     while (done.load() < total) {
       options.progress(done.load(), total);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     options.progress(total, total);
-    last.join();
+    last->join();
   } else {
     worker();
   }

@@ -1,5 +1,7 @@
 // Sweep results as CSV (one row per point) and JSON.
 #include <cstdio>
+#include <regex>
+#include <string_view>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -10,10 +12,21 @@ namespace peakcast::sim {
 
 namespace {
 
+bool plain_number(const std::string& s) {
+  static const std::regex number(R"([-+]?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?)");
+  return std::regex_match(s, number);
+}
+
+// One CSV cell (RFC 4180 quoting). A cell a spreadsheet would run as a formula, one starting with
+// '=', '+', '-', '@', TAB or CR, gets a leading apostrophe (OWASP, CSV Injection), unless it is a
+// plain number such as "-1"; a CR anywhere, like a comma, quote or newline, makes the cell quoted.
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string cell = s;
+  if (!cell.empty() && std::string_view("=+-@\t\r").find(cell.front()) != std::string_view::npos && !plain_number(cell))
+    cell.insert(cell.begin(), '\'');
+  if (cell.find_first_of(",\"\n\r") == std::string::npos && cell.size() == s.size()) return cell;
   std::string q = "\"";
-  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  for (const char c : cell) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
 }
 

@@ -1,5 +1,6 @@
 // Parsing `--vary KEY=V1,V2,...`: bracket- and quote-aware splitting so JSON lists survive.
 #include <algorithm>
+#include <limits>
 
 #include "peakcast/sim/sweep.hpp"
 
@@ -65,7 +66,11 @@ std::optional<SweepAxis> parse_vary(std::string_view arg, std::string* error) {
 std::size_t sweep_size(const std::vector<SweepAxis>& axes) {
   if (axes.empty()) return 0;
   std::size_t n = 1;
-  for (const auto& a : axes) n *= a.values.size();
+  for (const auto& a : axes) {
+    if (a.values.empty()) return 0;
+    if (n > std::numeric_limits<std::size_t>::max() / a.values.size()) return std::numeric_limits<std::size_t>::max();
+    n *= a.values.size();
+  }
   return n;
 }
 

@@ -273,6 +273,9 @@ const std::vector<RuleCase>& cases() {
        plus(kMoe, {"model.overlap_moe_expert_parallel_comm=true", "model.expert_model_parallel_size=2", "model.moe_token_dispatcher_type=alltoall"})},
       // Precision
       {"bf16_and_fp16", "model.fp16", Severity::error, {"model.fp16=true"}, {"model.fp16=true", "model.bf16=false"}},
+      {"fp16_skipped_first_steps", "optimizer.loss_scale", Severity::warning,
+       {"model.fp16=true", "model.bf16=false", "optimizer.fp16=true", "optimizer.bf16=false"},
+       {"model.fp16=true", "model.bf16=false", "optimizer.fp16=true", "optimizer.bf16=false", "optimizer.loss_scale=1024"}},
       {"fp8_param_needs_fp8", "model.fp8_param", Severity::error, {"model.fp8_param=true"}, {"model.fp8_param=true", "model.fp8=e4m3"}},
       {"bf16_edge_layers_out_of_range", "model.num_layers_at_start_in_bf16", Severity::error,
        {"model.fp8=hybrid", "model.fp8_recipe=tensorwise", "model.first_last_layers_bf16=true", "model.num_layers_at_start_in_bf16=9"},

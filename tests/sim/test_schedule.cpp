@@ -74,7 +74,7 @@ TEST_CASE("walking a shortened steady state finds the same peaks as the full ste
       peakcast::sim::Predictor p(*parsed.spec);
       const auto shortened = p.run();
       peakcast::sim::PredictOptions full;
-      full.record_timeline = true;
+      full.walk_every_microbatch = true;
       const auto walked = p.run(full);
       REQUIRE(shortened.ranks.size() == walked.ranks.size());
       for (std::size_t i = 0; i < walked.ranks.size(); ++i) {

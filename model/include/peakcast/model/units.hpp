@@ -2,8 +2,37 @@
 // Units used across peakcast. Sizes are exact byte counts (int64); FLOPs and seconds are doubles.
 #include <compare>
 #include <cstdint>
+#include <stdexcept>
 
 namespace peakcast {
+
+// A byte count or element count that left int64: no run any GPU can hold gets there, so it is an
+// input error (the CLI reports it with exit 2), never a wrapped or negative figure. Validation
+// refuses the usual ways there (model/src/validate_magnitudes.cpp); this catches the rest.
+struct SizeOverflow : std::overflow_error {
+  using std::overflow_error::overflow_error;
+};
+
+constexpr std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) throw SizeOverflow("a size or count exceeds 2^63");
+  return r;
+}
+constexpr std::int64_t checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw SizeOverflow("a size or count exceeds 2^63");
+  return r;
+}
+// An element count computed in double (products of shapes) as int64; NaN or beyond 2^63 throws.
+constexpr std::int64_t checked_count(double x) {
+  if (!(x > -9.2e18 && x < 9.2e18)) throw SizeOverflow("a size or count exceeds 2^63");
+  return static_cast<std::int64_t>(x);
+}
+constexpr std::int64_t checked_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) throw SizeOverflow("a size or count exceeds 2^63");
+  return r;
+}
 
 // A count of bytes on one GPU. Signed so that differences (savings) are representable.
 struct Bytes {
@@ -12,12 +41,13 @@ struct Bytes {
   constexpr Bytes() = default;
   constexpr explicit Bytes(std::int64_t v) : value(v) {}
 
-  constexpr Bytes& operator+=(Bytes o) { value += o.value; return *this; }
-  constexpr Bytes& operator-=(Bytes o) { value -= o.value; return *this; }
-  friend constexpr Bytes operator+(Bytes a, Bytes b) { return Bytes{a.value + b.value}; }
-  friend constexpr Bytes operator-(Bytes a, Bytes b) { return Bytes{a.value - b.value}; }
-  friend constexpr Bytes operator*(Bytes a, std::int64_t k) { return Bytes{a.value * k}; }
-  friend constexpr Bytes operator*(std::int64_t k, Bytes a) { return Bytes{a.value * k}; }
+  // Checked: an overflow throws SizeOverflow instead of wrapping.
+  constexpr Bytes& operator+=(Bytes o) { value = checked_add(value, o.value); return *this; }
+  constexpr Bytes& operator-=(Bytes o) { value = checked_sub(value, o.value); return *this; }
+  friend constexpr Bytes operator+(Bytes a, Bytes b) { return Bytes{checked_add(a.value, b.value)}; }
+  friend constexpr Bytes operator-(Bytes a, Bytes b) { return Bytes{checked_sub(a.value, b.value)}; }
+  friend constexpr Bytes operator*(Bytes a, std::int64_t k) { return Bytes{checked_mul(a.value, k)}; }
+  friend constexpr Bytes operator*(std::int64_t k, Bytes a) { return Bytes{checked_mul(a.value, k)}; }
   friend constexpr auto operator<=>(Bytes, Bytes) = default;
 
   constexpr double gb() const { return static_cast<double>(value) / 1e9; }     // 10^9 bytes

@@ -88,6 +88,9 @@ struct RankPrediction {
     double checkpoint_regions = 0;  // checkpoint calls replayed per iteration
   } time;
   std::vector<TimelineEvent> timeline;  // filled only when asked for
+  // The micro-batches of each iteration the timeline shows: every one of a short step, else the
+  // first ones up to at least 16 (the rest repeat the steady pattern; time.microbatches has the count).
+  std::int64_t timeline_microbatches = 0;
   std::vector<ModuleSummary> modules;   // one entry per module of each chunk, per micro-batch
 };
 
@@ -109,6 +112,9 @@ struct Prediction {
 struct PredictOptions {
   bool record_timeline = false;
   bool record_held_tensors = false;  // fill ModuleSummary::held_tensors (predict --explain)
+  // Walk every micro-batch of the step instead of the fewest that find the same peaks (which the
+  // schedule tests check it does); slower, same answers.
+  bool walk_every_microbatch = false;
 };
 
 // Assumes a spec that parsed and validated without errors.

@@ -27,7 +27,18 @@ std::vector<std::string> split_sweep_values(std::string_view text);
 // "KEY=V1,V2,..." -> axis; nullopt with `error` set when there is no key or no value.
 std::optional<SweepAxis> parse_vary(std::string_view arg, std::string* error);
 
+// The number of grid points, saturating at SIZE_MAX instead of wrapping (16 axes of 16 values is 2^64).
 std::size_t sweep_size(const std::vector<SweepAxis>& axes);
+
+// The largest grid a sweep runs: one point costs 1-30 ms, so 100,000 points are minutes to an hour on
+// few cores; a bigger grid is refused before anything is allocated (docs/interface.md, limits).
+inline constexpr std::size_t kMaxSweepPoints = 100'000;
+
+// An axis whose key the spec does not have (a misspelt --vary) makes every point invalid: found once,
+// before the sweep runs, as the unknown-key errors the base spec with that axis's first value gives.
+model::Diagnostics sweep_axis_key_errors(std::string_view spec_text, std::string_view spec_name,
+                                         const std::vector<std::string>& base_overrides,
+                                         const std::vector<SweepAxis>& axes);
 
 struct SweepPoint {
   std::vector<std::string> values;  // one per axis

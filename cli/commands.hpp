@@ -47,6 +47,19 @@ struct LoadedSpec {
 std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<std::string>& sets);
 // The same for a spec text already read (`path` names it in messages).
 std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::string& path, const std::vector<std::string>& sets);
+// A Megatron-LM launch line (--from-megatron-args; model/megatron_args.hpp), parsed and validated.
+std::optional<LoadedSpec> load_megatron_line(const std::string& line, const std::vector<std::string>& sets);
+// SPEC or --from-megatron-args LINE (an error when both are given).
+std::optional<LoadedSpec> load_input(const std::string& spec, const std::string& megatron_line, const std::vector<std::string>& sets);
+// The text SPEC names: the file, stdin for "-", the embedded default for "", nothing for bridge:<recipe>;
+// nullopt (with the message printed) when it cannot be read or is larger than 16 MiB.
+std::optional<std::string> read_spec_text(const std::string& path);
+// --hf-config PATH as the override that sets model.hf_config to PATH made absolute (so it does not
+// depend on where the spec lives); the spec's other model keys must agree with it.
+std::string hf_config_override(const std::string& path);
+inline constexpr const char* kHfConfigHelp =
+    "A Hugging Face config.json: the architecture as Megatron-Bridge's AutoBridge maps it, the rest from SPEC "
+    "(sets model.hf_config; conflicting model keys are errors)";
 
 // Sets model.moe_routing_imbalance to the busiest expert-parallel rank's load under an untrained
 // router (the calibrated per-layer spread). `requested`: the user asked for it (--moe-busiest-rank:

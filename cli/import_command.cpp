@@ -1,4 +1,4 @@
-// peakcast import --from-megatron-args "ARGS" [--num-gpus N] [--gpu PRESET] [--mamba]
+// peakcast import --from-megatron-args "LINE" [--num-gpus N] [--gpu PRESET]   (a Megatron-LM launch line)
 // peakcast import --golden-csv FILE --out FILE      (Megatron-LM functional-test golden memory)
 // peakcast import --seed-tables --out FILE          (the seed study's H100 tables)
 #include <fstream>
@@ -9,7 +9,8 @@
 #include "commands.hpp"
 #include "input_file.hpp"
 #include "peakcast/calibration/ingest.hpp"
-#include "peakcast/calibration/megatron_args.hpp"
+#include "peakcast/model/megatron_args.hpp"
+#include "peakcast/model/validate.hpp"
 
 namespace peakcast::cli {
 
@@ -19,10 +20,30 @@ struct ImportArgs {
   std::string golden_csv;
   bool seed_tables = false;
   std::string out;
-  int num_gpus = 8;
-  std::string gpu = "h100-sxm-80gb";
-  bool mamba = false;
+  std::optional<std::int64_t> num_gpus;
+  std::optional<std::string> gpu;
 };
+
+// The launch line -> the run spec on stdout; its diagnostics, what was derived and what was ignored on
+// stderr. The spec is parsed and validated as predict would read it: an error exits 2.
+int import_line(const ImportArgs& args) {
+  model::MegatronLineOptions opt;
+  opt.num_gpus = args.num_gpus;
+  opt.gpu = args.gpu;
+  const model::ParseResult parsed = model::parse_megatron_line(args.megatron_args, {}, opt);
+  model::Diagnostics all = parsed.diagnostics;
+  if (parsed.spec) {
+    const model::Diagnostics v = model::validate(*parsed.spec);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  for (const auto& d : all) std::cerr << model::format(d) << "\n";
+  if (!parsed.spec || model::has_errors(all)) return kExitInvalidInput;
+  const model::MegatronLineImport imp = model::import_megatron_line(args.megatron_args, opt);
+  for (const auto& n : imp.notes) std::cerr << "note: " << n << "\n";
+  for (const auto& i : imp.ignored) std::cerr << "ignored: " << i << "\n";
+  std::cout << imp.spec_json << "\n";
+  return kExitOk;
+}
 
 int write_records(const std::vector<calibration::Record>& records, const std::string& path) {
   std::string lines;
@@ -36,29 +57,22 @@ int write_records(const std::vector<calibration::Record>& records, const std::st
 Runner add_import_command(CLI::App& app) {
   auto args = std::make_shared<ImportArgs>();
   CLI::App* sub = app.add_subcommand("import", "Turn Megatron-LM arguments or published measurements into run specs / records");
-  sub->add_option("--from-megatron-args", args->megatron_args, "Megatron-LM command-line arguments (one string); prints the run spec");
+  sub->add_option("--from-megatron-args", args->megatron_args,
+                  "A Megatron-LM launch line: [VAR=value ...] [torchrun OPTS | python -m torch.distributed.run OPTS] "
+                  "pretrain_gpt.py|pretrain_hybrid.py|pretrain_mamba.py ARGS, or ARGS alone; prints the run spec");
   sub->add_option("--golden-csv", args->golden_csv, "megatron_functional_golden_memory.csv -> records (needs --out)");
   sub->add_flag("--seed-tables", args->seed_tables, "The seed study's H100 tables -> records (needs --out)");
   sub->add_option("--out", args->out, "Records file to write (JSON lines)");
-  sub->add_option("--num-gpus", args->num_gpus, "World size for --from-megatron-args (default 8)");
-  sub->add_option("--gpu", args->gpu, "GPU preset for --from-megatron-args (default h100-sxm-80gb)");
-  sub->add_flag("--mamba", args->mamba, "The arguments are for pretrain_mamba.py");
+  sub->add_option("--num-gpus", args->num_gpus,
+                  "World size for --from-megatron-args (required unless torchrun --nnodes x --nproc-per-node or WORLD_SIZE= gives it)");
+  sub->add_option("--gpu", args->gpu, "GPU preset for --from-megatron-args (required: a line does not name it)");
   return [args] {
     const int modes = !args->megatron_args.empty() + !args->golden_csv.empty() + args->seed_tables;
     if (modes != 1) {
       std::cerr << "error: give exactly one of --from-megatron-args, --golden-csv, --seed-tables\n";
       return kExitInvalidInput;
     }
-    if (!args->megatron_args.empty()) {
-      calibration::ImportOptions opt{args->num_gpus, args->gpu, args->mamba};
-      const auto r = calibration::import_megatron_args(calibration::split_command_line(args->megatron_args), opt);
-      for (const auto& e : r.errors) std::cerr << "error: " << e << "\n";
-      if (!r.errors.empty()) return kExitInvalidInput;
-      for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
-      for (const auto& i : r.ignored) std::cerr << "ignored (no memory effect modelled): " << i << "\n";
-      std::cout << r.spec_json << "\n";
-      return kExitOk;
-    }
+    if (!args->megatron_args.empty()) return import_line(*args);
     if (args->out.empty()) {
       std::cerr << "error: --out FILE is required\n";
       return kExitInvalidInput;

@@ -1,4 +1,4 @@
-// peakcast predict [SPEC] [--json] [--set KEY=VALUE]... [--timeline FILE] [--fail-if-oom]
+// peakcast predict [SPEC | - | --from-megatron-args LINE] [--json] [--set KEY=VALUE]... [--timeline FILE] [--fail-if-oom]
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -18,7 +18,9 @@ namespace peakcast::cli {
 namespace {
 struct PredictArgs {
   std::string spec;
+  std::string megatron_line;
   std::vector<std::string> sets;
+  std::string hf_config;
   bool json = false;
   bool fail_if_oom = false;
   std::string timeline;
@@ -59,9 +61,13 @@ Runner add_predict_command(CLI::App& app) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* sub = app.add_subcommand("predict", "Per-rank peak allocated memory, where it lands, and replay cost");
   sub->add_option("spec", args->spec,
-                  "Run spec JSON, Bridge run_config.yaml, or bridge:<recipe> (default: the embedded Moonlight 16B seed study)")
+                  "Run spec JSON, Bridge run_config.yaml, a Megatron-LM launch line file, bridge:<recipe>, or - (stdin) "
+                  "(default: the embedded Moonlight 16B seed study)")
       ->check(kSpecPath);
+  sub->add_option("--from-megatron-args", args->megatron_line,
+                  "A Megatron-LM launch line (torchrun ... pretrain_gpt.py ARGS, or ARGS alone) instead of SPEC");
   sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
+  sub->add_option("--hf-config", args->hf_config, kHfConfigHelp);
   sub->add_flag("--json", args->json, "Print the schema_version 1 result object");
   sub->add_flag("--fail-if-oom", args->fail_if_oom, "Exit with status 3 when some rank does not fit");
   sub->add_option("--timeline", args->timeline, "Write each rank's memory timeline (JSON) to FILE");
@@ -76,7 +82,8 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_flag("--moe-busiest-rank", args->busiest_rank,
                 "MoE: predict the busiest expert-parallel rank of an untrained router (sets model.moe_routing_imbalance)");
   return [args] {
-    auto loaded = load_spec(args->spec, args->sets);
+    if (!args->hf_config.empty()) args->sets.push_back(hf_config_override(args->hf_config));
+    auto loaded = load_input(args->spec, args->megatron_line, args->sets);
     if (!loaded) return kExitInvalidInput;
     model::RunSpec& spec = loaded->spec;
     if (args->busiest_rank && !apply_busiest_rank_routing(spec)) return kExitInvalidInput;

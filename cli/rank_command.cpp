@@ -16,7 +16,9 @@ namespace {
 
 struct RankArgs {
   std::string spec;
+  std::string megatron_line;
   std::vector<std::string> sets;
+  std::string hf_config;
   std::optional<double> budget_gb;
   double headroom_sigma = 0;
   bool json = false;
@@ -110,11 +112,14 @@ Runner add_rank_command(CLI::App& app) {
   auto args = std::make_shared<RankArgs>();
   CLI::App* sub = app.add_subcommand(
       "rank", "Every recompute policy Megatron accepts for the run, viable ones (within the budget) first");
-  sub->add_option("spec", args->spec, "Run spec JSON")->required()->check(kSpecPath);
+  sub->add_option("spec", args->spec, "Run spec JSON, Bridge run_config.yaml, a launch line file, bridge:<recipe>, or - (stdin)")
+      ->check(kSpecPath);
+  sub->add_option("--from-megatron-args", args->megatron_line, "A Megatron-LM launch line instead of SPEC");
   sub->add_option("--budget-gb", args->budget_gb, "Memory budget per GPU in GB (10^9 bytes); default: the GPU capacity");
   sub->add_option("--headroom-sigma", args->headroom_sigma,
                   "Viable only if peak x (1 + K x the calibration's relative sigma) fits (K = 2: the OOM-safe bound); default 0");
   sub->add_option("--set", args->sets, "Override one key: section.key=JSON (repeatable)");
+  sub->add_option("--hf-config", args->hf_config, kHfConfigHelp);
   sub->add_flag("--json", args->json, "Print the schema_version 1 ranking object");
   sub->add_option("--html", args->html, "Write a self-contained HTML report to FILE");
   sub->add_flag("--moe-busiest-rank", args->busiest_rank,
@@ -127,7 +132,12 @@ Runner add_rank_command(CLI::App& app) {
                   "narrowest (selective boundaries before whole-layer recompute, each by replay time; default) or replay-time")
       ->check(CLI::IsMember({"narrowest", "replay-time"}));
   return [args] {
-    auto loaded = load_spec(args->spec, args->sets);
+    if (!args->hf_config.empty()) args->sets.push_back(hf_config_override(args->hf_config));
+    if (args->spec.empty() && args->megatron_line.empty()) {
+      std::cerr << "error: give SPEC (or -) or --from-megatron-args LINE\n";
+      return kExitInvalidInput;
+    }
+    auto loaded = load_input(args->spec, args->megatron_line, args->sets);
     if (!loaded) return kExitInvalidInput;
     model::RunSpec* spec = &loaded->spec;
     if (args->busiest_rank && args->balanced) {

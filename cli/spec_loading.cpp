@@ -4,27 +4,50 @@
 #include <sstream>
 
 #include "commands.hpp"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
 #include "input_file.hpp"
 #include "peakcast/sim/moe_routing.hpp"
+#include "peakcast/model/megatron_args.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 
 namespace peakcast::cli {
 
-std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<std::string>& sets) {
-  std::string text;
-  if (path.empty()) {
-    text = std::string(model::default_run_spec_text());
-  } else if (path.rfind("bridge:", 0) != 0) {  // a recipe name has no file
-    auto read = read_input("SPEC", path, kMaxSpecBytes);
-    if (!read) return std::nullopt;
-    text = std::move(*read);
+std::optional<std::string> read_spec_text(const std::string& path) {
+  if (path.empty()) return std::string(model::default_run_spec_text());
+  if (path.rfind("bridge:", 0) == 0) return std::string();  // a recipe name has no file
+  if (path != "-") return read_input("SPEC", path, kMaxSpecBytes);
+  // "-": the spec (JSON, YAML or a launch line) on stdin. Read at most the cap and one byte more: a
+  // larger input is refused without reading it whole.
+  std::string text(kMaxSpecBytes + 1, '\0');
+  std::cin.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(std::cin.gcount()));
+  if (text.size() > kMaxSpecBytes) {
+    std::cerr << "error: SPEC: stdin is larger than 16 MiB; a run spec, run_config.yaml or launch line is small\n";
+    return std::nullopt;
   }
-  return load_spec_text(text, path, sets);
+  return text;
 }
 
-std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::string& path, const std::vector<std::string>& sets) {
-  model::ParseResult parsed = model::parse_spec_input(path, text, sets);
+std::string hf_config_override(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return "model.hf_config=" + nlohmann::json(ec ? path : abs.string()).dump();
+}
+
+std::optional<LoadedSpec> load_spec(const std::string& path, const std::vector<std::string>& sets) {
+  const auto text = read_spec_text(path);
+  if (!text) return std::nullopt;
+  return load_spec_text(*text, path, sets);
+}
+
+namespace {
+// Validation after parsing, errors to stderr; the warnings of both steps are kept.
+std::optional<LoadedSpec> finish_loading(model::ParseResult parsed) {
   model::Diagnostics all = parsed.diagnostics;
   if (parsed.spec || parsed.partial) {
     const model::Diagnostics v = model::validate(parsed.spec ? *parsed.spec : *parsed.partial);
@@ -39,6 +62,24 @@ std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::str
   loaded.spec = *parsed.spec;
   loaded.parse = std::move(parsed);
   return loaded;
+}
+}  // namespace
+
+std::optional<LoadedSpec> load_spec_text(const std::string& text, const std::string& path, const std::vector<std::string>& sets) {
+  return finish_loading(model::parse_spec_input(path, text, sets));
+}
+
+std::optional<LoadedSpec> load_megatron_line(const std::string& line, const std::vector<std::string>& sets) {
+  return finish_loading(model::parse_megatron_line(line, sets));
+}
+
+std::optional<LoadedSpec> load_input(const std::string& spec, const std::string& megatron_line, const std::vector<std::string>& sets) {
+  if (megatron_line.empty()) return load_spec(spec, sets);
+  if (!spec.empty()) {
+    std::cerr << "error: give SPEC or --from-megatron-args, not both\n";
+    return std::nullopt;
+  }
+  return load_megatron_line(megatron_line, sets);
 }
 
 bool apply_busiest_rank_routing(model::RunSpec& spec, bool requested) {

@@ -22,8 +22,10 @@ namespace {
 
 struct SweepArgs {
   std::string spec;
+  std::string megatron_line;
   std::vector<std::string> vary;
   std::vector<std::string> sets;
+  std::string hf_config;
   std::string csv, html;
   bool json = false;
   std::optional<double> budget_gb;
@@ -86,12 +88,17 @@ void print_sweep_table(std::ostream& os, const sim::SweepResult& r) {
 Runner add_sweep_command(CLI::App& app) {
   auto args = std::make_shared<SweepArgs>();
   CLI::App* sub = app.add_subcommand("sweep", "What-if capacity planning over any spec keys (cartesian product)");
-  sub->add_option("spec", args->spec, "Run spec JSON (default: the embedded Moonlight 16B seed study)")->check(kSpecPath);
+  sub->add_option("spec", args->spec,
+                  "Run spec JSON, Bridge run_config.yaml, a launch line file, bridge:<recipe>, or - (stdin) "
+                  "(default: the embedded Moonlight 16B seed study)")
+      ->check(kSpecPath);
+  sub->add_option("--from-megatron-args", args->megatron_line, "A Megatron-LM launch line instead of SPEC");
   sub->add_option("--vary", args->vary,
                   "KEY=V1,V2,... (repeatable). Values are JSON; commas inside [] {} \"\" do not split; "
                   "use ';' as the separator instead when you prefer")
       ->required();
   sub->add_option("--set", args->sets, "Override one key for every point: section.key=JSON (repeatable)");
+  sub->add_option("--hf-config", args->hf_config, kHfConfigHelp);
   sub->add_option("--csv", args->csv, "Write one CSV row per point to FILE");
   sub->add_flag("--json", args->json, "Print the points as JSON");
   sub->add_flag("--allocator-replay,!--no-allocator-replay", args->allocator_replay,
@@ -100,6 +107,7 @@ Runner add_sweep_command(CLI::App& app) {
   sub->add_option("--budget-gb", args->budget_gb, "Compare peaks to this budget (GB, 10^9 bytes) instead of the GPU capacity");
   sub->add_option("--threads", args->threads, "Worker threads (default: all cores)");
   return [args] {
+    if (!args->hf_config.empty()) args->sets.push_back(hf_config_override(args->hf_config));
     std::vector<sim::SweepAxis> axes;
     for (const auto& v : args->vary) {
       std::string err;
@@ -110,19 +118,20 @@ Runner add_sweep_command(CLI::App& app) {
       }
       axes.push_back(std::move(*axis));
     }
-    std::string text;
-    if (args->spec.rfind("bridge:", 0) == 0) {
-      // a recipe name: no file
-    } else if (!args->spec.empty()) {
-      auto t = read_input("SPEC", args->spec, kMaxSpecBytes);
+    if (!args->spec.empty() && !args->megatron_line.empty()) {
+      std::cerr << "error: give SPEC or --from-megatron-args, not both\n";
+      return kExitInvalidInput;
+    }
+    // Sweep re-parses the text per point: a launch line is read again through parse_spec_input.
+    const std::string name = args->megatron_line.empty() ? args->spec : "--from-megatron-args";
+    std::string text = args->megatron_line;
+    if (args->megatron_line.empty()) {
+      auto t = read_spec_text(args->spec);
       if (!t) return kExitInvalidInput;
       text = std::move(*t);
-    } else {
-      // load_spec reads the embedded default; sweep needs its text to re-parse per point.
-      text = std::string(model::default_run_spec_text());
     }
     // The base spec must be valid on its own so a typo in SPEC is not reported once per point.
-    const auto base = load_spec_text(text, args->spec, args->sets);
+    const auto base = args->megatron_line.empty() ? load_spec_text(text, name, args->sets) : load_megatron_line(text, args->sets);
     if (!base) return kExitInvalidInput;
     for (const auto& w : base->warnings) std::cerr << model::format(w) << "\n";
     sim::SweepOptions opt;
@@ -132,14 +141,14 @@ Runner add_sweep_command(CLI::App& app) {
       if (!opt.budget) return kExitInvalidInput;
     }
     opt.threads = args->threads;
-    opt.spec_name = args->spec;
+    opt.spec_name = name;
     const std::size_t total = sim::sweep_size(axes);
     if (total > sim::kMaxSweepPoints) {
       std::cerr << "error: --vary: the grid has " << (total == SIZE_MAX ? std::string("more than 2^64") : std::to_string(total))
                 << " points; a sweep runs at most " << sim::kMaxSweepPoints << " (split it into several sweeps)\n";
       return kExitInvalidInput;
     }
-    const model::Diagnostics key_errors = sim::sweep_axis_key_errors(text, args->spec, args->sets, axes);
+    const model::Diagnostics key_errors = sim::sweep_axis_key_errors(text, name, args->sets, axes);
     for (const auto& d : key_errors) std::cerr << model::format(d) << "\n";
     if (!key_errors.empty()) return kExitInvalidInput;
     if (isatty(STDERR_FILENO) && total >= 200) opt.progress = draw_progress;

@@ -10,6 +10,15 @@ a duplicated line, anchors and aliases, tags, stray bytes), and catalogue recipe
 --set overrides (recipe). Each case applies one to three mutations: a value replaced by another type or
 an extreme number, a key deleted, an unknown key added, or a list emptied. Deterministic for a given
 seed; prints each failing case's spec path and stderr.
+
+--inputs mlm mutates Megatron-LM launch lines (predict --from-megatron-args, or the line as a file, or on
+stdin): seeds are full torchrun / python lines and the golden CSV's functional-test rows (when
+/work/shared/external-validation is present); mutations misspell a defined option, drop or duplicate a
+token, give a value of the wrong type, give a flag a value, add an undefined option or a $VARIABLE. A
+misspelt defined option must never exit 0 (Megatron-LM's own parser refuses it).
+
+--inputs hf mutates Hugging Face config.json files (configs/hf/) given with --hf-config to a small run spec
+that leaves the architecture out: values of other types, deleted keys, unknown keys.
 """
 import argparse
 import copy
@@ -154,6 +163,94 @@ def mutate_text(text, rng):
     return "\n".join(lines)
 
 
+MLM_SEEDS = [
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py "
+    "--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --group-query-attention --num-query-groups 4 "
+    "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 16 --bf16 "
+    "--tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2 --use-distributed-optimizer "
+    "--swiglu --position-embedding-type rope --untie-embeddings-and-output-weights --normalization RMSNorm "
+    "--recompute-granularity selective --recompute-modules core_attn mlp --tokenizer-type HuggingFaceTokenizer "
+    "--tokenizer-model meta-llama/Meta-Llama-3-8B --log-interval 1",
+    "python -m torch.distributed.run --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 512 "
+    "--num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 2 --bf16 "
+    "--num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 4 --moe-grouped-gemm --moe-layer-freq '([0]*1+[1]*3)' "
+    "--moe-token-dispatcher-type alltoall --disable-bias-linear --use-distributed-optimizer --overlap-grad-reduce",
+    "torchrun --nproc-per-node 4 pretrain_hybrid.py --hybrid-layer-pattern 'M*M-|M*M-' --hidden-size 512 "
+    "--num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 1 "
+    "--pipeline-model-parallel-size 2 --position-embedding-type rope --bf16 --mamba-num-heads 8",
+]
+MLM_BAD_VALUES = ["abc", "-1", "0", "1e999", "nan", "", "2.5", "1_0", "[1,0]", "([0]*3+[1]*", "true", "4096", "local",
+                  "'unterminated", "$X", "--", "-", "9" * 30]
+
+
+def mlm_seeds():
+    """Full lines plus the golden CSV's rows, converted as the test harness converts MODEL_ARGS."""
+    seeds = list(MLM_SEEDS)
+    path = "/work/shared/external-validation/megatron_functional_golden_memory.csv"
+    if os.path.exists(path):
+        import csv
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        cols = list(rows[0].keys()) if rows else []
+        first = cols.index("num-layers") if "num-layers" in cols else len(cols)
+        for r in rows:
+            if r["model"] not in ("gpt", "moe"):
+                continue
+            words = []
+            for c in cols[first:]:
+                v = r[c]
+                if not v:
+                    continue
+                words.append("--" + c)
+                if v == "True":
+                    continue
+                if v.startswith("[") and v.endswith("]"):
+                    words += v[1:-1].split()
+                else:
+                    words.append("'" + v + "'")
+            if "--seq-length" in words:
+                words += ["--max-position-embeddings", words[words.index("--seq-length") + 1]]
+            seeds.append("torchrun --nproc-per-node 8 pretrain_gpt.py " + " ".join(words))
+    return seeds
+
+
+def mlm_case(seeds, options, rng):
+    """One mutated line and whether it misspells a defined option (then exit 0 is a failure)."""
+    words = rng.choice(seeds).split(" ")
+    script = next((i for i, w in enumerate(words) if w.endswith(".py")), -1)
+    misspelt = None
+    for _ in range(rng.randint(1, 3)):
+        opts = [i for i, w in enumerate(words) if w.startswith("--") and w in options and i > script]
+        op = rng.random()
+        if op < 0.3 and opts:
+            i = rng.choice(opts)
+            w = words[i]
+            k = rng.randrange(2, len(w))
+            kind = rng.random()
+            typo = w[:k] + w[k + 1:] if kind < 0.4 else (w[:k] + rng.choice("abcdefghijklmnopqrstuvwxyz-_") + w[k:] if kind < 0.8
+                                                      else w[:k - 1] + w[k] + w[k - 1] + w[k + 1:])
+            if typo not in options and typo != w and len(typo) > 2:
+                words[i] = typo
+                misspelt = typo
+        elif op < 0.45 and len(words) > script + 2:
+            del words[rng.randrange(script + 1, len(words))]
+        elif op < 0.6 and opts:
+            i = rng.choice(opts)
+            words += words[i:i + 2]
+        elif op < 0.8 and len(words) > script + 2:
+            words[rng.randrange(script + 1, len(words))] = rng.choice(MLM_BAD_VALUES)
+        elif op < 0.9:
+            words.insert(rng.randrange(script + 1, len(words) + 1), rng.choice(["--bf16 true", "--undefined-option 3",
+                                                                              "--data-path $DATA_PATH", "--sequence-parallel=1"]))
+        else:
+            i = rng.randrange(script + 1, len(words))
+            j = rng.randrange(script + 1, len(words))
+            words[i], words[j] = words[j], words[i]
+    if misspelt and misspelt not in words:
+        misspelt = None  # a later mutation removed it
+    return " ".join(words), misspelt
+
+
 def yaml_case(docs, rng):
     doc = copy.deepcopy(rng.choice(docs))
     for _ in range(rng.randint(1, 3)):
@@ -182,7 +279,7 @@ def main():
     ap.add_argument("--cases", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commands", default="predict", help="comma list of predict, rank")
-    ap.add_argument("--inputs", default="json", help="comma list of json, yaml, recipe")
+    ap.add_argument("--inputs", default="json", help="comma list of json, yaml, recipe, mlm, hf")
     args = ap.parse_args()
     inputs = args.inputs.split(",")
     if "yaml" in inputs and yaml is None:
@@ -193,6 +290,11 @@ def main():
     seeds = sorted(glob.glob(os.path.join(ROOT, "configs", "runs", "*.json")) +
                    glob.glob(os.path.join(ROOT, "examples", "*.json")))
     docs = [json.load(open(p)) for p in seeds]
+    mlm_lines = mlm_seeds() if "mlm" in inputs else []
+    hf_docs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(ROOT, "configs", "hf", "*.json")))
+               if not p.endswith(("index.json", "architectures.json"))]
+    with open(os.path.join(ROOT, "configs", "schema", "megatron_args.json")) as f:
+        mlm_options = {o for a in json.load(f)["arguments"] for o in a["options"]}
     rng = random.Random(args.seed)
     commands = args.commands.split(",")
     failures = 0
@@ -211,6 +313,32 @@ def main():
             elif kind == "recipe":
                 spec, extra = recipe_case(recipes, docs, rng)
                 doc = {"recipe": spec, "set": extra}
+            elif kind == "mlm":
+                line, misspelt = mlm_case(mlm_lines, mlm_options, rng)
+                doc = {"line": line, "misspelt": misspelt}
+                extra = ["--set", "cluster.gpu=h100-sxm-80gb", "--set", "cluster.num_gpus=8"]
+                how = rng.random()
+                if how < 0.5:
+                    spec = "--from-megatron-args=" + line
+                elif how < 0.75:
+                    spec = os.path.join(tmp, f"case{i}.sh")
+                    with open(spec, "w") as f:
+                        f.write(line.replace(" --", " \\\n  --", 3) + "\n")
+                else:
+                    spec = "-"
+                    doc["stdin"] = True
+            elif kind == "hf":
+                doc = copy.deepcopy(rng.choice(hf_docs))
+                for _ in range(rng.randint(0, 3)):
+                    mutate(doc, rng)
+                hf = os.path.join(tmp, f"case{i}.config.json")
+                with open(hf, "w") as f:
+                    json.dump(doc, f)
+                spec = os.path.join(tmp, f"case{i}.json")
+                with open(spec, "w") as f:
+                    json.dump({"model": {"seq_length": rng.choice([1024, 4096]), "tensor_model_parallel_size": rng.choice([1, 2])},
+                               "train": {"micro_batch_size": 1}, "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}}, f)
+                extra = ["--hf-config", hf]
             else:
                 doc = copy.deepcopy(rng.choice(docs))
                 for _ in range(rng.randint(1, 3)):
@@ -221,11 +349,14 @@ def main():
             cmd = [args.peakcast, rng.choice(commands), spec] + extra
             if cmd[1] == "rank":
                 cmd += ["--budget-gb", "80"]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                               input=doc["line"] if doc.get("stdin") else None)
             counts[p.returncode] = counts.get(p.returncode, 0) + 1
             crashed = any(m in p.stderr for m in CRASH_MARKS)
             clear_error = p.returncode != 2 or "error" in p.stderr
-            if p.returncode not in (0, 2) or crashed or not clear_error:
+            # A misspelt defined option is an error naming it, never a prediction.
+            silent_typo = bool(doc.get("misspelt")) and p.returncode == 0
+            if p.returncode not in (0, 2) or crashed or not clear_error or silent_typo:
                 failures += 1
                 keep = os.path.join(ROOT, "build", f"fuzz_fail_{args.seed}_{i}.json")
                 os.makedirs(os.path.dirname(keep), exist_ok=True)

@@ -21,5 +21,12 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # The Bridge inputs the same way: mutated run_config.yaml files (structure and text) and recipe names with bad overrides.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 2 --commands predict,rank --inputs yaml,recipe
+# Megatron-LM launch lines (misspelt, mistyped, truncated; as --from-megatron-args, a file and stdin): a misspelt
+# defined option must exit 2 naming it, never 0.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 3 --commands predict,rank --inputs mlm
+# Hugging Face config.json files (--hf-config) with mutated values, deleted and unknown keys.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 200 --seed 4 --commands predict --inputs hf
 
 if [ -x .ci/validate_bounds.sh ]; then .ci/validate_bounds.sh build/cli/peakcast; fi

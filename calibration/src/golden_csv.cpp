@@ -1,14 +1,19 @@
 // Megatron-LM functional-test golden memory values (external-validation CSV) -> records.
 // Columns after alloc_conf are MODEL_ARGS (empty = flag not set); only those are known, so every
-// other argument takes Megatron-LM's CLI default.
+// other argument takes Megatron-LM's CLI default. Each row becomes the launch line the test ran
+// (its alloc_conf as PYTORCH_CUDA_ALLOC_CONF, its training script, the arguments) and goes through
+// the Megatron-LM front end (model/megatron_args.hpp), as a user's line would.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "peakcast/calibration/ingest.hpp"
-#include "peakcast/calibration/megatron_args.hpp"
+#include "peakcast/model/embedded_configs.hpp"
+#include "peakcast/model/megatron_args.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 
@@ -93,6 +98,122 @@ std::vector<std::int64_t> accepted_group_sizes(std::int64_t pp, std::int64_t mic
   return out;
 }
 
+// A MODEL_ARGS value as the test harness puts it on the command line
+// (tests/functional_tests/shell_test_utils/_run_training.sh:139-160 at d98e8a64): "True" is the bare
+// flag, a value wrapped in [ ] loses its brackets and splits on spaces, any other value is one word.
+void append_value(std::vector<std::string>& args, const std::string& v) {
+  if (v == "True") return;
+  if (v.size() >= 2 && v.front() == '[' && v.back() == ']') {
+    std::istringstream words(v.substr(1, v.size() - 2));
+    for (std::string w; words >> w;) args.push_back(w);
+    return;
+  }
+  args.push_back(v);
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The case's tokenizer and training script: configs/tokenizers.json functional_tests, generated from
+// the case's model_config.yaml and recipe at the CSV's commit (d98e8a64).
+const nlohmann::json& case_tokenizers() {
+  static const nlohmann::json t = [] {
+    const auto text = model::embedded_config("tokenizers.json");
+    nlohmann::json j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json::object();
+    return j.is_object() && j.contains("functional_tests") ? j["functional_tests"] : nlohmann::json::object();
+  }();
+  return t;
+}
+
+struct RowLine {
+  std::string line;                         // the launch line
+  model::MegatronLineOptions options;       // world size, GPU, the tokenizer's length
+  std::string skip;                         // why the row cannot be imported, else empty
+};
+
+RowLine launch_line(const std::string& case_key, const std::string& alloc_conf, const std::vector<std::string>& args,
+                    int world, const std::string& gpu) {
+  RowLine out;
+  out.options.num_gpus = world;
+  out.options.gpu = gpu;
+  std::string script;
+  const bool listed = case_tokenizers().contains(case_key);
+  const nlohmann::json& tok = listed ? case_tokenizers()[case_key] : nlohmann::json::object();
+  if (listed) {
+    script = tok.value("training_script", "");
+    if (script != "pretrain_gpt.py" && script != "pretrain_hybrid.py" && script != "pretrain_mamba.py") {
+      out.skip = "training script " + script + " (configs/tokenizers.json functional_tests): its arguments are not "
+                 "pretrain_gpt.py's / pretrain_hybrid.py's";
+      return out;
+    }
+    if (!tok.contains("unpadded_vocab_size") || !tok["unpadded_vocab_size"].is_number_integer()) {
+      out.skip = "the vocabulary of its tokenizer (" + tok.value("tokenizer_type", std::string("?")) + ") is not known: " +
+                 tok.value("rule", std::string("configs/tokenizers.json has no size"));
+      return out;
+    }
+    out.options.tokenizer_vocab_size = tok["unpadded_vocab_size"].get<std::int64_t>();
+    out.options.tokenizer_vocab_source = "configs/tokenizers.json functional_tests['" + case_key + "']: " + tok.value("rule", std::string());
+  } else {
+    // A case the table does not list: the script of its model directory, and the row's own arguments
+    // with Megatron-LM's defaults (GPT2BPETokenizer, GPT-2's vocabulary when no files are given).
+    const std::string dir = case_key.substr(0, case_key.find('/'));
+    script = dir == "hybrid" || dir == "nemotron" ? "pretrain_hybrid.py" : "pretrain_gpt.py";
+  }
+  if (!alloc_conf.empty()) out.line = "PYTORCH_CUDA_ALLOC_CONF=" + shell_quote(alloc_conf) + " ";
+  out.line += "torchrun " + script;
+  if (tok.value("tokenizer_type_from", std::string()) == "MODEL_ARGS") out.line += " --tokenizer-type " + tok.value("tokenizer_type", std::string());
+  for (const auto& a : args) out.line += " " + shell_quote(a);
+  return out;
+}
+
+std::string first_error(const model::Diagnostics& d) {
+  for (const auto& x : d)
+    if (x.severity == model::Severity::error) return model::format(x);
+  return "";
+}
+
+// The row's MODEL_ARGS columns as the harness passes them, plus the arguments the runs must have had
+// (they started) that are not CSV columns.
+std::vector<std::string> row_arguments(const std::vector<std::string>& header, const std::vector<std::string>& cells,
+                                       std::size_t first_arg, std::map<std::string, std::string>& row) {
+  std::vector<std::string> args;
+  for (std::size_t i = first_arg; i < header.size(); ++i) {
+    const std::string& k = header[i];
+    const std::string& v = cells[i];
+    if (v.empty()) continue;
+    args.push_back("--" + k);
+    append_value(args, v);
+  }
+  // --max-position-embeddings is required (arguments.py:1262-1265) and not a CSV column; every
+  // GPT / MoE / hybrid model_config.yaml of the CSV's cases sets it equal to --seq-length (154 of 154
+  // at d98e8a64; the exceptions are t5 and llava, which the caller leaves out).
+  if (!row["seq-length"].empty()) {
+    args.push_back("--max-position-embeddings");
+    args.push_back(row["seq-length"]);
+  }
+  // Megatron-LM refuses top-1 routing without pre-softmax, and these runs did start: the flag was
+  // set in MODEL_ARGS but is not a CSV column.
+  if (row["moe-router-topk"] == "1") args.push_back("--moe-router-pre-softmax");
+  // Likewise MoE layers refuse linear biases unless ETP == 1 (transformer_config.py:2307); runs with
+  // experts over a larger ETP did start, so their MODEL_ARGS had --disable-bias-linear.
+  if (!row["num-experts"].empty()) {
+    const std::string& etp = row["expert-tensor-parallel-size"].empty() ? row["tensor-model-parallel-size"]
+                                                                         : row["expert-tensor-parallel-size"];
+    if (!etp.empty() && etp != "1") args.push_back("--disable-bias-linear");
+  }
+  // --num-query-groups only takes effect with --group-query-attention (argument_utils.py:330-333),
+  // which is not a CSV column; every functional-test model_config.yaml of the CSV's commit that sets
+  // --num-query-groups also sets --group-query-attention (40 of 40).
+  if (!row["num-query-groups"].empty()) args.push_back("--group-query-attention");
+  // moe_act recompute is refused without --moe-grouped-gemm (transformer_config.py:1811), not a
+  // CSV column; the runs with it did start.
+  if (row["recompute-modules"].find("moe_act") != std::string::npos) args.push_back("--moe-grouped-gemm");
+  return args;
+}
+
 }  // namespace
 
 CsvIngest ingest_golden_memory_csv(const std::string& text) {
@@ -125,39 +246,21 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     if (tc.find("grpo") != std::string::npos) { skip("GRPO case: includes RL inference memory (KV cache)"); continue; }
     if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) { skip("FSDP is not modelled"); continue; }
 
-    std::vector<std::string> args;
-    for (std::size_t i = first_arg; i < header.size(); ++i) {
-      const std::string& k = header[i];
-      const std::string& v = cells[i];
-      if (v.empty() || k == "train-iters") continue;
-      args.push_back("--" + k);
-      if (v != "True") args.push_back(v);
+    // Not modelled: the momentum of Muon and the layer-wise distributed optimizer (the run spec would
+    // treat them as Adam with a warning), and fine-grained activation offloading (read, and warned
+    // fine_grained_offloading_not_simulated: the offloaded tensors stay on the GPU).
+    if (const std::string& o = row["optimizer"]; !o.empty() && o != "adam" && o != "sgd") {
+      skip("--optimizer " + o + " is not modelled (adam and sgd are)");
+      continue;
     }
-    // Megatron-LM refuses top-1 routing without pre-softmax, and these runs did start: the flag was
-    // set in MODEL_ARGS but is not a CSV column.
-    if (row["moe-router-topk"] == "1") args.push_back("--moe-router-pre-softmax");
-    // Likewise MoE layers refuse linear biases unless ETP == 1 (transformer_config.py:2307); runs with
-    // experts over a larger ETP did start, so their MODEL_ARGS had --disable-bias-linear.
-    if (!row["num-experts"].empty()) {
-      const std::string& etp = row["expert-tensor-parallel-size"].empty() ? row["tensor-model-parallel-size"]
-                                                                           : row["expert-tensor-parallel-size"];
-      if (!etp.empty() && etp != "1") args.push_back("--disable-bias-linear");
-    }
-    // --num-query-groups only takes effect with --group-query-attention (argument_utils.py:330-333),
-    // which is not a CSV column; every functional-test model_config.yaml of the CSV's commit that sets
-    // --num-query-groups also sets --group-query-attention (40 of 40).
-    if (!row["num-query-groups"].empty()) args.push_back("--group-query-attention");
-    // moe_act recompute is refused without --moe-grouped-gemm (transformer_config.py:1811), not a
-    // CSV column; the runs with it did start.
-    if (row["recompute-modules"].find("moe_act") != std::string::npos) args.push_back("--moe-grouped-gemm");
+    if (!row["fine-grained-activation-offloading"].empty()) { skip("--fine-grained-activation-offloading is not modelled"); continue; }
+    const std::vector<std::string> args = row_arguments(header, cells, first_arg, row);
     if (row["num-layers"].empty()) { skip("the CSV has no num-layers for this row (the layer stack is unknown)"); continue; }
     const WorldSize world = world_size_for(tc, row["env_platform"]);
-    ImportOptions opt;
-    opt.num_gpus = world.gpus;
-    opt.gpu = gpu_for(row["env_platform"]);
-    opt.mamba = m == "hybrid" || !row["hybrid-override-pattern"].empty();
-    auto imported = import_megatron_args(args, opt);
-    if (!imported.errors.empty()) { skip("import: " + imported.errors.front()); continue; }
+    RowLine launch = launch_line(m + "/" + tc, row["alloc_conf"], args, world.gpus, gpu_for(row["env_platform"]));
+    if (!launch.skip.empty()) { skip(launch.skip); continue; }
+    auto imported = model::import_megatron_line(launch.line, launch.options);
+    if (model::has_errors(imported.diagnostics)) { skip("import: " + first_error(imported.diagnostics)); continue; }
     auto parsed = model::parse_run_spec(imported.spec_json);
     if (!parsed.spec) {
       for (const auto& d : parsed.diagnostics)
@@ -189,10 +292,9 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
                    "} are all accepted");
             continue;
           }
-          args.push_back("--microbatch-group-size-per-virtual-pipeline-stage");
-          args.push_back(std::to_string(sizes.front()));
-          imported = import_megatron_args(args, opt);
-          if (!imported.errors.empty()) { skip("import: " + imported.errors.front()); continue; }
+          launch.line += " --microbatch-group-size-per-virtual-pipeline-stage " + std::to_string(sizes.front());
+          imported = model::import_megatron_line(launch.line, launch.options);
+          if (model::has_errors(imported.diagnostics)) { skip("import: " + first_error(imported.diagnostics)); continue; }
           parsed = model::parse_run_spec(imported.spec_json);
           if (!parsed.spec) { skip("spec: with the derived group size"); continue; }
         }
@@ -225,6 +327,7 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
                     {"alloc_steady_GB", row["alloc_steady_GB"]},
                     {"steps", row["first_step"] + "-" + row["last_step"]},
                     {"world_size", world.why},
+                    {"launch_line", launch.line},
                     {"caveat", "only MODEL_ARGS columns of the CSV are known; other flags take Megatron-LM defaults"}};
     out.records.push_back(std::move(r));
   }

@@ -649,6 +649,8 @@ for _k, _why in [
 ]:
     S(M, _k, _why)
 S(M, "preset", "peakcast extension: a shipped model the other model keys override", "peakcast:configs/models/")
+S(M, "hf_config", "peakcast extension: a Hugging Face config.json mapped as AutoBridge maps it, under the other model keys",
+  "peakcast:model/src/spec_hf_config.cpp")
 for _k, _src in [("enable_cuda_graph", f"{TC}:2391-2400"), ("external_cuda_graph", f"{TC}:2391-2400"),
                  ("cuda_graph_scope", f"{TC}:2409-2416"), ("mamba_d_conv", "mcore:megatron/core/ssm/mamba_mixer.py:214"),
                  ("hybrid_override_pattern", f"{HYBP}:179-193"), ("hybrid_layer_pattern", f"{HYBP}:233-245"),

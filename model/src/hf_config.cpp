@@ -127,6 +127,8 @@ void Mapper::rules() {
   for (const auto& r : arch.value("rules", json::array())) {
     const std::string rule = r.get<std::string>();
     if (rule == "moe_layer_freq_from_first_k_dense") {  // deepseek_v2_bridge.py:79-81, deepseek_v3_bridge.py:92-94
+      // A layer count past any model's is left to the run spec's size check (model.num_layers), unbuilt.
+      if (layers <= 0 || layers > (std::int64_t{1} << 20)) continue;
       const json* k = get("first_k_dense_replace");
       const std::int64_t dense = k && k->is_number_integer() ? k->get<std::int64_t>() : 0;
       json freq = json::array();
@@ -135,8 +137,13 @@ void Mapper::rules() {
     } else if (rule == "shared_experts_product") {  // deepseek_v2_bridge.py:82, deepseek_v3_bridge.py:95
       const json* n = get("n_shared_experts");
       const json* f = get("moe_intermediate_size");
-      if (n && f && n->is_number_integer() && f->is_number_integer() && n->get<std::int64_t>() > 0)
-        model.fields["moe_shared_expert_intermediate_size"] = n->get<std::int64_t>() * f->get<std::int64_t>();
+      constexpr std::int64_t kBound = std::int64_t{1} << 30;  // keeps the product exact; sizes are checked later
+      if (n && f && n->is_number_integer() && f->is_number_integer() && n->get<std::int64_t>() != 0) {
+        const std::int64_t ns = n->get<std::int64_t>(), fs = f->get<std::int64_t>();
+        if (ns > 0 && ns < kBound && fs > 0 && fs < kBound) model.fields["moe_shared_expert_intermediate_size"] = ns * fs;
+        else error("n_shared_experts", "hf_value_out_of_range",
+                   "n_shared_experts " + n->dump() + " x moe_intermediate_size " + f->dump() + " is not a positive size");
+      }
     } else if (rule == "mtp_zero_is_none") {  // deepseek_v3_bridge.py:97: value or None
       if (model.fields.contains("mtp_num_layers") && model.fields["mtp_num_layers"] == 0) model.fields["mtp_num_layers"] = nullptr;
     } else if (rule == "default_aux_loss_alpha") {  // deepseek_v3_bridge.py:71
@@ -152,7 +159,10 @@ void Mapper::rules() {
       if (const json* v = get("use_sliding_window"); v && *v == true)
         error("use_sliding_window", "hf_unmapped_shape_key", "use_sliding_window true: Bridge's bridge builds full causal attention (docs/hf-config-mapping.md 4.4)");
     } else if (rule == "mistral_sliding_window") {  // mistral_bridge.py:56-59, :73-74
-      if (const json* v = get("sliding_window"); v && v->is_number_integer()) model.fields["window_size"] = json::array({v->get<std::int64_t>() - 1, 0});
+      if (const json* v = get("sliding_window"); v && v->is_number_integer()) {
+        if (v->get<std::int64_t>() >= 1) model.fields["window_size"] = json::array({v->get<std::int64_t>() - 1, 0});
+        else error("sliding_window", "hf_value_out_of_range", "sliding_window " + v->dump() + " is not a positive window");
+      }
     } else if (rule == "pre_softmax_from_norm_topk_prob") {  // qwen3_moe_bridge.py:66
       const json* v = get("norm_topk_prob");
       model.fields["moe_router_pre_softmax"] = !(v && *v == true);
@@ -175,9 +185,9 @@ void Mapper::rules() {
         const std::string t = string_or(*rs, "rope_type", string_or(*rs, "type"));
         if (t == "llama3") {
           model.fields["rope_scaling"] = true;
-          model.fields["rope_scaling_factor"] = rs->value("factor", 8.0);
+          model.fields["rope_scaling_factor"] = rs->contains("factor") ? (*rs)["factor"] : json(8.0);
         } else if (t == "linear") {
-          model.fields["seq_len_interpolation_factor"] = rs->value("factor", 1.0);
+          model.fields["seq_len_interpolation_factor"] = rs->contains("factor") ? (*rs)["factor"] : json(1.0);
         }
       }
     }
@@ -193,7 +203,8 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   }
   // Dispatch: auto_map's AutoModelForCausalLM class name, else the first architectures entry (auto_bridge.py:2131-2192).
   std::string key;
-  if (hf.contains("auto_map") && hf["auto_map"].is_object() && hf["auto_map"].contains("AutoModelForCausalLM")) {
+  if (hf.contains("auto_map") && hf["auto_map"].is_object() && hf["auto_map"].contains("AutoModelForCausalLM") &&
+      hf["auto_map"]["AutoModelForCausalLM"].is_string()) {
     const std::string a = hf["auto_map"]["AutoModelForCausalLM"].get<std::string>();
     key = a.substr(a.rfind('.') + 1);
   } else if (hf.contains("architectures") && hf["architectures"].is_array() && !hf["architectures"].empty() && hf["architectures"][0].is_string()) {
@@ -228,6 +239,8 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   m.rules();
   const json constants = arch.value("constants", json::object());
   for (const auto& [k, v] : constants.items()) m.model.fields[k] = v;
+  std::set<std::string> read = m.known;  // what the dispatch, the mapping and the rules looked at
+  read.insert({"architectures", "auto_map"});
   for (const auto& k : table()["ignored"]) m.known.insert(k.get<std::string>());
   for (const auto& p : pairs_of(table()["base_mapping"])) m.known.insert(p.first);
   for (const auto& [k, v] : hf.items())
@@ -235,6 +248,8 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
       m.error(k, "hf_unknown_key", "\"" + k.substr(0, 60) + "\" is not read by Bridge's " + m.model.bridge +
                                        " and peakcast cannot tell whether it changes shapes (docs/hf-config-mapping.md)");
   if (has_errors(out)) return std::nullopt;
+  for (const auto& [k, v] : hf.items())
+    if (!read.count(k)) m.model.ignored.push_back(k);
   return m.model;
 }
 

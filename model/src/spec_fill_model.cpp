@@ -394,6 +394,8 @@ void check_hybrid_pattern(const Reader& r, ModelSpec& m) {
 
 void fill_model(const Reader& r, ModelSpec& m) {
   r.read("preset", m.preset);
+  std::optional<std::string> hf_config;  // already applied by the parser (spec_hf_config.cpp); read for its origin
+  r.read("hf_config", hf_config);
   fill_shape(r, m);
   fill_mla(r, m);
   fill_moe(r, m);

@@ -1,7 +1,9 @@
 // parse_spec_input: which reader an input needs, then the one parse pipeline. A Bridge input becomes
-// a run-spec document (bridge_container.cpp) and keeps, for every key, the line it came from.
+// a run-spec document (bridge_container.cpp) and keeps, for every key, the line it came from; a
+// Megatron-LM launch line becomes one through megatron_input.cpp.
 #include "bridge_container.hpp"
 #include "bridge_recipe.hpp"
+#include "peakcast/model/megatron_args.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "spec_parser_detail.hpp"
 
@@ -99,8 +101,12 @@ ParseResult parse_bridge_recipe(const std::string& name, const std::vector<std::
 
 ParseResult parse_spec_input(std::string_view name, std::string_view text, const std::vector<std::string>& overrides) {
   if (name.rfind("bridge:", 0) == 0) return parse_bridge_recipe(std::string(name.substr(7)), overrides);
-  if (!looks_like_json(name, text)) return parse_bridge_yaml(name, text, overrides);
-  return parse_run_spec(text, overrides);
+  if (!looks_like_json(name, text)) {
+    // A Megatron-LM launch line (torchrun ... pretrain_gpt.py ..., or the arguments alone), else YAML.
+    if (looks_like_megatron_line(text)) return parse_megatron_line(text, overrides);
+    return parse_bridge_yaml(name, text, overrides);
+  }
+  return detail::parse_run_spec_in(text, overrides, detail::spec_directory(name));
 }
 
 }  // namespace peakcast::model

@@ -2,6 +2,8 @@
 // Every step reports into one list, so a user fixes the whole file in one pass; nothing throws out.
 #include "peakcast/model/spec_parser.hpp"
 
+#include <filesystem>
+
 #include "bridge_defaults.hpp"
 #include "peakcast/model/embedded_configs.hpp"
 #include "spec_parser_detail.hpp"
@@ -60,10 +62,12 @@ DefaultsProfile profile_of(const json& doc) {
 }
 
 // The typed fill with the document's defaults profile; records every read in `result.origins`.
-void fill(const json& doc, const std::set<std::string>& preset_keys, ParseResult& result, RunSpec& spec) {
+void fill(const json& doc, const std::set<std::string>& preset_keys, const detail::HfApplied& hf, ParseResult& result,
+          RunSpec& spec) {
   detail::FillContext ctx;
   ctx.profile = profile_of(doc);
   ctx.preset_keys = &preset_keys;
+  ctx.hf_keys = &hf.keys;
   ctx.origins = &result.origins;
   if (ctx.profile == DefaultsProfile::bridge) {
     const json& model = doc.contains("model") && doc["model"].is_object() ? doc["model"] : json::object();
@@ -77,10 +81,13 @@ void fill(const json& doc, const std::set<std::string>& preset_keys, ParseResult
 }
 
 // The remaining steps on the parsed text; `result.diagnostics` holds what the first step reported.
-ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, const std::vector<std::string>& overrides) {
+ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, const std::vector<std::string>& overrides,
+                                const std::string& base_dir = "") {
   Diagnostics& out = result.diagnostics;
   if (!doc) return result;
   detail::apply_overrides(*doc, overrides, out);
+  const detail::HfApplied hf = detail::apply_hf_config(*doc, base_dir, out);
+  result.ignored.insert(result.ignored.end(), hf.ignored.begin(), hf.ignored.end());
   const std::set<std::string> preset_keys = detail::apply_model_preset(*doc, out);
   detail::resolve_aliases(*doc, preset_keys, out);
   detail::check_keys_and_types(*doc, preset_keys, out);
@@ -92,7 +99,7 @@ ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, con
       detail::check_keys_and_types(cleaned, preset_keys, scratch);
       if (!has_errors(scratch)) {
         RunSpec partial;
-        fill(cleaned, preset_keys, result, partial);
+        fill(cleaned, preset_keys, hf, result, partial);
         result.partial = std::move(partial);
       }
     }
@@ -100,7 +107,7 @@ ParseResult parse_doc_unguarded(ParseResult result, std::optional<json> doc, con
   }
 
   RunSpec spec;
-  fill(*doc, preset_keys, result, spec);
+  fill(*doc, preset_keys, hf, result, spec);
   if (!has_errors(out)) result.spec = std::move(spec);
   return result;
 }
@@ -130,18 +137,30 @@ ParseResult parse_document(nlohmann::json doc, const std::vector<std::string>& o
 }  // namespace detail
 
 ParseResult parse_run_spec(std::string_view json_text, const std::vector<std::string>& overrides) {
+  return detail::parse_run_spec_in(json_text, overrides, "");
+}
+
+namespace detail {
+ParseResult parse_run_spec_in(std::string_view json_text, const std::vector<std::string>& overrides, const std::string& base_dir) {
   return guarded([&] {
     ParseResult result;
     std::optional<json> doc = parse_text_unguarded(json_text, result.diagnostics);
-    return parse_doc_unguarded(std::move(result), std::move(doc), overrides);
+    return parse_doc_unguarded(std::move(result), std::move(doc), overrides, base_dir);
   });
 }
+
+std::string spec_directory(std::string_view name) {
+  if (name.empty() || name == "-" || name.rfind("bridge:", 0) == 0) return "";
+  return std::filesystem::path(std::string(name)).parent_path().string();
+}
+}  // namespace detail
 
 struct SpecText::Parsed {
   std::optional<json> doc;   // nullopt when the text itself was rejected
   Diagnostics diagnostics;   // what reading the text reported
   bool bridge = false;       // a Bridge input: parsed whole each time
   std::string name, text;
+  std::string base_dir;      // the spec file's directory (model.hf_config paths)
 };
 
 SpecText::SpecText(std::string_view json_text, std::string_view name) {
@@ -161,6 +180,7 @@ SpecText::SpecText(std::string_view json_text, std::string_view name) {
     return out;
   });
   parsed->diagnostics = r.diagnostics;
+  parsed->base_dir = detail::spec_directory(name);
   parsed_ = std::move(parsed);
 }
 
@@ -169,7 +189,7 @@ ParseResult SpecText::parse(const std::vector<std::string>& overrides) const {
   return guarded([&] {
     ParseResult result;
     result.diagnostics = parsed_->diagnostics;
-    return parse_doc_unguarded(std::move(result), parsed_->doc, overrides);
+    return parse_doc_unguarded(std::move(result), parsed_->doc, overrides, parsed_->base_dir);
   });
 }
 

@@ -27,6 +27,19 @@ void apply_overrides(nlohmann::json& doc, const std::vector<std::string>& overri
 // Returns the keys that came from the preset (for messages).
 std::set<std::string> apply_model_preset(nlohmann::json& doc, Diagnostics& out);
 
+// spec_hf_config.cpp: model.hf_config, a Hugging Face config.json mapped as AutoBridge maps it
+// (hf_config.cpp), merged under the file's model keys; a relative path is relative to `base_dir`
+// (the spec file's directory; "" = the working directory). Conflicts are errors.
+struct HfModel;
+struct HfApplied {
+  std::map<std::string, std::string> keys;  // model keys the config set -> where from
+  std::vector<std::string> ignored;         // one line each: config keys nothing read, spec settings kept
+  std::string file, bridge, provider_class;
+};
+HfApplied apply_hf_config(nlohmann::json& doc, const std::string& base_dir, Diagnostics& out);
+// The merge alone, on a model section and an already mapped config (`file` names it in messages).
+HfApplied merge_hf_model(nlohmann::json& model, const HfModel& mapped, const std::string& file, Diagnostics& out);
+
 // spec_keys.cpp: unknown keys (with "did you mean") and JSON types, section by section.
 void check_keys_and_types(const nlohmann::json& doc, const std::set<std::string>& preset_keys, Diagnostics& out);
 
@@ -44,6 +57,11 @@ void fill_gpu(const nlohmann::json& gpu, GpuSpec& out_gpu, Diagnostics& out);
 
 // spec_parser.cpp: the parse steps after the text, on a document another reader produced.
 ParseResult parse_document(nlohmann::json doc, const std::vector<std::string>& overrides);
+// parse_run_spec for a spec read from a file in `base_dir` (model.hf_config paths are relative to it).
+ParseResult parse_run_spec_in(std::string_view json_text, const std::vector<std::string>& overrides,
+                              const std::string& base_dir);
+// The directory of a spec named `name` ("" for stdin "-", a recipe or a bare file name).
+std::string spec_directory(std::string_view name);
 
 // yaml_text.cpp: YAML -> JSON as PyYAML's safe_load reads it (YAML 1.1 plain scalars), with size,
 // depth and alias caps; duplicate keys, explicit tags and several documents are errors naming the

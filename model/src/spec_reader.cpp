@@ -35,7 +35,9 @@ const json* Reader::find(const char* key) const {
   };
   if (const json* v = in_document(key)) {
     const bool preset = section == "model" && ctx_.preset_keys && ctx_.preset_keys->count(key) > 0;
-    record(preset ? "preset" : "user", "", *v);
+    const bool from_hf = section == "model" && ctx_.hf_keys && ctx_.hf_keys->count(key) > 0;
+    if (from_hf) record("Hugging Face config", ctx_.hf_keys->at(key), *v);
+    else record(preset ? "preset" : "user", "", *v);
     return v;
   }
   if (ctx_.profile == DefaultsProfile::bridge && ctx_.bridge) {

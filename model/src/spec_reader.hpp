@@ -23,6 +23,7 @@ class BridgeDefaults;
 struct FillContext {
   DefaultsProfile profile = DefaultsProfile::megatron_core;
   const std::set<std::string>* preset_keys = nullptr;   // model keys that came from model.preset
+  const std::map<std::string, std::string>* hf_keys = nullptr;  // model keys from model.hf_config -> source
   const BridgeDefaults* bridge = nullptr;               // the model's Bridge class (bridge profile)
   std::map<std::string, KeyOrigin>* origins = nullptr;  // filled when set
 };

@@ -6,7 +6,6 @@
 
 #include "peakcast/calibration/evaluate.hpp"
 #include "peakcast/calibration/fit.hpp"
-#include "peakcast/calibration/megatron_args.hpp"
 #include "peakcast/calibration/record.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/sim/prediction.hpp"
@@ -139,48 +138,7 @@ TEST_CASE("record reader rejects bad lines with their line numbers") {
   CHECK(r.skipped.size() == 1);
 }
 
-TEST_CASE("Megatron-LM arguments map to the run spec with the CLI defaults") {
-  const auto imp = import_megatron_args(split_command_line(
-      "--num-layers 12 --hidden-size 512 --num-attention-heads 8 --group-query-attention --num-query-groups 2 "
-      "--seq-length 1024 --micro-batch-size 4 --global-batch-size 32 --tensor-model-parallel-size 2 "
-      "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 3 --sequence-parallel "
-      "--use-distributed-optimizer --swiglu --bf16 --untie-embeddings-and-output-weights "
-      "--recompute-granularity selective --recompute-modules core_attn mlp --log-interval 1"));
-  REQUIRE(imp.errors.empty());
-  const auto j = nlohmann::json::parse(imp.spec_json);
-  const auto& m = j["model"];
-  CHECK(m["num_query_groups"] == 2);
-  CHECK(m["ffn_hidden_size"] == (4 * 512 * 2 / 3) / 64 * 64);  // 1344
-  CHECK(m["virtual_pipeline_model_parallel_size"] == 12 / 2 / 3);
-  CHECK(m["sequence_parallel"] == true);
-  CHECK(m["share_embeddings_and_output_weights"] == false);
-  CHECK(m["gated_linear_unit"] == true);
-  CHECK(m["vocab_size"] == 50257);
-  CHECK(m["masked_softmax_fusion"] == true);
-  CHECK(m["hidden_dropout"] == 0.1);
-  CHECK(m["position_embedding_type"] == "learned_absolute");
-  CHECK(m["transformer_impl"] == "transformer_engine");
-  CHECK(m["recompute_modules"] == nlohmann::json::array({"core_attn", "mlp"}));
-  CHECK(j["ddp"]["grad_reduce_in_fp32"] == true);  // bf16 accumulates in fp32
-  CHECK(j["optimizer"]["use_distributed_optimizer"] == true);
-  CHECK(j["train"]["global_batch_size"] == 32);
-}
-
-TEST_CASE("Megatron-LM MoE arguments and unsupported flags") {
-  const auto moe = import_megatron_args(split_command_line(
-      "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
-      "--num-experts 8 --moe-router-topk 2 --moe-layer-freq ([0]*1+[1]*3) --moe-grouped-gemm --fp8-format hybrid"));
-  REQUIRE(moe.errors.empty());
-  const auto m = nlohmann::json::parse(moe.spec_json)["model"];
-  CHECK(m["moe_layer_freq"] == nlohmann::json::array({0, 1, 1, 1}));
-  CHECK(m["moe_ffn_hidden_size"] == 1024);  // defaults to ffn_hidden_size = 4h
-  CHECK(m["moe_grouped_gemm"] == true);
-  CHECK(m["fp8"] == "hybrid");
-  CHECK(m["fp8_recipe"] == "delayed");
-  const auto fsdp = import_megatron_args(split_command_line(
-      "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --use-megatron-fsdp"));
-  CHECK_FALSE(fsdp.errors.empty());
-}
+// The Megatron-LM launch-line front end is tested in tests/model/test_megatron_args.cpp.
 
 TEST_CASE("the fit recovers a known fixed term from synthetic records") {
   const double fixed = 812.0e6;

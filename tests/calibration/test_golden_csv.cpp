@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/calibration/ingest.hpp"
-#include "peakcast/calibration/megatron_args.hpp"
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
@@ -92,29 +91,4 @@ TEST_CASE("golden CSV: the interleaved schedule's group size is derived only whe
   CHECK(in.skipped[0].find("tunable_1node") != std::string::npos);
   CHECK(in.skipped[0].find("M=10") != std::string::npos);
   CHECK(in.skipped[0].find("{5, 6, 10}") != std::string::npos);
-}
-
-TEST_CASE("Megatron-LM arguments: no --global-batch-size means MBS x DP, one micro-batch per step") {
-  // TP 2 on 8 GPUs: DP 4, so Megatron-LM sets GBS = 4 x 4 = 16 (arguments.py:684-685), not 4.
-  ImportOptions opt;
-  opt.num_gpus = 8;
-  const auto imp = import_megatron_args(split_command_line(
-      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 4 "
-      "--tensor-model-parallel-size 2 --bf16"), opt);
-  REQUIRE(imp.errors.empty());
-  const auto j = json::parse(imp.spec_json);
-  CHECK_FALSE(j["train"].contains("global_batch_size"));
-  const auto parsed = peakcast::model::parse_run_spec(imp.spec_json);
-  REQUIRE(parsed.spec);
-  CHECK_FALSE(peakcast::model::has_errors(peakcast::model::validate(*parsed.spec)));
-  const auto d = peakcast::model::derive(*parsed.spec);
-  CHECK(d.dp == 4);
-  CHECK(d.num_microbatches == 1);
-
-  const auto group = import_megatron_args(split_command_line(
-      "--num-layers 8 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
-      "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2 "
-      "--microbatch-group-size-per-virtual-pipeline-stage 3"), opt);
-  REQUIRE(group.errors.empty());
-  CHECK(json::parse(group.spec_json)["model"]["microbatch_group_size_per_vp_stage"] == 3);
 }

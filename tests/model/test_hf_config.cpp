@@ -1,0 +1,170 @@
+// model.hf_config: a Hugging Face config.json under the spec's own model keys (spec_hf_config.cpp).
+// Strict: a key of the config that nothing maps is an error naming the file and the key, a model key
+// of the spec that disagrees with the config is an error naming both; keys without a shape effect are
+// listed as ignored in one line; the bridge's training settings yield to the spec's.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "peakcast/model/spec_parser.hpp"
+#include "test_hf_configs.hpp"
+
+using nlohmann::json;
+using namespace peakcast::model;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch() {
+  const auto dir = fs::temp_directory_path() / ("peakcast-hf-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const auto p = scratch() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// The public config.json of a preset's model (test_hf_configs.hpp).
+json config_of(const std::string& preset) {
+  for (const auto& c : hf_test::preset_configs())
+    if (c.preset == preset) return json::parse(c.config);
+  FAIL("no config for " << preset);
+  return {};
+}
+
+ParseResult parse_model(const json& model, const std::string& extra = "") {
+  json doc = {{"model", model}, {"cluster", {{"num_gpus", 8}, {"gpu", "h100-sxm-80gb"}}}};
+  if (!extra.empty()) doc.update(json::parse(extra));
+  ParseResult r = parse_run_spec(doc.dump());
+  for (const auto& d : r.diagnostics) UNSCOPED_INFO(format(d));
+  return r;
+}
+
+const Diagnostic* find(const ParseResult& r, const std::string& rule, const std::string& path) {
+  for (const auto& d : r.diagnostics)
+    if (d.rule == rule && d.path == path) return &d;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("hf_config: the architecture from the config, the rest from the spec", "[model][hf]") {
+  const std::string path = write("llama8b.json", config_of("llama3-8b").dump());
+  const ParseResult r = parse_model({{"hf_config", path}, {"seq_length", 4096}, {"tensor_model_parallel_size", 2}});
+  REQUIRE(r.spec);
+  const ModelSpec& m = r.spec->model;
+  CHECK(m.num_layers == 32);
+  CHECK(m.hidden_size == 4096);
+  CHECK(m.num_query_groups == 8);
+  CHECK(m.vocab_size == 128256);
+  CHECK(m.seq_length == 4096);                  // the training sequence is the spec's
+  CHECK(m.max_position_embeddings == 8192);     // HF max_position_embeddings (Bridge's provider seq_length)
+  CHECK(m.tensor_model_parallel_size == 2);
+  CHECK(r.spec->model.bf16);                    // torch_dtype bfloat16 (model_bridge.py:639-643)
+  CHECK(r.defaults == DefaultsProfile::bridge);  // a Bridge model, as a preset is
+  CHECK(r.origins.at("model.hidden_size").origin == "Hugging Face config");
+  CHECK(r.origins.at("model.hidden_size").source.find("LlamaBridge") != std::string::npos);
+  CHECK(r.origins.at("model.seq_length").origin == "user");
+}
+
+TEST_CASE("hf_config: a spec key that disagrees with the config is an error naming both", "[model][hf]") {
+  const std::string path = write("llama8b.json", config_of("llama3-8b").dump());
+  const ParseResult r = parse_model({{"hf_config", path}, {"hidden_size", 2048}, {"num_layers", 32}});
+  CHECK_FALSE(r.spec);
+  const Diagnostic* d = find(r, "hf_config_conflict", "model.hidden_size");
+  REQUIRE(d);
+  CHECK(d->message.find("2048") != std::string::npos);
+  CHECK(d->message.find("4096") != std::string::npos);
+  CHECK(d->message.find(path) != std::string::npos);
+  CHECK(find(r, "hf_config_conflict", "model.num_layers") == nullptr);  // agrees: no error
+  // A shape the bridge fixes is the config's too (llama_bridge.py:52-65: RMSNorm).
+  CHECK(find(parse_model({{"hf_config", path}, {"normalization", "LayerNorm"}}), "hf_config_conflict", "model.normalization"));
+  // Numbers compare by value: 1e-05 is 0.00001, 500000.0 is 500000.
+  CHECK(parse_model({{"hf_config", path}, {"layernorm_epsilon", 0.00001}, {"rotary_base", 500000}}).spec);
+}
+
+TEST_CASE("hf_config: training settings and precision are the spec's, said in one line", "[model][hf]") {
+  const std::string path = write("qwen3moe.json", config_of("qwen3-30b-a3b").dump());
+  const ParseResult r = parse_model({{"hf_config", path}, {"moe_token_dispatcher_type", "allgather"}, {"fp16", true},
+                                     {"expert_model_parallel_size", 8}});
+  REQUIRE(r.spec);
+  CHECK(r.spec->model.fp16);
+  CHECK_FALSE(r.spec->model.bf16);  // the checkpoint's bfloat16 is not the training precision
+  int kept = 0, unread = 0;
+  for (const auto& line : r.ignored) {
+    if (line.find("training settings") != std::string::npos) {
+      ++kept;
+      CHECK(line.find("moe_token_dispatcher_type \"allgather\" (the bridge sets \"alltoall\")") != std::string::npos);
+      CHECK(line.find("mixed_precision.py:138-155") != std::string::npos);
+    }
+    if (line.find("keys read by no mapping") != std::string::npos) {
+      ++unread;
+      CHECK(line.find("bos_token_id") != std::string::npos);
+      CHECK(line.find("use_cache") != std::string::npos);
+      CHECK(line.find("hidden_size") == std::string::npos);
+    }
+  }
+  CHECK(kept == 1);
+  CHECK(unread == 1);
+}
+
+TEST_CASE("hf_config: keys nothing maps, unknown architectures and bad files are errors naming them", "[model][hf]") {
+  json cfg = config_of("qwen3-8b");
+  cfg["layer_scaling_size"] = 3;  // not a key any bridge reads
+  const std::string unknown = write("unknown_key.json", cfg.dump());
+  const ParseResult r = parse_model({{"hf_config", unknown}});
+  CHECK_FALSE(r.spec);
+  const Diagnostic* d = find(r, "hf_unknown_key", "model.hf_config.layer_scaling_size");
+  REQUIRE(d);
+  CHECK(d->message.find(unknown) != std::string::npos);
+
+  json mixtral = config_of("llama3-8b");
+  mixtral["architectures"] = {"MixtralForCausalLM"};
+  const ParseResult m = parse_model({{"hf_config", write("mixtral.json", mixtral.dump())}});
+  const Diagnostic* a = find(m, "hf_unknown_architecture", "model.hf_config.architectures");
+  REQUIRE(a);
+  CHECK(a->message.find("no Mixtral bridge") != std::string::npos);
+
+  CHECK(find(parse_model({{"hf_config", (scratch() / "absent.json").string()}}), "hf_config_unreadable", "model.hf_config"));
+  CHECK(find(parse_model({{"hf_config", write("broken.json", "{\"hidden_size\": ")}}), "json_syntax", "model.hf_config.hidden_size"));
+  CHECK(find(parse_model({{"hf_config", unknown}, {"preset", "llama3-8b"}}), "hf_config_with_preset", "model.hf_config"));
+  CHECK(find(parse_model({{"hf_config", 3}}), "wrong_type", "model.hf_config"));
+}
+
+TEST_CASE("hf_config: a relative path is relative to the spec file", "[model][hf]") {
+  const fs::path dir = scratch() / "specdir";
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << config_of("qwen2.5-7b").dump();
+  const std::string spec = R"({"model": {"hf_config": "config.json"}, "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})";
+  const ParseResult r = parse_spec_input((dir / "run.json").string(), spec);
+  for (const auto& d : r.diagnostics) UNSCOPED_INFO(format(d));
+  REQUIRE(r.spec);
+  CHECK(r.spec->model.hidden_size == 3584);
+  // The same text through SpecText (what a sweep parses per point) reads it the same way.
+  const SpecText text(spec, (dir / "run.json").string());
+  const ParseResult s = text.parse({"model.tensor_model_parallel_size=2"});
+  REQUIRE(s.spec);
+  CHECK(s.spec->model.hidden_size == 3584);
+  // With no file location the working directory is the base: not found here.
+  CHECK(find(parse_run_spec(spec), "hf_config_unreadable", "model.hf_config"));
+}
+
+TEST_CASE("hf_config: given as an override (--hf-config)", "[model][hf]") {
+  const std::string path = write("dsv3.json", config_of("deepseek-v3").dump());
+  const std::string spec = R"({"model": {"seq_length": 4096, "expert_model_parallel_size": 8},
+                               "cluster": {"num_gpus": 64, "gpu": "h100-sxm-80gb"}})";
+  const ParseResult r = parse_run_spec(spec, {"model.hf_config=" + json(path).dump()});
+  for (const auto& d : r.diagnostics) UNSCOPED_INFO(format(d));
+  REQUIRE(r.spec);
+  CHECK(r.spec->model.multi_latent_attention);
+  CHECK(r.spec->model.num_moe_experts == 256);
+  CHECK(r.spec->model.mtp_num_layers == 1);
+}

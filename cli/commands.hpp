@@ -16,7 +16,7 @@ namespace peakcast::cli {
 
 using Runner = std::function<int()>;
 
-// Exit statuses fixed by interface.md.
+// Exit statuses fixed by docs/interface.md.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInvalidInput = 2;
 inline constexpr int kExitDoesNotFit = 3;  // only with --fail-if-oom

@@ -82,8 +82,34 @@ llama70b = {"model": {"hidden_size": 8192, "ffn_hidden_size": 28672, "num_attent
                       "num_query_groups": 8, "kv_channels": 128, "vocab_size": 128256,
                       "seq_length": 4096, "rotary_base": 500000}}
 
+# ---- families the corpus lacked (group "families", calibration/data/h200_families.jsonl) ----
+# Qwen3-1.7B widths (hidden 2048, 16 heads / 8 KV groups, head dim 128, FFN 6144, vocab 151936,
+# rope base 1e6) with per-head q/k RMSNorm (qk_layernorm), SwiGLU, untied, 6 layers.
+qwen3 = {"model": {"hidden_size": 2048, "ffn_hidden_size": 6144, "num_attention_heads": 16,
+                   "num_query_groups": 8, "kv_channels": 128, "vocab_size": 151936,
+                   "seq_length": 4096, "rotary_base": 1000000, "qk_layernorm": True,
+                   "num_layers": 6}}
+# gqa2b with a non-gated GELU MLP, no biases (RMSNorm, RoPE).
+dense_gelu = {"model": dict(gqa2b["model"], gated_linear_unit=False, activation_func="gelu")}
+# gqa2b in fp16 with dynamic loss scaling (Megatron's Float16OptimizerWithFloat16Params and its
+# DynamicGradScaler; optimizer.loss_scale unset = dynamic).
+fp16_gqa2b = {"model": dict(gqa2b["model"], bf16=False, fp16=True, params_dtype="fp16",
+                            pipeline_dtype="fp16"),
+              "optimizer": {"bf16": False, "fp16": True, "params_dtype": "fp16"}}
+# GPT-3 2.7B widths (hidden 2560, 32 heads of 80, MHA, FFN 10240, GPT-2 vocabulary 50257 padded to
+# 50304), LayerNorm, GELU without gating, biases, learned absolute positions, tied embeddings; 6
+# layers at sequence 2048, micro-batch 4 (the shape issue #23 reports).
+gpt3 = {"model": {"hidden_size": 2560, "ffn_hidden_size": 10240, "num_attention_heads": 32,
+                  "num_query_groups": 32, "kv_channels": 80, "vocab_size": 50304,
+                  "seq_length": 2048, "num_layers": 6, "normalization": "LayerNorm",
+                  "gated_linear_unit": False, "activation_func": "gelu", "add_bias_linear": True,
+                  "position_embedding_type": "learned_absolute",
+                  "share_embeddings_and_output_weights": True},
+        "train": {"micro_batch_size": 4, "global_batch_size": 8}}
+
 models = {"llama70b": llama70b, "gqa8b": gqa8b, "gqa2b": gqa2b, "mla_noq": mla_noq, "mla_q": mla_q,
-          "moonlight4": moonlight4, "moe_gqa": moe_gqa, "moe_gqa_shared": moe_gqa_shared}
+          "moonlight4": moonlight4, "moe_gqa": moe_gqa, "moe_gqa_shared": moe_gqa_shared,
+          "qwen3": qwen3, "dense_gelu": dense_gelu, "fp16_gqa2b": fp16_gqa2b, "gpt3": gpt3}
 
 cases = []
 
@@ -591,6 +617,68 @@ add("mtprep_gqa2b_2_full_uniform_1", "mtp_repeated", "gqa2b", set=dict(full("uni
     iterations=3)
 add("mtprep_gqa2b_1_full_block_2", "mtp_repeated", "gqa2b", set=dict(full("block", 2), **{"model.mtp_num_layers": 1}),
     iterations=3)
+
+# ---- model families the corpus lacked (group "families", calibration/data/h200_families.jsonl) ----
+# Issue #23: Qwen3-style dense (qk_layernorm), a non-gated GELU MLP without biases, fp16 with dynamic
+# loss scaling, GPT-3 style (LayerNorm, GELU, biases, learned absolute positions, tied embeddings) and
+# a long sequence that does not fit under any policy; each under several policies and PP2 (fake
+# process group, both stages, 8 micro-batches). Predicted before they ran
+# (calibration/data/predictions/families_predicted_before.jsonl). No `mlp` tag on add_bias_linear
+# models: that case recurses without bound in the pinned revision.
+fam_pp2 = dict(pp2)
+# Qwen3-style, 6 layers.
+add("fam_qwen3_none", "families", "qwen3", iterations=3)
+add("fam_qwen3_core_attn", "families", "qwen3", set=sel("core_attn"), iterations=3)
+add("fam_qwen3_mlp", "families", "qwen3", set=sel("mlp"), iterations=3)
+add("fam_qwen3_core_attn_mlp", "families", "qwen3", set=sel("core_attn", "mlp"), iterations=3)
+add("fam_qwen3_full_uniform_1", "families", "qwen3", set=full("uniform", 1), iterations=3)
+add("fam_qwen3_full_block_2", "families", "qwen3", set=full("block", 2), iterations=3)
+add("fam_qwen3_tp2sp_r0", "families", "qwen3",
+    set=dict(tp2sp, **{"model.make_vocab_size_divisible_by": 64}), fake_rank=0, iterations=3)
+for r in (0, 1):
+    add(f"fam_qwen3_pp2_none_r{r}", "families", "qwen3", set=dict(fam_pp2), fake_rank=r, iterations=3)
+    add(f"fam_qwen3_pp2_core_attn_r{r}", "families", "qwen3", set=dict(fam_pp2, **sel("core_attn")),
+        fake_rank=r, iterations=3)
+# Non-gated GELU MLP, no biases (gqa2b widths, 4 layers).
+add("fam_gelu_none", "families", "dense_gelu", iterations=3)
+add("fam_gelu_mlp", "families", "dense_gelu", set=sel("mlp"), iterations=3)
+add("fam_gelu_core_attn_mlp", "families", "dense_gelu", set=sel("core_attn", "mlp"), iterations=3)
+add("fam_gelu_full_uniform_1", "families", "dense_gelu", set=full("uniform", 1), iterations=3)
+for r in (0, 1):
+    add(f"fam_gelu_pp2_none_r{r}", "families", "dense_gelu", set=dict(fam_pp2), fake_rank=r, iterations=3)
+    add(f"fam_gelu_pp2_mlp_r{r}", "families", "dense_gelu", set=dict(fam_pp2, **sel("mlp")), fake_rank=r,
+        iterations=3)
+# fp16 with dynamic loss scaling (gqa2b). At Megatron's initial_loss_scale 2**32 every early step
+# overflows and is skipped (optimizer.py:820-822), so no Adam state is ever created in 3 iterations;
+# the other cases start at 2**12, where the steps run.
+ls12 = {"optimizer.initial_loss_scale": 4096.0}
+add("fam_fp16_none_scale32", "families", "fp16_gqa2b", iterations=3)
+add("fam_fp16_none", "families", "fp16_gqa2b", set=dict(ls12), iterations=3)
+add("fam_fp16_core_attn", "families", "fp16_gqa2b", set=dict(ls12, **sel("core_attn")), iterations=3)
+add("fam_fp16_mlp", "families", "fp16_gqa2b", set=dict(ls12, **sel("mlp")), iterations=3)
+add("fam_fp16_full_uniform_1", "families", "fp16_gqa2b", set=dict(ls12, **full("uniform", 1)), iterations=3)
+for r in (0, 1):
+    add(f"fam_fp16_pp2_none_r{r}", "families", "fp16_gqa2b", set=dict(fam_pp2, **ls12), fake_rank=r,
+        iterations=3)
+# GPT-3 style, the shape of issue #23 (6 layers, hidden 2560, seq 2048, MBS 4, GBS 8); PP2 at GBS 32
+# (8 micro-batches).
+add("fam_gpt3_sel_empty", "families", "gpt3", set=sel(), iterations=3)
+add("fam_gpt3_core_attn", "families", "gpt3", set=sel("core_attn"), iterations=3)
+add("fam_gpt3_full_uniform_1", "families", "gpt3", set=full("uniform", 1), iterations=3)
+for r in (0, 1):
+    add(f"fam_gpt3_pp2_sel_empty_r{r}", "families", "gpt3",
+        set=dict(fam_pp2, **sel(), **{"train.global_batch_size": 32}), fake_rank=r, iterations=3)
+    add(f"fam_gpt3_pp2_core_attn_r{r}", "families", "gpt3",
+        set=dict(fam_pp2, **sel("core_attn"), **{"train.global_batch_size": 32}), fake_rank=r, iterations=3)
+# A long sequence that does not fit under any policy: Qwen3-style at sequence 32768 (each layer's
+# unfused [16, 32768, 32768] bf16 scores are 32 GiB); peakcast at 80f9f68 predicts 178 GiB under full
+# uniform 1 recompute (iteration 1: 171 GiB) against the H200's 139 GiB. The record carries the OOM phase.
+oom32k = {"model.seq_length": 32768}
+add("fam_oom_qwen3_seq32k_none", "families", "qwen3", set=dict(oom32k), iterations=3)
+add("fam_oom_qwen3_seq32k_core_attn", "families", "qwen3", set=dict(oom32k, **sel("core_attn")), iterations=3)
+add("fam_oom_qwen3_seq32k_core_attn_mlp", "families", "qwen3", set=dict(oom32k, **sel("core_attn", "mlp")),
+    iterations=3)
+add("fam_oom_qwen3_seq32k_full_uniform_1", "families", "qwen3", set=dict(oom32k, **full("uniform", 1)), iterations=3)
 
 if __name__ == "__main__":
     with open(os.path.join(HERE, "corpus.json"), "w") as f:

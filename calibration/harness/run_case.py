@@ -439,8 +439,14 @@ def run(case, rec):
             PHASE["name"] = "optimizer"
             reset()
             t0 = time.perf_counter()
-            optimizer.step()
+            step_ret = optimizer.step()
             rec_it["optimizer_peak_bytes"] = take_peak()
+            if config.fp16:
+                # fp16: whether the step ran (a found inf/nan skips it before Adam, optimizer.py:820-822,
+                # so no moments are created) and the dynamic loss scale after it.
+                ok = step_ret[0] if isinstance(step_ret, tuple) else step_ret
+                rec_it["optimizer_update_successful"] = bool(ok)
+                rec_it["loss_scale_after_step"] = float(optimizer.get_loss_scale().item())
             rec_it["optimizer_time_s"] = time.perf_counter() - t0
             rec_it["allocated_after_step_bytes"] = torch.cuda.memory_allocated()
             rec_it["optimizer_peak_reserved_bytes"] = torch.cuda.max_memory_reserved()

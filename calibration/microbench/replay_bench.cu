@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "replay_kernels.cuh"
+
 #define CK(x)                                                                                   \
   do {                                                                                          \
     cudaError_t e_ = (x);                                                                       \
@@ -44,117 +46,7 @@
     }                                                                                           \
   } while (0)
 
-using bf16 = __nv_bfloat16;
 static const size_t kWorkspace = 32ull << 20;  // cuBLASLt workspace (torch's default on Hopper)
-
-// ------------------------------------------------------------------------------------------
-// kernels
-__global__ void fill_random(bf16* p, size_t n, uint64_t seed) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (; i < n; i += stride) {
-    uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    float u = (float)(x >> 40) / (float)(1ull << 24);  // [0,1)
-    p[i] = __float2bfloat16((u - 0.5f) * 0.5f);         // small, non-zero, both signs
-  }
-}
-
-template <int MAXE>
-__global__ void softmax_rows(const bf16* __restrict__ in, bf16* __restrict__ out, int cols) {
-  extern __shared__ float red[];
-  const bf16* x = in + (size_t)blockIdx.x * cols;
-  bf16* y = out + (size_t)blockIdx.x * cols;
-  float v[MAXE];
-  float mx = -INFINITY;
-#pragma unroll
-  for (int j = 0; j < MAXE; ++j) {
-    int c = threadIdx.x + j * blockDim.x;
-    v[j] = c < cols ? __bfloat162float(x[c]) : -INFINITY;
-    mx = fmaxf(mx, v[j]);
-  }
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, o));
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = mx;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float t = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : -INFINITY;
-    for (int o = 16; o > 0; o >>= 1) t = fmaxf(t, __shfl_xor_sync(0xffffffff, t, o));
-    if (threadIdx.x == 0) red[32] = t;
-  }
-  __syncthreads();
-  mx = red[32];
-  float s = 0.f;
-#pragma unroll
-  for (int j = 0; j < MAXE; ++j) {
-    int c = threadIdx.x + j * blockDim.x;
-    v[j] = c < cols ? __expf(v[j] - mx) : 0.f;
-    s += v[j];
-  }
-  __syncthreads();
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffff, s, o);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float t = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.f;
-    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffff, t, o);
-    if (threadIdx.x == 0) red[33] = t;
-  }
-  __syncthreads();
-  float inv = 1.f / red[33];
-#pragma unroll
-  for (int j = 0; j < MAXE; ++j) {
-    int c = threadIdx.x + j * blockDim.x;
-    if (c < cols) y[c] = __float2bfloat16(v[j] * inv);
-  }
-}
-
-__global__ void rmsnorm_rows(const bf16* __restrict__ in, const bf16* __restrict__ w,
-                             bf16* __restrict__ out, float* __restrict__ rstd, int cols) {
-  __shared__ float red[33];
-  const bf16* x = in + (size_t)blockIdx.x * cols;
-  bf16* y = out + (size_t)blockIdx.x * cols;
-  float s = 0.f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    float a = __bfloat162float(x[c]);
-    s += a * a;
-  }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffff, s, o);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float t = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.f;
-    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffff, t, o);
-    if (threadIdx.x == 0) red[32] = rsqrtf(t / cols + 1e-5f);
-  }
-  __syncthreads();
-  float r = red[32];
-  if (threadIdx.x == 0) rstd[blockIdx.x] = r;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x)
-    y[c] = __float2bfloat16(__bfloat162float(x[c]) * r * __bfloat162float(w[c]));
-}
-
-__global__ void swiglu_k(const bf16* __restrict__ a, const bf16* __restrict__ b,
-                         bf16* __restrict__ out, size_t n) {
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
-    float x = __bfloat162float(a[i]);
-    out[i] = __float2bfloat16(x / (1.f + __expf(-x)) * __bfloat162float(b[i]));
-  }
-}
-
-// generic bandwidth op: reads nr bf16 elements, writes nw bf16 elements
-__global__ void elementwise_k(const bf16* __restrict__ in, bf16* __restrict__ out, size_t nr,
-                              size_t nw) {
-  size_t n = nr > nw ? nr : nw;
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
-    float v = 1.f;
-    if (i < nr) v = __bfloat162float(in[i]);
-    if (nr > nw && i + nw < nr && i < nw) v += __bfloat162float(in[i + nw]);
-    if (i < nw) out[i] = __float2bfloat16(v * 1.0001f);
-  }
-}
 
 // ------------------------------------------------------------------------------------------
 struct Ctx {
@@ -384,6 +276,107 @@ static void free_all(Ctx& c) {
   c.allocs.clear();
 }
 
+
+using Regions = std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::vector<long long>>>>>;
+
+// A region file: "region NAME" lines, then one op per line (kind and integer arguments); '#' comments.
+static Regions parse_regions(std::ifstream& in) {
+  Regions regions;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto h = line.find('#');
+    if (h != std::string::npos) line = line.substr(0, h);
+    std::istringstream ls(line);
+    std::string kw;
+    if (!(ls >> kw)) continue;
+    if (kw == "region") {
+      std::string name;
+      ls >> name;
+      regions.push_back({name, {}});
+      continue;
+    }
+    std::vector<long long> a;
+    long long v;
+    while (ls >> v) a.push_back(v);
+    if (regions.empty()) regions.push_back({"unnamed", {}});
+    regions.back().second.push_back({kw, a});
+  }
+  return regions;
+}
+
+struct Ceilings {
+  double gemm_tflops = 0, copy_gbps = 0;
+};
+
+// One 8192^3 bf16 GEMM and a 4 GiB device-to-device copy.
+static Ceilings measure_ceilings(Ctx& c, uint64_t& seed) {
+  Ceilings out;
+  Op g = make_op(c, "ceiling", "gemm", {8192, 8192, 8192, 1}, seed);
+  auto t = time_fn(c, 3, 20, [&](int r) { launch(c, g, r); });
+  out.gemm_tflops = g.flops / pct(t, 0.5) / 1e12;
+  size_t bytes = 4ull << 30;
+  void *a = dmalloc(c, bytes), *b = dmalloc(c, bytes);
+  fill_random<<<4 * c.sms, 256, 0, c.st>>>((bf16*)a, bytes / 2, seed++);
+  auto t2 = time_fn(c, 3, 20, [&](int) { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, c.st)); });
+  out.copy_gbps = 2.0 * bytes / pct(t2, 0.5) / 1e9;
+  free_all(c);
+  return out;
+}
+
+struct JsonLists {
+  std::ostringstream ops, regions;
+  bool first_op = true, first_region = true;
+};
+
+// Times every op of one region, then the region's whole sequence; appends both to the JSON lists.
+static void bench_region(Ctx& c, const std::string& rname, const std::vector<std::pair<std::string, std::vector<long long>>>& spec,
+                         int warm, int reps, uint64_t& seed, JsonLists& js) {
+  std::vector<Op> ops;
+  size_t alloc = 0;
+  bool has_gemm = false;
+  for (auto& o : spec) {
+    ops.push_back(make_op(c, rname, o.first, o.second, seed));
+    alloc += ops.back().out_bytes;
+    has_gemm |= (o.first == "gemm" || o.first == "bmm");
+  }
+  CK(cudaStreamSynchronize(c.st));
+  for (auto& op : ops) {
+    auto t = time_fn(c, warm, reps, [&](int r) { launch(c, op, r); });
+    js.ops << (js.first_op ? "" : ",\n") << "  {\"region\":" << json_str(rname) << ",\"kind\":" << json_str(op.kind)
+           << ",\"shape\":" << json_str(op.shape) << ",\"flops\":" << op.flops << ",\"bytes\":" << op.bytes
+           << ",\"out_bytes\":" << op.out_bytes << ",\"rotating_input_sets\":" << op.nbuf << ",\"median_s\":" << pct(t, 0.5)
+           << ",\"p10_s\":" << pct(t, 0.1) << ",\"p90_s\":" << pct(t, 0.9) << "}";
+    js.first_op = false;
+  }
+  auto t = time_fn(c, warm, reps, [&](int r) {
+    for (auto& op : ops) launch(c, op, r);
+  });
+  size_t ws = has_gemm ? kWorkspace : 0;
+  js.regions << (js.first_region ? "" : ",\n") << "  {\"name\":" << json_str(rname) << ",\"median_s\":" << pct(t, 0.5)
+             << ",\"p10_s\":" << pct(t, 0.1) << ",\"p90_s\":" << pct(t, 0.9) << ",\"alloc_bytes\":" << alloc + ws
+             << ",\"output_bytes\":" << alloc << ",\"cublaslt_workspace_bytes\":" << ws << ",\"ops\":" << ops.size() << "}";
+  js.first_region = false;
+  for (auto& op : ops) {
+    if (op.desc) cublasLtMatmulDescDestroy(op.desc);
+    if (op.la) cublasLtMatrixLayoutDestroy(op.la);
+    if (op.lb) cublasLtMatrixLayoutDestroy(op.lb);
+    if (op.lc) cublasLtMatrixLayoutDestroy(op.lc);
+  }
+  free_all(c);
+  fprintf(stderr, "done %s\n", rname.c_str());
+}
+
+static std::string driver_version() {
+  std::string driver;
+  if (FILE* p = popen("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1", "r")) {
+    char buf[128] = {0};
+    if (fgets(buf, sizeof buf, p)) driver = buf;
+    pclose(p);
+    while (!driver.empty() && (driver.back() == '\n' || driver.back() == ' ')) driver.pop_back();
+  }
+  return driver;
+}
+
 int main(int argc, char** argv) {
   int reps = 25, warm = 5;
   std::vector<std::string> files;
@@ -404,106 +397,24 @@ int main(int argc, char** argv) {
   int drv = 0, rt = 0;
   cudaDriverGetVersion(&drv);
   cudaRuntimeGetVersion(&rt);
-  std::string driver;
-  if (FILE* p = popen("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1", "r")) {
-    char buf[128] = {0};
-    if (fgets(buf, sizeof buf, p)) driver = buf;
-    pclose(p);
-    while (!driver.empty() && (driver.back() == '\n' || driver.back() == ' ')) driver.pop_back();
-  }
+  const std::string driver = driver_version();
   uint64_t seed = 12345;
+  const Ceilings ceil = measure_ceilings(c, seed);
 
-  // ---- ceilings ----
-  double gemm_tflops, copy_gbps;
-  {
-    Op g = make_op(c, "ceiling", "gemm", {8192, 8192, 8192, 1}, seed);
-    auto t = time_fn(c, 3, 20, [&](int r) { launch(c, g, r); });
-    gemm_tflops = g.flops / pct(t, 0.5) / 1e12;
-    size_t bytes = 4ull << 30;
-    void *a = dmalloc(c, bytes), *b = dmalloc(c, bytes);
-    fill_random<<<4 * c.sms, 256, 0, c.st>>>((bf16*)a, bytes / 2, seed++);
-    auto t2 = time_fn(c, 3, 20, [&](int) {
-      CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, c.st));
-    });
-    copy_gbps = 2.0 * bytes / pct(t2, 0.5) / 1e9;
-    free_all(c);
-  }
-
-  std::ostringstream ops_js, reg_js;
-  bool first_op = true, first_reg = true;
+  JsonLists js;
   for (const auto& fn : files) {
     std::ifstream in(fn);
     if (!in) { fprintf(stderr, "cannot open %s\n", fn.c_str()); return 2; }
     std::string stem = fn.substr(fn.find_last_of('/') + 1);
     if (stem.size() > 4 && stem.substr(stem.size() - 4) == ".txt") stem = stem.substr(0, stem.size() - 4);
-    // parse
-    std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::vector<long long>>>>> regions;
-    std::string line;
-    while (std::getline(in, line)) {
-      auto h = line.find('#');
-      if (h != std::string::npos) line = line.substr(0, h);
-      std::istringstream ls(line);
-      std::string kw;
-      if (!(ls >> kw)) continue;
-      if (kw == "region") {
-        std::string name;
-        ls >> name;
-        regions.push_back({name, {}});
-        continue;
-      }
-      std::vector<long long> a;
-      long long v;
-      while (ls >> v) a.push_back(v);
-      if (regions.empty()) regions.push_back({"unnamed", {}});
-      regions.back().second.push_back({kw, a});
-    }
-    for (auto& reg : regions) {
-      std::string rname = stem + "/" + reg.first;
-      std::vector<Op> ops;
-      size_t alloc = 0;
-      bool has_gemm = false;
-      for (auto& o : reg.second) {
-        ops.push_back(make_op(c, rname, o.first, o.second, seed));
-        alloc += ops.back().out_bytes;
-        has_gemm |= (o.first == "gemm" || o.first == "bmm");
-      }
-      CK(cudaStreamSynchronize(c.st));
-      for (auto& op : ops) {
-        auto t = time_fn(c, warm, reps, [&](int r) { launch(c, op, r); });
-        ops_js << (first_op ? "" : ",\n") << "  {\"region\":" << json_str(rname)
-               << ",\"kind\":" << json_str(op.kind) << ",\"shape\":" << json_str(op.shape)
-               << ",\"flops\":" << op.flops << ",\"bytes\":" << op.bytes
-               << ",\"out_bytes\":" << op.out_bytes << ",\"rotating_input_sets\":" << op.nbuf
-               << ",\"median_s\":" << pct(t, 0.5) << ",\"p10_s\":" << pct(t, 0.1)
-               << ",\"p90_s\":" << pct(t, 0.9) << "}";
-        first_op = false;
-      }
-      auto t = time_fn(c, warm, reps, [&](int r) {
-        for (auto& op : ops) launch(c, op, r);
-      });
-      size_t ws = has_gemm ? kWorkspace : 0;
-      reg_js << (first_reg ? "" : ",\n") << "  {\"name\":" << json_str(rname)
-             << ",\"median_s\":" << pct(t, 0.5) << ",\"p10_s\":" << pct(t, 0.1)
-             << ",\"p90_s\":" << pct(t, 0.9) << ",\"alloc_bytes\":" << alloc + ws
-             << ",\"output_bytes\":" << alloc << ",\"cublaslt_workspace_bytes\":" << ws
-             << ",\"ops\":" << ops.size() << "}";
-      first_reg = false;
-      for (auto& op : ops) {
-        if (op.desc) cublasLtMatmulDescDestroy(op.desc);
-        if (op.la) cublasLtMatrixLayoutDestroy(op.la);
-        if (op.lb) cublasLtMatrixLayoutDestroy(op.lb);
-        if (op.lc) cublasLtMatrixLayoutDestroy(op.lc);
-      }
-      free_all(c);
-      fprintf(stderr, "done %s\n", rname.c_str());
-    }
+    for (auto& reg : parse_regions(in)) bench_region(c, stem + "/" + reg.first, reg.second, warm, reps, seed, js);
   }
   printf("{\"device\":%s,\"driver\":%s,\"cuda_driver_api\":%d,\"cuda\":\"%d.%d\",\"l2_bytes\":%zu,"
          "\"sms\":%d,\"reps\":%d,\"warmup\":%d,\n\"ceilings\":{\"gemm_bf16_tflops\":%.2f,"
          "\"gemm_shape\":\"8192x8192x8192\",\"copy_gbps\":%.1f,\"copy_bytes\":%llu,"
          "\"copy_counts\":\"read+write\"},\n\"ops\":[\n%s\n],\n\"regions\":[\n%s\n]}\n",
          json_str(prop.name).c_str(), json_str(driver).c_str(), drv, rt / 1000, (rt % 1000) / 10,
-         (size_t)c.l2, c.sms, reps, warm, gemm_tflops, copy_gbps, 4ull << 30,
-         ops_js.str().c_str(), reg_js.str().c_str());
+         (size_t)c.l2, c.sms, reps, warm, ceil.gemm_tflops, ceil.copy_gbps, 4ull << 30,
+         js.ops.str().c_str(), js.regions.str().c_str());
   return 0;
 }

@@ -23,7 +23,8 @@ const std::vector<std::string>& validation_corpus_files() {
     std::vector<std::string> f = fitted_corpus_files();
     // Measured after the shipped profile was fitted: compared, never fitted on.
     for (const char* held_out : {"calibration/data/h200_output_gate.jsonl", "calibration/data/h200_probs_on_input.jsonl",
-                                 "calibration/data/h200_mlp_chunks.jsonl", "calibration/data/h200_mtp_repeated.jsonl"})
+                                 "calibration/data/h200_mlp_chunks.jsonl", "calibration/data/h200_mtp_repeated.jsonl",
+                                 "calibration/data/h200_families.jsonl"})
       f.emplace_back(held_out);
     return f;
   }();

@@ -678,7 +678,8 @@ U(O, "reuse_grad_buf_for_mxfp8_param_ag",
   "buffer (distrib_optimizer.py:2880-2895; the MXFP8 path otherwise 'will use significant amount additional GPU "
   "memory', optimizer_config.py:413-421)", f"{DOPT}:2887; mcore:megatron/core/optimizer/optimizer.py:800")
 N(O, "params_dtype", "no reader in megatron/core/optimizer at 24bad8e6 (Bridge copies the mixed-precision value in)", f"{OCFG}:184")
-N(O, "loss_scale", "constant loss scale (a scalar)", f"{OPT}:644")
+S(O, "loss_scale", "constant loss scale (a scalar); None under fp16 is dynamic scaling, whose skipped first steps create no "
+  "optimizer state (optimizer.py:820-822): read only to warn (fp16_skipped_first_steps)", f"{OPT}:644")
 N(O, "initial_loss_scale", "dynamic loss-scaler scalar", f"{OPT}:648")
 N(O, "min_loss_scale", "dynamic loss-scaler scalar", f"{OPT}:649")
 N(O, "loss_scale_window", "dynamic loss-scaler scalar", f"{OPT}:652")

@@ -48,6 +48,7 @@ void fill_optimizer(const Reader& r, OptimizerSpec& o) {
   read_dtype(r, "exp_avg_dtype", o.exp_avg_dtype);
   read_dtype(r, "exp_avg_sq_dtype", o.exp_avg_sq_dtype);
   r.read("store_param_remainders", o.store_param_remainders);
+  r.read("loss_scale", o.loss_scale);
   if (auto n = r.name("implementation")) {
     o.implementation = *n == "apex_fused_adam" ? OptimizerImpl::apex_fused_adam
                        : *n == "torch_adamw"   ? OptimizerImpl::torch_adamw

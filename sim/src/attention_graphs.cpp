@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace peakcast::sim::detail {
 
@@ -71,6 +72,29 @@ bool proj_saves_original_input(const model::RunSpec& spec, const ShapeContext& c
   return c.te && c.fp8 && spec.model.fp8_recipe != model::Fp8Recipe::delayed;
 }
 
+// Query and key as get_query_key_value_tensors leaves them (attention.py:1863-1924): views of the fused
+// QKV output split per query group, except that reshaping the query from [s, b, groups, heads/group x hd]
+// to [s, b, heads, hd] (:1908) cannot merge the split view when the rank has more than one group and
+// more than one query head per group, so then it is a copy (measured: the Qwen3-style families runs,
+// calibration/data/h200_families.jsonl). With qk_layernorm each goes through its norm over one head
+// (:1921-1925), which saves its input: the query copy, or a view that keeps the whole QKV output.
+std::pair<int, int> query_and_key(GraphBuilder& b, const model::ModelSpec& m, int qkv, std::int64_t hq, std::int64_t hkv,
+                                  std::int64_t hd) {
+  const std::int64_t N = b.ctx().tokens;
+  int q = qkv, k = qkv;
+  if (hkv > 1 && hq / hkv > 1) {
+    q = b.tensor("query_reshape", b.act(N, hq * hd));
+    b.op("query_reshape", {.in = {qkv}, .out = {q}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value),
+                           .movement = true});
+  }
+  if (m.qk_layernorm) {
+    const bool layer_norm = m.normalization == model::Normalization::layer_norm;
+    q = norm(b, "q_layernorm", q, N * hq, hd, layer_norm, kNoRegion);
+    k = norm(b, "k_layernorm", k, N * hkv, hd, layer_norm, kNoRegion);
+  }
+  return {q, k};
+}
+
 }  // namespace
 
 // Standard / GQA self-attention with RoPE (attention.py SelfAttention).
@@ -98,14 +122,15 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     b.op("gate_reshape", {.in = {qkv}, .out = {gate}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value),
                           .movement = true});
   }
+  auto [q, k] = query_and_key(b, m, qkv, hq, hkv, hd);
   // RoPE makes new Q and K; V stays a view of the fused QKV output, so saving V keeps all of it.
-  const int q = b.tensor("q_rope", b.act(N, hq * hd));
-  const int k = b.tensor("k_rope", b.act(N, hkv * hd));
   if (const std::int64_t rot = rotary_dim(spec, d); rot > 0) {
+    const int q_rope = b.tensor("q_rope", b.act(N, hq * hd));
+    const int k_rope = b.tensor("k_rope", b.act(N, hkv * hd));
     const int cs = rope_cos_sin(b, m, rot);
-    b.op("rotary", {.in = {qkv}, .out = {q, k, cs}, .save = {cs}, .flops = 6.0 * N * (hq + hkv) * rot});
-  } else {
-    b.op("rotary", {.in = {qkv}, .out = {q, k}});
+    b.op("rotary", {.in = {q, k}, .out = {q_rope, k_rope, cs}, .save = {cs}, .flops = 6.0 * N * (hq + hkv) * rot});
+    q = q_rope;
+    k = k_rope;
   }
   const int ctx = b.tensor("core_attention.out", b.act(N, hq * hd));
   const double causal_flops = 2.0 * 2.0 * c.batch * hq * double(c.seq) * c.seq * hd * 0.5;

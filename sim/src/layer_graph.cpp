@@ -124,14 +124,24 @@ struct Simulation {
   std::vector<OpEvent> events;
 };
 
-Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) {
-  check_program_order(g);
-  const Lifetimes lt = analyse(g, ckpt);
-  const std::size_t nt = g.tensors.size();
-  Simulation sim;
-  ModuleProfile& p = sim.profile;
+// What one op adds to a pass's work counters (the time model's classes).
+void add_work(const OpNode& op, ModuleProfile::Work& w) {
+  if (op.is_gemm) w.gemm_flops += op.forward_flops;
+  else if (op.is_fused_attention) { w.fused_attention_flops += op.forward_flops; w.fused_attention_calls += 1; }
+  else if (op.is_attention_core) w.attention_flops += op.forward_flops;
+  else if (op.is_movement) { w.other_flops += op.forward_flops; w.movement_bytes += op.forward_bytes_moved; }
+  else { w.other_flops += op.forward_flops; w.other_bytes += op.forward_bytes_moved; }
+  w.host_calls += op.host_calls;
+  if (op.host_sync) w.host_syncs += 1;
+  w.comm_bytes += op.comm_bytes;
+  w.backward_comm_bytes += op.backward_comm_bytes;
+}
 
-  // ---- forward ----
+// The forward pass: outputs allocated in program order, tensors freed after their last forward use
+// unless held for backward; the peak above the inputs, the held set, FLOPs and replay work.
+void forward_pass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet& ckpt, bool trace, Simulation& sim) {
+  const std::size_t nt = g.tensors.size();
+  ModuleProfile& p = sim.profile;
   std::vector<bool> alive(nt, false);
   std::int64_t live = 0;
   for (std::size_t t = 0; t < nt; ++t) {
@@ -148,23 +158,12 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
     p.forward_flops += op.forward_flops;
     p.backward_flops += op.backward_flops;
     p.forward_bytes_moved += op.forward_bytes_moved;
-    const auto add_work = [&op](ModuleProfile::Work& w) {
-      if (op.is_gemm) w.gemm_flops += op.forward_flops;
-      else if (op.is_fused_attention) { w.fused_attention_flops += op.forward_flops; w.fused_attention_calls += 1; }
-      else if (op.is_attention_core) w.attention_flops += op.forward_flops;
-      else if (op.is_movement) { w.other_flops += op.forward_flops; w.movement_bytes += op.forward_bytes_moved; }
-      else { w.other_flops += op.forward_flops; w.other_bytes += op.forward_bytes_moved; }
-      w.host_calls += op.host_calls;
-      if (op.host_sync) w.host_syncs += 1;
-      w.comm_bytes += op.comm_bytes;
-      w.backward_comm_bytes += op.backward_comm_bytes;
-    };
-    add_work(p.forward_work);
+    add_work(op, p.forward_work);
     regions_seen |= op.regions & recompute_regions;
     if (ckpt.whole_module || in_region(op, recompute_regions)) {
       p.replay_flops += op.forward_flops;
       p.replay_bytes_moved += op.forward_bytes_moved;
-      add_work(p.replay_work);
+      add_work(op, p.replay_work);
     }
     for (std::size_t t = 0; t < nt; ++t) {
       if (!alive[t] || lt.held[t] || static_cast<int>(t) == g.output) continue;
@@ -184,108 +183,143 @@ Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) 
     if (g.tensors[t].external && lt.held[t]) p.input_held = true;
   }
   if (g.output >= 0) p.output_bytes = g.tensors[g.output].bytes;
+}
 
-  // ---- backward ----
-  // Live at backward start: held tensors plus the gradient of the output.
-  std::vector<bool> grad_alive(nt, false);
-  std::vector<std::int64_t> grad_bytes(nt, 0);
-  std::fill(alive.begin(), alive.end(), false);
-  live = 0;
-  for (std::size_t t = 0; t < nt; ++t) if (lt.held[t]) { alive[t] = true; live += g.tensors[t].bytes.value; }
-  if (g.output >= 0 && g.tensors[g.output].requires_grad) {
-    grad_alive[g.output] = true;
-    grad_bytes[g.output] = g.tensors[g.output].bytes.value;
-    live += grad_bytes[g.output];
+// The backward pass over the ops in reverse: live at its start are the held tensors and the output's
+// gradient; checkpointed regions replay on entry, discarded outputs come back at their hook, each op
+// allocates its inputs' gradients, and saved tensors go once their last saver has run.
+class BackwardPass {
+ public:
+  BackwardPass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet& ckpt, Simulation& sim)
+      : g_(g), lt_(lt), ckpt_(ckpt), sim_(sim), nt_(g.tensors.size()), alive_(nt_, false), grad_alive_(nt_, false),
+        grad_bytes_(nt_, 0) {}
+
+  void run(bool trace) {
+    for (std::size_t t = 0; t < nt_; ++t) if (lt_.held[t]) { alive_[t] = true; live_ += g_.tensors[t].bytes.value; }
+    if (g_.output >= 0 && g_.tensors[g_.output].requires_grad) {
+      grad_alive_[g_.output] = true;
+      grad_bytes_[g_.output] = g_.tensors[g_.output].bytes.value;
+      live_ += grad_bytes_[g_.output];
+    }
+    const std::int64_t backward_start = live_;
+    peak_ = live_;
+    if (ckpt_.whole_module && !g_.ops.empty()) replay([](const OpNode&) { return true; });
+    for (int i = static_cast<int>(g_.ops.size()) - 1; i >= 0; --i) {
+      const OpNode& op = g_.ops[i];
+      if (!ckpt_.whole_module) rematerialise_before(op, i);
+      op_backward(op);
+      release_after(i);
+      if (trace) sim_.events.push_back({op.name, true, Bytes{live_ - backward_start}});
+    }
+    sim_.profile.backward_peak_excess = Bytes{peak_ - backward_start};
   }
-  const std::int64_t backward_start = live;
-  peak = live;
 
+ private:
   // Re-materialise the tensors a checkpoint dropped, replaying the region's forward with saving on.
-  const auto replay = [&](auto&& op_in_region) {
+  template <typename InRegion>
+  void replay(InRegion&& op_in_region) {
     std::int64_t replay_live = 0, replay_peak = 0, rematerialised = 0;
-    std::vector<bool> tmp(nt, false);
+    std::vector<bool> tmp(nt_, false);
     int last = -1;
-    for (std::size_t i = 0; i < g.ops.size(); ++i) if (op_in_region(g.ops[i])) last = static_cast<int>(i);
-    for (std::size_t i = 0; i < g.ops.size(); ++i) {
-      const OpNode& op = g.ops[i];
+    for (std::size_t i = 0; i < g_.ops.size(); ++i) if (op_in_region(g_.ops[i])) last = static_cast<int>(i);
+    for (std::size_t i = 0; i < g_.ops.size(); ++i) {
+      const OpNode& op = g_.ops[i];
       if (!op_in_region(op)) continue;
-      for (int t : op.outputs) if (!alive[t] && !tmp[t]) { tmp[t] = true; replay_live += g.tensors[t].bytes.value; }
+      for (int t : op.outputs) if (!alive_[t] && !tmp[t]) { tmp[t] = true; replay_live += g_.tensors[t].bytes.value; }
       replay_peak = std::max(replay_peak, replay_live + op.forward_workspace.value);
-      for (std::size_t t = 0; t < nt; ++t) {
+      for (std::size_t t = 0; t < nt_; ++t) {
         if (!tmp[t]) continue;
-        const bool needed = lt.replayed[t] || g.tensors[t].producer == last;
-        if (!needed && lt.last_forward_use[t] <= static_cast<int>(i)) { tmp[t] = false; replay_live -= g.tensors[t].bytes.value; }
+        const bool needed = lt_.replayed[t] || g_.tensors[t].producer == last;
+        if (!needed && lt_.last_forward_use[t] <= static_cast<int>(i)) { tmp[t] = false; replay_live -= g_.tensors[t].bytes.value; }
       }
     }
-    for (std::size_t t = 0; t < nt; ++t) if (tmp[t]) { alive[t] = true; rematerialised += g.tensors[t].bytes.value; }
-    peak = std::max(peak, live + replay_peak);
-    live += rematerialised;
-    p.replay_bytes = max(p.replay_bytes, Bytes{rematerialised});
-  };
+    for (std::size_t t = 0; t < nt_; ++t) if (tmp[t]) { alive_[t] = true; rematerialised += g_.tensors[t].bytes.value; }
+    peak_ = std::max(peak_, live_ + replay_peak);
+    live_ += rematerialised;
+    sim_.profile.replay_bytes = max(sim_.profile.replay_bytes, Bytes{rematerialised});
+  }
 
-  std::uint32_t replayed_regions = 0;
-  if (ckpt.whole_module && !g.ops.empty()) replay([](const OpNode&) { return true; });
-  for (int i = static_cast<int>(g.ops.size()) - 1; i >= 0; --i) {
-    const OpNode& op = g.ops[i];
-    if (!ckpt.whole_module) {
-      const std::uint32_t region = active_keep_region(op, ckpt);
-      // Entering a region's backward (its last forward op) replays the whole region once.
-      for (std::uint32_t bit = 1; bit != 0 && bit <= region; bit <<= 1) {
-        if ((region & bit) == 0 || (replayed_regions & bit) != 0) continue;
-        replayed_regions |= bit;
-        replay([bit](const OpNode& o) { return (o.regions & bit) != 0; });
-      }
-      for (const auto& d : g.discards) {
-        if ((ckpt.discard_output & d.region) == 0 || d.hook_op != i) continue;
-        std::int64_t back = 0;
-        for (int t : d.tensors) if (!alive[t]) { alive[t] = true; back += g.tensors[t].bytes.value; }
-        live += back;
-        peak = std::max(peak, live);
-        p.replay_bytes = max(p.replay_bytes, Bytes{back});
-      }
+  // Entering a region's backward (its last forward op) replays the whole region once; a discarded
+  // output comes back at its hook op.
+  void rematerialise_before(const OpNode& op, int i) {
+    const std::uint32_t region = active_keep_region(op, ckpt_);
+    for (std::uint32_t bit = 1; bit != 0 && bit <= region; bit <<= 1) {
+      if ((region & bit) == 0 || (replayed_regions_ & bit) != 0) continue;
+      replayed_regions_ |= bit;
+      replay([bit](const OpNode& o) { return (o.regions & bit) != 0; });
     }
-    // The op's backward: gradients of its inputs plus scratch. A pass-through op (view, residual
-    // add) hands its output gradient to its inputs without copying; a second contribution to an
-    // existing gradient allocates the sum before the old partial gradient is released.
+    for (const auto& d : g_.discards) {
+      if ((ckpt_.discard_output & d.region) == 0 || d.hook_op != i) continue;
+      std::int64_t back = 0;
+      for (int t : d.tensors) if (!alive_[t]) { alive_[t] = true; back += g_.tensors[t].bytes.value; }
+      live_ += back;
+      peak_ = std::max(peak_, live_);
+      sim_.profile.replay_bytes = max(sim_.profile.replay_bytes, Bytes{back});
+    }
+  }
+
+  // The op's backward: gradients of its inputs plus scratch. A pass-through op (view, residual
+  // add) hands its output gradient to its inputs without copying; a second contribution to an
+  // existing gradient allocates the sum before the old partial gradient is released.
+  void op_backward(const OpNode& op) {
     std::int64_t new_grads = 0, accumulate = 0;
     std::int64_t handed_over = 0;
-    for (int o : op.outputs) if (grad_alive[o]) handed_over += grad_bytes[o];
+    for (int o : op.outputs) if (grad_alive_[o]) handed_over += grad_bytes_[o];
     bool handed = false;
     for (int t : op.inputs) {
-      if (!g.tensors[t].requires_grad) continue;
-      const std::int64_t b = g.tensors[t].bytes.value;
-      if (grad_alive[t]) {
+      if (!g_.tensors[t].requires_grad) continue;
+      const std::int64_t b = g_.tensors[t].bytes.value;
+      if (grad_alive_[t]) {
         accumulate = std::max(accumulate, b);
-        if (grad_bytes[t] == 0) { grad_bytes[t] = b; new_grads += b; }  // an alias becomes a real sum
+        if (grad_bytes_[t] == 0) { grad_bytes_[t] = b; new_grads += b; }  // an alias becomes a real sum
       } else if (op.grad_passthrough) {
-        grad_alive[t] = true;
-        grad_bytes[t] = handed ? 0 : std::min(b, handed_over);
+        grad_alive_[t] = true;
+        grad_bytes_[t] = handed ? 0 : std::min(b, handed_over);
         handed = true;
       } else {
-        grad_alive[t] = true;
-        grad_bytes[t] = b;
+        grad_alive_[t] = true;
+        grad_bytes_[t] = b;
         new_grads += b;
       }
     }
-    peak = std::max(peak, live + new_grads + accumulate + op.backward_workspace.value);
-    live += new_grads;
+    peak_ = std::max(peak_, live_ + new_grads + accumulate + op.backward_workspace.value);
+    live_ += new_grads;
     for (int o : op.outputs) {
-      if (!grad_alive[o]) continue;
-      grad_alive[o] = false;
+      if (!grad_alive_[o]) continue;
+      grad_alive_[o] = false;
       // Bytes handed to an input by a pass-through stay allocated under the input's name.
-      if (!(op.grad_passthrough && handed)) live -= grad_bytes[o];
-      grad_bytes[o] = 0;
+      if (!(op.grad_passthrough && handed)) live_ -= grad_bytes_[o];
+      grad_bytes_[o] = 0;
     }
-    for (std::size_t t = 0; t < nt; ++t) {
-      if (!alive[t]) continue;
-      // Released once no saver still needs it: savers run their backward in reverse order, so the
-      // smallest saving op is the last one to need it. Replayed outputs nobody saves die with their producer.
-      const bool done = lt.first_saver[t] >= i || (lt.first_saver[t] < 0 && g.tensors[t].producer >= i);
-      if (done) { alive[t] = false; live -= g.tensors[t].bytes.value; }
-    }
-    if (trace) sim.events.push_back({op.name, true, Bytes{live - backward_start}});
   }
-  p.backward_peak_excess = Bytes{peak - backward_start};
+
+  // Released once no saver still needs it: savers run their backward in reverse order, so the
+  // smallest saving op is the last one to need it. Replayed outputs nobody saves die with their producer.
+  void release_after(int i) {
+    for (std::size_t t = 0; t < nt_; ++t) {
+      if (!alive_[t]) continue;
+      const bool done = lt_.first_saver[t] >= i || (lt_.first_saver[t] < 0 && g_.tensors[t].producer >= i);
+      if (done) { alive_[t] = false; live_ -= g_.tensors[t].bytes.value; }
+    }
+  }
+
+  const LayerGraph& g_;
+  const Lifetimes& lt_;
+  const CheckpointSet& ckpt_;
+  Simulation& sim_;
+  std::size_t nt_;
+  std::vector<bool> alive_, grad_alive_;
+  std::vector<std::int64_t> grad_bytes_;
+  std::int64_t live_ = 0, peak_ = 0;
+  std::uint32_t replayed_regions_ = 0;
+};
+
+Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) {
+  check_program_order(g);
+  const Lifetimes lt = analyse(g, ckpt);
+  Simulation sim;
+  forward_pass(g, lt, ckpt, trace, sim);
+  BackwardPass(g, lt, ckpt, sim).run(trace);
   return sim;
 }
 

@@ -1,4 +1,4 @@
-// The ranking object of `peakcast rank --json` (interface.md, schema_version 1) plus extra fields.
+// The ranking object of `peakcast rank --json` (docs/interface.md, schema_version 1) plus extra fields.
 #include <nlohmann/json.hpp>
 
 #include "peakcast/sim/ranking.hpp"

@@ -229,6 +229,7 @@ struct OptimizerSpec {
   OptimizerImpl implementation = OptimizerImpl::te_fused_adam;
   bool overlap_param_gather_with_optimizer_step = false;
   bool optimizer_cpu_offload = false;
+  std::optional<double> loss_scale;  // None: dynamic loss scaling under fp16
 
   bool operator==(const OptimizerSpec&) const = default;
 };

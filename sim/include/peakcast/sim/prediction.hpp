@@ -161,7 +161,7 @@ class Predictor {
   std::unique_ptr<Impl> impl_;
 };
 
-// schema_version 1 JSON, as fixed in interface.md.
+// schema_version 1 JSON, as fixed in docs/interface.md.
 std::string to_json(const Prediction& p, bool with_timeline = false);
 
 }  // namespace peakcast::sim

@@ -103,7 +103,7 @@ std::optional<Prediction> shown_candidate_prediction(const model::RunSpec& spec,
 // Why a tag can leave the peak unchanged, in a Megatron user's words.
 std::string why_tag_has_no_effect(model::RecomputeTag t);
 
-// schema_version 1 ranking object (interface.md) plus extra fields.
+// schema_version 1 ranking object (docs/interface.md) plus extra fields.
 std::string to_json(const Ranking& r);
 
 }  // namespace peakcast::sim

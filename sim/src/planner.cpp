@@ -2,7 +2,7 @@
 // set of layer graphs and module profiles), each layout checked by Megatron's rules and bounded by its
 // static memory and its policy-free step-time (or headroom) bound; then best-first: layouts in bound
 // order, their policies validated and timed without the memory walk, and simulated in time order
-// until nothing left can reach the top K (docs/planning.md).
+// until nothing left can reach the top K (docs/interface.md, the plan object).
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -1,4 +1,4 @@
-// The object `peakcast plan --json` prints (docs/planning.md).
+// The object `peakcast plan --json` prints (docs/interface.md, the plan object).
 #include <nlohmann/json.hpp>
 
 #include "peakcast/sim/planner.hpp"

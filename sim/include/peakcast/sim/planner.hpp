@@ -5,7 +5,7 @@
 // `rank` knows (and CPU offloading), pruned by Megatron's own rules (validate()) and by bounds that
 // cannot fit or cannot reach the top K, the survivors simulated; the top K by the objective with their
 // per-rank peaks, reservation estimates, verdict, step-time split and launch settings.
-// docs/planning.md describes the search and why each pruning rule is safe.
+// docs/interface.md, the plan object describes the search and why each pruning rule is safe.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -136,7 +136,7 @@ struct PlanResult {
 // and a global batch (train.global_batch_size); its layout and recompute fields are replaced.
 PlanResult plan(const model::RunSpec& base, const PlanOptions& options = {});
 
-// The JSON object of `peakcast plan --json` (docs/planning.md).
+// The JSON object of `peakcast plan --json` (docs/interface.md, the plan object).
 std::string to_json(const PlanResult& r);
 
 // Pieces the search is made of, exposed for tests.

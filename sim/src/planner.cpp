@@ -12,6 +12,7 @@
 #include <thread>
 #include <tuple>
 
+#include "peakcast/model/layer_plan.hpp"
 #include "peakcast/model/userbuffers.hpp"
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/moe_routing.hpp"
@@ -87,6 +88,12 @@ model::RunSpec Search::spec_of(const PlanLayout& l) const {
   return s;
 }
 
+model::RunSpec Search::spec_at(std::size_t i) const {
+  model::RunSpec s = layout_spec(base_, layouts_[i]);
+  s.model.moe_routing_imbalance = records_[i].routing_load;
+  return s;
+}
+
 Search::GroupKey Search::group_key(const model::RunSpec& s) const {
   const auto& m = s.model;
   return {m.tensor_model_parallel_size, m.sequence_parallel && m.tensor_model_parallel_size > 1, m.context_parallel_size,
@@ -97,9 +104,16 @@ Search::GroupKey Search::group_key(const model::RunSpec& s) const {
 void Search::enumerate() {
   layouts_ = enumerate_layouts(base_, options_);
   std::map<GroupKey, std::size_t> index;
+  // The busiest-rank routing load depends on EP and the MoE layers per stage only (moe_routing.cpp).
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, double> loads;
   records_.resize(layouts_.size());
   for (std::size_t i = 0; i < layouts_.size(); ++i) {
-    const GroupKey k = group_key(spec_of(layouts_[i]));
+    const PlanLayout& l = layouts_[i];
+    const auto load_key = std::make_tuple(l.ep, l.pp, l.vpp, l.first_stage_layers.value_or(0), l.last_stage_layers.value_or(0));
+    auto load = loads.find(load_key);
+    if (load == loads.end()) load = loads.emplace(load_key, spec_of(l).model.moe_routing_imbalance).first;
+    records_[i].routing_load = load->second;
+    const GroupKey k = group_key(spec_at(i));
     auto it = index.find(k);
     if (it == index.end()) {
       it = index.emplace(k, groups_.size()).first;
@@ -108,6 +122,26 @@ void Search::enumerate() {
     groups_[it->second].layouts.push_back(i);
     records_[i].group = it->second;
   }
+}
+
+// Static memory does not depend on the micro-batch size (nor on distribute_saved_activations): the
+// layouts that differ only in it share one static_memory_per_rank, computed by the first of them.
+Bytes Search::static_bound_of(std::size_t i, const model::RunSpec& s) {
+  PlanLayout k = layouts_[i];
+  k.mbs = 0;
+  k.distribute_saved_activations = false;
+  const std::string key = describe(k);
+  {
+    const std::lock_guard<std::mutex> lock(static_mutex_);
+    if (const auto it = static_bounds_.find(key); it != static_bounds_.end()) return it->second;
+  }
+  const model::Derived d = model::derive(s);
+  Bytes bound{};
+  for (const auto& rs : model::static_memory_per_rank(s, d, model::build_layer_plan(s, d)))
+    bound = max(bound, static_peak_lower_bound(rs.memory));
+  const std::lock_guard<std::mutex> lock(static_mutex_);
+  static_bounds_.emplace(key, bound);
+  return bound;
 }
 
 // One layout: Megatron's layout rules, its static memory against the GPU, its objective bound.
@@ -125,7 +159,7 @@ void Search::bound_layout(std::size_t i, Group& g) {
     rec.time_bound = twin.time_bound;
     return;
   }
-  const model::RunSpec s = spec_of(layouts_[i]);
+  const model::RunSpec s = spec_at(i);
   bool policy_only = false;
   rec.reason = first_error(model::validate(with_choice(s, RecomputeChoice{})), &policy_only);
   if (!rec.reason.empty() && !policy_only) {
@@ -136,17 +170,17 @@ void Search::bound_layout(std::size_t i, Group& g) {
     const std::lock_guard<std::mutex> lock(tags_mutex_);
     if (tags_ < 0) tags_ = static_cast<int>(applicable_tags(s).size());
   }
+  rec.capacity = s.cluster.gpu.memory_bytes - model::total_bytes(model::te_userbuffers(s));
+  rec.static_bound = static_bound_of(i, s);
+  if (!options_.exhaustive && rec.static_bound > rec.capacity) {
+    rec.state = LayoutState::static_pruned;
+    return;
+  }
   // The group's first layout builds the layer graphs; the rest share them.
   std::unique_ptr<Predictor> own;
   if (!g.anchor) g.anchor = std::make_unique<Predictor>(s);
   else own = std::make_unique<Predictor>(s, *g.anchor);
   Predictor& p = own ? *own : *g.anchor;
-  rec.capacity = s.cluster.gpu.memory_bytes - model::total_bytes(model::te_userbuffers(s));
-  for (const auto& rs : p.static_memory()) rec.static_bound = max(rec.static_bound, static_peak_lower_bound(rs.memory));
-  if (!options_.exhaustive && rec.static_bound > rec.capacity) {
-    rec.state = LayoutState::static_pruned;
-    return;
-  }
   double bound = p.step_time(RecomputeChoice{}).any_policy_lower_bound_s;
   if (s.model.mlp_chunks_for_training > 1) {
     // A selective `mlp` checkpoint builds the MLP unchunked (a different graph): bound both.

@@ -75,7 +75,7 @@ void Search::keep(std::size_t layout, std::size_t policy, const RecomputeChoice&
   k.layout = layout;
   k.policy = policy;
   if (k.primary > threshold()) return;
-  k.entry = make_entry(base_, spec_of(layouts_[layout]), layouts_[layout], c, p);
+  k.entry = make_entry(base_, spec_at(layout), layouts_[layout], c, p);
   kept_.insert(std::upper_bound(kept_.begin(), kept_.end(), k, better), std::move(k));
   // Drop what can no longer be shown (beyond the K-th's near-tie range, and beyond the cap).
   const double t = threshold();
@@ -89,7 +89,7 @@ void Search::keep(std::size_t layout, std::size_t policy, const RecomputeChoice&
 void Search::search_layout(std::size_t i) {
   LayoutRecord& rec = records_[i];
   rec.state = LayoutState::searched;
-  const model::RunSpec s = spec_of(layouts_[i]);
+  const model::RunSpec s = spec_at(i);
   Predictor p(s, *groups_[rec.group].anchor);
   const auto policies = layout_policies(s, layouts_[i]);
   rec.policies = policies.size();

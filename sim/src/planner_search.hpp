@@ -3,6 +3,7 @@
 // the result. Private to peakcast_sim (planner.cpp: layouts and bounds; planner_best_first.cpp: the
 // best-first walk and the result).
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,7 @@ struct LayoutRecord {
   Bytes capacity;            // the GPU less TE's userbuffers
   Bytes static_bound;        // the largest rank's static_peak_lower_bound
   double time_bound = 0;     // Predictor::StepTimeEstimate::any_policy_lower_bound_s
+  double routing_load = 1.0; // model.moe_routing_imbalance the layout is checked at (Search::spec_of)
   std::size_t policies = 0;  // policies built for it (0: not built; counted from its dimensions)
 };
 
@@ -48,6 +50,10 @@ class Search {
   model::RunSpec spec_of(const PlanLayout& l) const;
 
  private:
+  // spec_of(layouts_[i]) with the routing load enumerate() computed once per (EP, pipeline split).
+  model::RunSpec spec_at(std::size_t i) const;
+
+ private:
   // tp, sp, cp, ep, etp, micro-batch, MoE load, TP-overlap: what the layer graphs' shapes depend on
   // besides the model (Predictor(spec, shapes) checks the shapes it can).
   using GroupKey = std::tuple<std::int64_t, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, double, bool>;
@@ -55,6 +61,7 @@ class Search {
 
   void enumerate();
   void bound_layout(std::size_t i, Group& g);
+  Bytes static_bound_of(std::size_t i, const model::RunSpec& s);  // the largest rank's static_peak_lower_bound
   void bound_all();
   std::size_t policies_of(std::size_t i) const;
   std::vector<std::string> notes() const;
@@ -73,6 +80,8 @@ class Search {
   std::vector<Group> groups_;
   int tags_ = -1;  // selective tags of the model (policy counts); set by the first layout Megatron accepts
   std::mutex tags_mutex_;
+  std::map<std::string, Bytes> static_bounds_;  // by the layout's describe() without its micro-batch size
+  std::mutex static_mutex_;
   std::vector<Kept> kept_;  // sorted best first, trimmed to what can still be shown
   PlanStats stats_;
 };

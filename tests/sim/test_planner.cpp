@@ -199,7 +199,11 @@ TEST_CASE("plan: launch settings turn the input spec into the planned configurat
   const sim::PlanResult r = sim::plan(base, o);
   REQUIRE(!r.entries.empty());
   for (const auto& e : r.entries) {
-    const model::RunSpec planned = sim::with_choice(sim::planning::layout_spec(base, e.layout), e.choice);
+    // A selective list without tags recomputes nothing; the launch lines say so as no recompute
+    // (Megatron's --recompute-modules cannot be given empty), which is the same run.
+    sim::RecomputeChoice c = e.choice;
+    if (c.granularity == model::RecomputeGranularity::selective && c.modules.empty()) c.granularity = model::RecomputeGranularity::none;
+    const model::RunSpec planned = sim::with_choice(sim::planning::layout_spec(base, e.layout), c);
     const model::RunSpec round = parse(kDense, e.launch.peakcast_sets);
     CHECK(round == planned);
     const sim::Prediction p = sim::predict(round);

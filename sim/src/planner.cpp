@@ -124,12 +124,16 @@ void Search::enumerate() {
   }
 }
 
-// Static memory does not depend on the micro-batch size (nor on distribute_saved_activations): the
-// layouts that differ only in it share one static_memory_per_rank, computed by the first of them.
+// Static memory (model/src/static_memory*.cpp) reads neither the micro-batch size nor SP nor
+// distribute_saved_activations, and without the distributed optimizer and overlap_grad_reduce neither
+// DP nor CP (shard counts and bucket sizes are what depend on them): layouts that differ only in these
+// share one static_memory_per_rank, computed by the first of them.
 Bytes Search::static_bound_of(std::size_t i, const model::RunSpec& s) {
   PlanLayout k = layouts_[i];
   k.mbs = 0;
+  k.sequence_parallel = false;
   k.distribute_saved_activations = false;
+  if (!k.distributed_optimizer && !k.overlap_grad_reduce) k.cp = k.dp = 0;
   const std::string key = describe(k);
   {
     const std::lock_guard<std::mutex> lock(static_mutex_);

@@ -74,5 +74,6 @@ Runner add_calibrate_command(CLI::App& app);
 Runner add_validate_command(CLI::App& app);
 Runner add_import_command(CLI::App& app);
 Runner add_recipes_command(CLI::App& app);
+Runner add_plan_command(CLI::App& app);
 
 }  // namespace peakcast::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(add_validate_command);
   add(add_import_command);
   add(add_recipes_command);
+  add(add_plan_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

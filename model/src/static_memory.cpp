@@ -1,6 +1,8 @@
 // static_memory_per_rank: model state of each distinct rank shape. Pipeline stages differ in
 // layers; within a stage, distributed-optimizer shards differ in how much padding they own.
 #include <algorithm>
+#include <functional>
+#include <set>
 
 #include "peakcast/model/static_memory.hpp"
 #include "static_memory_internal.hpp"
@@ -47,7 +49,6 @@ DdpSettings chunk_ddp_settings(const PipelineStage& stage, const ModelChunk& chu
 namespace {
 
 using detail::DdpBuffer;
-
 constexpr std::int64_t kFp32Bytes = 4;
 // FP8 compute with bf16 params: TE quantises each GEMM weight once per step into a cached FP8
 // workspace, rowwise plus a columnwise (transposed) copy for backward (Hopper). Assumption
@@ -60,19 +61,16 @@ constexpr std::int64_t kMxfp8BlockSize = 32;
 
 struct StageBuffers {
   std::vector<std::vector<DdpBuffer>> chunks;  // per model chunk, in chunk order
-  // With DistOpt: owned_elements of each buffer for every shard index, chunks[c][b][shard].
-  std::vector<std::vector<std::vector<std::int64_t>>> owned;
 };
+
+// Elements a rank owns in buffer `b` (chunk c, buffer k) as DistOpt shard `shard`.
+using OwnedElements = std::function<std::int64_t(std::size_t c, std::size_t k, const DdpBuffer& b, std::int64_t shard)>;
 
 StageBuffers stage_buffers(const PipelineStage& stage, const RunSpec& spec, const Derived& d) {
   StageBuffers out;
   for (const auto& chunk : stage.chunks) {
     const detail::DdpSettings s = detail::chunk_ddp_settings(stage, chunk, spec, d);
     out.chunks.push_back(detail::ddp_buffers(detail::chunk_params(chunk, spec, d).tensors, s));
-    auto& owned = out.owned.emplace_back();
-    if (d.distributed_optimizer) {
-      for (const auto& b : out.chunks.back()) owned.push_back(detail::owned_elements_by_shard(b));
-    }
   }
   return out;
 }
@@ -132,18 +130,13 @@ StaticMemory shard_independent(const PipelineStage& stage, const StageBuffers& s
 
 // Optimizer state of the rank that owns shard (dense_shard, expert_shard) of every bucket.
 void add_optimizer_state(StaticMemory& mem, const StageBuffers& sb, const RunSpec& spec, const Derived& d,
-                         std::int64_t dense_shard, std::int64_t expert_shard) {
+                         std::int64_t dense_shard, std::int64_t expert_shard, const OwnedElements& owned_of) {
   std::int64_t dense_temp = 0, expert_temp = 0;
   for (std::size_t c = 0; c < sb.chunks.size(); ++c) {
     for (std::size_t k = 0; k < sb.chunks[c].size(); ++k) {
       const DdpBuffer& b = sb.chunks[c][k];
-      std::int64_t owned = b.numel_unpadded;
-      if (d.distributed_optimizer) {
-        const std::int64_t shard = b.expert ? expert_shard : dense_shard;
-        const auto& by_shard = sb.owned[c][k];
-        owned = shard >= 0 && static_cast<std::size_t>(shard) < by_shard.size() ? by_shard[static_cast<std::size_t>(shard)]
-                                                                               : detail::owned_elements(b, shard);
-      }
+      const std::int64_t owned = d.distributed_optimizer ? owned_of(c, k, b, b.expert ? expert_shard : dense_shard)
+                                                         : b.numel_unpadded;
       const detail::OptimizerBytes ob = detail::optimizer_bytes(spec, d, b.param_dtype, b.grad_dtype);
       mem.main_params += Bytes{owned * ob.main_param};
       mem.optimizer_states += Bytes{owned * ob.states};
@@ -169,55 +162,132 @@ bool same_memory(const StaticMemory& a, const StaticMemory& b) {
          a.step_transient_first == b.step_transient_first && a.step_transient_steady == b.step_transient_steady;
 }
 
+// Default rank order tp-cp-ep-dp-pp: within a stage, the rank with tp_rank 0 and DP x CP index i is
+// global g = tp * i; its expert-DP index is g / (etp * ep) (parallel_state.py). Its dense DistOpt
+// shard is i modulo the dense shard count, its expert shard that expert-DP index modulo the expert
+// shard count (distributed optimizer instances repeat the shards).
+struct ShardMap {
+  std::int64_t tp = 1, cp = 1, ep = 1, etp = 1, dense_shards = 1, expert_shards = 1;
+  std::int64_t expert_index(std::int64_t i) const { return tp * i / std::max<std::int64_t>(1, etp * ep); }
+};
+
+ShardMap shard_map(const Derived& d, const detail::DdpSettings& settings) {
+  return {d.tp, d.cp, d.ep, d.etp, settings.dense_shards, settings.expert_shards};
+}
+
+RankStatic rank_at(std::int64_t i, const PipelineStage& stage, const StageBuffers& sb, const StaticMemory& base,
+                   const RunSpec& spec, const Derived& d, const ShardMap& map, const OwnedElements& owned_of) {
+  RankStatic r;
+  r.rank.pp_rank = stage.pp_rank;
+  r.rank.cp_rank = i % map.cp;
+  r.rank.dp_rank = i / map.cp;
+  r.rank.ep_rank = (map.tp * i / std::max<std::int64_t>(1, map.etp)) % std::max<std::int64_t>(1, map.ep);
+  for (const auto& c : stage.chunks) r.vpp_chunks.push_back(c.vpp_index);
+  r.memory = base;
+  add_optimizer_state(r.memory, sb, spec, d, i % map.dense_shards, map.expert_index(i) % map.expert_shards, owned_of);
+  return r;
+}
+
+// What a stage reports: the first shard, the first one with the most state, and the last (which
+// holds the bucket-end padding), each once. `ranks` are candidates in ascending index order that
+// include index 0, the last index, and the first index of every run of equal memory.
+void pick_reported(const std::vector<RankStatic>& ranks, std::vector<RankStatic>& out) {
+  const auto largest = std::max_element(ranks.begin(), ranks.end(), [](const RankStatic& a, const RankStatic& b) {
+    return persistent_total(a.memory) < persistent_total(b.memory);
+  });
+  std::vector<const RankStatic*> picks{&ranks.front(), &*largest, &ranks.back()};
+  std::vector<RankStatic> stage_out;
+  for (const RankStatic* p : picks) {
+    const bool seen = std::any_of(stage_out.begin(), stage_out.end(),
+                                  [&](const RankStatic& q) { return same_memory(q.memory, p->memory); });
+    if (!seen) stage_out.push_back(*p);
+  }
+  for (auto& r : stage_out) out.push_back(std::move(r));
+}
+
+// The DP x CP indices at which some rank's memory can differ from the previous index's: where its
+// dense shard enters a new piece of any dense buffer's ownership, or its expert-DP index reaches a
+// new piece of any expert buffer's (every piece start, repeated for each wrap of the shard count).
+std::vector<std::int64_t> candidate_indices(const std::vector<std::vector<detail::ShardOwnership>>& own,
+                                            const StageBuffers& sb, const ShardMap& map, std::int64_t dp_cp) {
+  std::set<std::int64_t> dense_starts{0}, expert_starts{0};
+  for (std::size_t c = 0; c < sb.chunks.size(); ++c)
+    for (std::size_t k = 0; k < sb.chunks[c].size(); ++k)
+      (sb.chunks[c][k].expert ? expert_starts : dense_starts).insert(own[c][k].starts.begin(), own[c][k].starts.end());
+  std::set<std::int64_t> idx{0, dp_cp - 1};
+  for (const std::int64_t s : dense_starts)
+    for (std::int64_t i = s; i < dp_cp; i += map.dense_shards) idx.insert(i);
+  const std::int64_t per_index = std::max<std::int64_t>(1, map.etp * map.ep);
+  const std::int64_t last_expert_index = map.expert_index(dp_cp - 1);
+  for (const std::int64_t s : expert_starts)
+    for (std::int64_t t = s; t <= last_expert_index; t += map.expert_shards) {
+      const std::int64_t i = (t * per_index + map.tp - 1) / map.tp;  // the first i with expert_index(i) >= t
+      if (i < dp_cp) idx.insert(i);
+    }
+  return {idx.begin(), idx.end()};
+}
+
 }  // namespace
 
 std::vector<RankStatic> static_memory_per_rank(const RunSpec& spec, const Derived& d, const LayerPlan& plan) {
   const detail::DdpSettings settings = detail::ddp_settings(spec, d);
+  const ShardMap map = shard_map(d, settings);
   const std::int64_t dp_cp = std::max<std::int64_t>(1, d.dp * d.cp);
   std::vector<RankStatic> out;
   for (const auto& stage : plan.stages) {
     const StageBuffers sb = stage_buffers(stage, spec, d);
     const StaticMemory base = shard_independent(stage, sb, spec, d);
-    std::vector<std::int64_t> chunks;
-    for (const auto& c : stage.chunks) chunks.push_back(c.vpp_index);
-
-    // Default rank order tp-cp-ep-dp-pp: within a stage, the rank with tp_rank 0 and DP x CP
-    // index i is global g = tp * i; its expert-DP index is g / (etp * ep) (parallel_state.py).
-    auto rank_at = [&](std::int64_t i) {
-      RankStatic r;
-      const std::int64_t g = d.tp * i;
-      r.rank.pp_rank = stage.pp_rank;
-      r.rank.cp_rank = i % d.cp;
-      r.rank.dp_rank = i / d.cp;
-      r.rank.ep_rank = (g / std::max<std::int64_t>(1, d.etp)) % std::max<std::int64_t>(1, d.ep);
-      r.vpp_chunks = chunks;
-      r.memory = base;
-      const std::int64_t expert_index = g / std::max<std::int64_t>(1, d.etp * d.ep);
-      add_optimizer_state(r.memory, sb, spec, d, i % settings.dense_shards, expert_index % settings.expert_shards);
-      return r;
+    std::vector<std::vector<detail::ShardOwnership>> own;
+    if (d.distributed_optimizer)
+      for (const auto& chunk : sb.chunks) {
+        auto& o = own.emplace_back();
+        for (const auto& b : chunk) o.push_back(detail::shard_ownership(b));
+      }
+    const OwnedElements owned_of = [&own](std::size_t c, std::size_t k, const DdpBuffer&, std::int64_t shard) {
+      return own[c][k].at(shard);
     };
-
     if (!d.distributed_optimizer) {
-      out.push_back(rank_at(0));
+      out.push_back(rank_at(0, stage, sb, base, spec, d, map, owned_of));
       continue;
     }
-    // Shards differ only by the padding and alignment gaps they cover. Report the first shard,
-    // the one with the most state, and the last (which holds the bucket-end padding).
-    std::vector<RankStatic> all;
-    for (std::int64_t i = 0; i < dp_cp; ++i) all.push_back(rank_at(i));
-    const auto largest = std::max_element(all.begin(), all.end(), [](const RankStatic& a, const RankStatic& b) {
-      return persistent_total(a.memory) < persistent_total(b.memory);
-    });
-    std::vector<const RankStatic*> picks{&all.front(), &*largest, &all.back()};
-    std::vector<RankStatic> stage_out;
-    for (const RankStatic* p : picks) {
-      const bool seen = std::any_of(stage_out.begin(), stage_out.end(),
-                                    [&](const RankStatic& q) { return same_memory(q.memory, p->memory); });
-      if (!seen) stage_out.push_back(*p);
-    }
-    for (auto& r : stage_out) out.push_back(std::move(r));
+    // Memory is constant between consecutive candidate indices, so the candidates alone give the
+    // first, the first largest and the last shard's state that walking every index gives.
+    std::vector<RankStatic> ranks;
+    for (const std::int64_t i : candidate_indices(own, sb, map, dp_cp)) ranks.push_back(rank_at(i, stage, sb, base, spec, d, map, owned_of));
+    pick_reported(ranks, out);
   }
   return out;
 }
+
+namespace detail {
+
+std::vector<RankStatic> static_memory_per_rank_all_shards(const RunSpec& spec, const Derived& d, const LayerPlan& plan) {
+  const DdpSettings settings = ddp_settings(spec, d);
+  const ShardMap map = shard_map(d, settings);
+  const std::int64_t dp_cp = std::max<std::int64_t>(1, d.dp * d.cp);
+  std::vector<RankStatic> out;
+  for (const auto& stage : plan.stages) {
+    const StageBuffers sb = stage_buffers(stage, spec, d);
+    const StaticMemory base = shard_independent(stage, sb, spec, d);
+    std::vector<std::vector<std::vector<std::int64_t>>> by_shard;
+    for (const auto& chunk : sb.chunks) {
+      auto& o = by_shard.emplace_back();
+      for (const auto& b : chunk) o.push_back(d.distributed_optimizer ? owned_elements_by_shard(b) : std::vector<std::int64_t>{});
+    }
+    const OwnedElements owned_of = [&by_shard](std::size_t c, std::size_t k, const DdpBuffer&, std::int64_t shard) {
+      return by_shard[c][k][static_cast<std::size_t>(shard)];
+    };
+    if (!d.distributed_optimizer) {
+      out.push_back(rank_at(0, stage, sb, base, spec, d, map, owned_of));
+      continue;
+    }
+    std::vector<RankStatic> all;
+    for (std::int64_t i = 0; i < dp_cp; ++i) all.push_back(rank_at(i, stage, sb, base, spec, d, map, owned_of));
+    pick_reported(all, out);
+  }
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace peakcast::model

@@ -156,4 +156,65 @@ std::vector<std::int64_t> owned_elements_by_shard(const DdpBuffer& buffer) {
   return owned;
 }
 
+std::int64_t ShardOwnership::at(std::int64_t shard) const {
+  const auto it = std::upper_bound(starts.begin(), starts.end(), shard);
+  return it == starts.begin() ? 0 : owned[static_cast<std::size_t>(it - starts.begin() - 1)];
+}
+
+ShardOwnership shard_ownership(const DdpBuffer& buffer) {
+  // A shard owns its slice of each bucket less the elements of that slice no parameter covers (the
+  // holes: 64-element alignment gaps and the padding at the bucket's end). Each hole takes its
+  // overlap from the first and last shard it touches and a whole slice from each one in between;
+  // those runs go into a sparse difference list keyed by shard index, as owned_elements_by_shard
+  // does densely.
+  const std::int64_t shards = std::max<std::int64_t>(buffer.shard_count, 1);
+  std::int64_t full = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> delta;  // (shard index, change of the deficit)
+  for (const auto& [b_start, b_end] : buffer.buckets) {
+    const std::int64_t shard = (b_end - b_start) / shards;
+    if (shard <= 0) continue;
+    full += shard;
+    const std::int64_t covered_end = b_start + shard * shards;  // a remainder past the last shard is nobody's
+    const auto hole = [&](std::int64_t lo, std::int64_t hi) {
+      if (hi <= lo) return;
+      const std::int64_t first = (lo - b_start) / shard, last = (hi - 1 - b_start) / shard;
+      if (first == last) {
+        delta.emplace_back(first, hi - lo);
+        delta.emplace_back(first + 1, lo - hi);
+        return;
+      }
+      const std::int64_t head = b_start + (first + 1) * shard - lo, tail = hi - (b_start + last * shard);
+      delta.emplace_back(first, head);
+      delta.emplace_back(first + 1, shard - head);
+      delta.emplace_back(last, tail - shard);
+      delta.emplace_back(last + 1, -tail);
+    };
+    std::int64_t cursor = b_start;
+    auto it = std::partition_point(buffer.params.begin(), buffer.params.end(),
+                                   [b_start](const auto& p) { return p.second <= b_start; });
+    for (; it != buffer.params.end() && it->first < covered_end; ++it) {
+      const std::int64_t lo = std::max(it->first, b_start), hi = std::min(it->second, covered_end);
+      hole(cursor, lo);
+      cursor = std::max(cursor, hi);
+    }
+    hole(cursor, covered_end);
+  }
+  std::sort(delta.begin(), delta.end());
+  ShardOwnership out;
+  out.starts.push_back(0);
+  out.owned.push_back(full);
+  std::int64_t deficit = 0;
+  for (std::size_t k = 0; k < delta.size();) {
+    const std::int64_t at = delta[k].first;
+    for (; k < delta.size() && delta[k].first == at; ++k) deficit += delta[k].second;
+    if (at >= shards) break;
+    if (at == 0) out.owned.front() = full - deficit;
+    else if (full - deficit != out.owned.back()) {
+      out.starts.push_back(at);
+      out.owned.push_back(full - deficit);
+    }
+  }
+  return out;
+}
+
 }  // namespace peakcast::model::detail

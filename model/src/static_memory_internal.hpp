@@ -61,6 +61,21 @@ std::int64_t owned_elements(const DdpBuffer& buffer, std::int64_t shard_index);
 // owned_elements for every shard index 0 .. shard_count - 1 in one pass over the parameters.
 std::vector<std::int64_t> owned_elements_by_shard(const DdpBuffer& buffer);
 
+// owned_elements as a step function of the shard index: shards [starts[k], starts[k + 1]) (the last
+// piece up to shard_count) each own owned[k] elements. Every shard owns its whole slice of each
+// bucket except where a parameter-alignment gap or the bucket-end padding falls in it, so there are
+// O(parameters + buckets) pieces whatever the shard count (the data-parallel size).
+struct ShardOwnership {
+  std::vector<std::int64_t> starts;  // ascending, starts[0] == 0
+  std::vector<std::int64_t> owned;
+  std::int64_t at(std::int64_t shard) const;
+};
+ShardOwnership shard_ownership(const DdpBuffer& buffer);
+
+// static_memory_per_rank as it was first written: every DistOpt shard index built and compared
+// (O(DP x CP) per stage). Kept as the reference the O(1)-in-DP version is tested against.
+std::vector<RankStatic> static_memory_per_rank_all_shards(const RunSpec& spec, const Derived& d, const LayerPlan& plan);
+
 // Optimizer bytes per element it owns, and the step transients (§ optimizer rules in
 // static_memory_optimizer.cpp).
 struct OptimizerBytes {

@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "peakcast/model/layer_plan.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
 
 namespace peakcast::sim {
 
-double expected_max_of_normals(std::int64_t n) {
-  if (n <= 1) return 0.0;
+namespace {
+
+double integrate_max_of_normals(std::int64_t n) {
   // E[max] = integral of x * n * phi(x) * Phi(x)^(n-1) dx, by the trapezoid rule on [-10, 10].
   const double pi = 3.14159265358979323846;
   const int steps = 20000;
@@ -24,6 +27,18 @@ double expected_max_of_normals(std::int64_t n) {
     sum += (i == 0 || i == steps) ? 0.5 * f : f;
   }
   return sum * dx;
+}
+
+}  // namespace
+
+double expected_max_of_normals(std::int64_t n) {
+  if (n <= 1) return 0.0;
+  // A 20,001-point integral: computed once per n (plan asks for it on every layout with EP > 1).
+  static std::mutex mutex;
+  static std::map<std::int64_t, double> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto it = cache.find(n);
+  return it != cache.end() ? it->second : cache.emplace(n, integrate_max_of_normals(n)).first->second;
 }
 
 double busiest_rank_routing_load(const model::RunSpec& spec, double expert_load_sigma) {
@@ -46,7 +61,8 @@ double busiest_rank_routing_load(const model::RunSpec& spec, double expert_load_
 }
 
 std::optional<double> untrained_expert_load_sigma(const std::string& score_function) {
-  for (const auto& [score, sigma] : load_fitted_constants().moe_expert_load_sigma)
+  static const auto sigmas = load_fitted_constants().moe_expert_load_sigma;  // the embedded profile, parsed once
+  for (const auto& [score, sigma] : sigmas)
     if (score == score_function) return sigma;
   return std::nullopt;
 }

@@ -3,7 +3,9 @@
 // reservation estimate (reserved_estimate) and the step time (step_time).
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "alloc_recorder.hpp"
@@ -152,15 +154,37 @@ void summarize(Prediction& out, const FittedConstants& fitted, bool expandable) 
 struct Predictor::Impl {
   model::RunSpec spec;
   model::Derived d;
-  detail::StageBuilder builder;
+  std::shared_ptr<detail::StageBuilder> builder;  // shared by Predictors of one shape (Predictor(spec, shapes))
   model::LayerPlan plan;
   FittedConstants fitted;
   // Static memory does not depend on the recompute choice (Predictor::run(choice) changes only that).
   std::optional<std::vector<model::RankStatic>> statics;
   detail::ScriptCache scripts;  // the allocator replay's module scripts
   explicit Impl(model::RunSpec s)
-      : spec(std::move(s)), d(model::derive(spec)), builder(spec, d), plan(model::build_layer_plan(spec, d)),
+      : spec(std::move(s)), d(model::derive(spec)), builder(std::make_shared<detail::StageBuilder>(spec, d)),
+        plan(model::build_layer_plan(spec, d)),
         fitted(shipped_fitted_constants(spec.model.transformer_impl == model::TransformerImpl::local)) {}
+  Impl(model::RunSpec s, std::shared_ptr<detail::StageBuilder> shared)
+      : spec(std::move(s)), d(model::derive(spec)), builder(std::move(shared)), plan(model::build_layer_plan(spec, d)),
+        fitted(shipped_fitted_constants(spec.model.transformer_impl == model::TransformerImpl::local)) {}
+
+  // The spec with only its recompute and offloading fields replaced by `choice`.
+  model::RunSpec with_policy(const RecomputeChoice& choice) const {
+    model::RunSpec s = spec;
+    s.model.recompute_granularity = choice.granularity;
+    s.model.recompute_modules = choice.modules;
+    s.model.recompute_method = choice.method;
+    s.model.recompute_num_layers = choice.num_layers;
+    s.model.cpu_offloading = choice.cpu_offloading;
+    s.model.cpu_offloading_num_layers = choice.cpu_offloading_num_layers;
+    s.model.moe_layer_recompute = false;
+    return s;
+  }
+  const std::vector<model::RankStatic>& static_memory() {
+    if (!statics) statics = model::static_memory_per_rank(spec, d, plan);
+    return *statics;
+  }
+  StepTimeEstimate step_time(const model::RunSpec& policy);
 
   // The run under `policy`: the builder's spec with, at most, other recompute and offloading fields.
   Prediction run(const model::RunSpec& policy, const PredictOptions& options);
@@ -178,6 +202,16 @@ Predictor::Predictor(model::RunSpec spec) : impl_(std::make_unique<Impl>(std::mo
 Predictor::Predictor(model::RunSpec spec, const FittedConstants& fitted) : impl_(std::make_unique<Impl>(std::move(spec))) {
   impl_->fitted = fitted;
 }
+Predictor::Predictor(model::RunSpec spec, const Predictor& shapes)
+    : impl_(std::make_unique<Impl>(std::move(spec), shapes.impl_->builder)) {
+  const ShapeContext& a = impl_->builder->shapes();
+  const ShapeContext b = make_shape_context(impl_->spec, impl_->d);
+  if (a.seq != b.seq || a.batch != b.batch || a.tp != b.tp || a.cp != b.cp || a.ep != b.ep || a.etp != b.etp ||
+      a.sequence_parallel != b.sequence_parallel || a.act_bytes != b.act_bytes || a.fp8 != b.fp8 ||
+      a.moe_routing_imbalance != b.moe_routing_imbalance)
+    throw std::invalid_argument("Predictor(spec, shapes): the per-rank shapes differ; layer graphs cannot be shared");
+  impl_->fitted = shapes.impl_->fitted;
+}
 Predictor::~Predictor() = default;
 Predictor::Predictor(Predictor&&) noexcept = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;
@@ -186,15 +220,33 @@ Prediction Predictor::run(const PredictOptions& options) { return impl_->run(imp
 
 Prediction Predictor::run(const RecomputeChoice& choice, const PredictOptions& options) {
   // Only the policy fields change; the graphs (shapes) stay valid and so do cached profiles.
-  model::RunSpec s = impl_->spec;
-  s.model.recompute_granularity = choice.granularity;
-  s.model.recompute_modules = choice.modules;
-  s.model.recompute_method = choice.method;
-  s.model.recompute_num_layers = choice.num_layers;
-  s.model.cpu_offloading = choice.cpu_offloading;
-  s.model.cpu_offloading_num_layers = choice.cpu_offloading_num_layers;
-  s.model.moe_layer_recompute = false;
-  return impl_->run(s, options);
+  return impl_->run(impl_->with_policy(choice), options);
+}
+
+const std::vector<model::RankStatic>& Predictor::static_memory() { return impl_->static_memory(); }
+
+Predictor::StepTimeEstimate Predictor::step_time(const RecomputeChoice& choice) {
+  return impl_->step_time(impl_->with_policy(choice));
+}
+
+Predictor::StepTimeEstimate Predictor::Impl::step_time(const model::RunSpec& policy) {
+  // run()'s stage models and step time per rank, without the walk; the busiest rank's, as summarize() takes it.
+  const model::Derived pd = model::derive(policy);
+  const TimeModel time(policy.cluster.gpu, fitted);
+  const GraphBypass eager_bypass =
+      policy.model.cuda_graph_impl == model::CudaGraphImpl::local ? GraphBypass::capture : GraphBypass::none;
+  std::map<std::int64_t, std::vector<detail::ChunkModel>> stages;
+  StepTimeEstimate out;
+  for (const auto& rs : static_memory()) {
+    const std::int64_t r = rs.rank.pp_rank;
+    auto it = stages.find(r);
+    if (it == stages.end())
+      it = stages.emplace(r, builder->stage(policy, pd, plan.stages.at(static_cast<std::size_t>(r)), r, eager_bypass, time)).first;
+    const detail::RankTime t = detail::rank_step_time(it->second, policy, pd, rs.memory, time);
+    out.step_s = std::max(out.step_s, t.step_time_s);
+    out.any_policy_lower_bound_s = std::max(out.any_policy_lower_bound_s, t.any_policy_lower_bound_s);
+  }
+  return out;
 }
 
 Prediction predict(const model::RunSpec& spec, const PredictOptions& options) {
@@ -226,8 +278,8 @@ Prediction Predictor::Impl::run(const model::RunSpec& policy, const PredictOptio
     auto it = stages.find(r);
     if (it == stages.end()) {
       const auto& stage = plan.stages.at(static_cast<std::size_t>(r));
-      StageModels m{builder.stage(policy, pd, stage, r, eager_bypass, time), {}};
-      if (layer_graphs) m.captured = builder.stage(policy, pd, stage, r, GraphBypass::warmup, time);
+      StageModels m{builder->stage(policy, pd, stage, r, eager_bypass, time), {}};
+      if (layer_graphs) m.captured = builder->stage(policy, pd, stage, r, GraphBypass::warmup, time);
       it = stages.emplace(r, std::move(m)).first;
     }
     out.ranks.push_back(predict_rank(policy, pd, rs, it->second, sp, out.capacity, time, options));
@@ -270,7 +322,7 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   const std::int64_t r = rs.rank.pp_rank;
   const auto& chunks = stage.eager;
   const auto& sm = rs.memory;
-  const ShapeContext& ctx = builder.shapes();
+  const ShapeContext& ctx = builder->shapes();
   const auto& plan_stage = plan.stages.at(static_cast<std::size_t>(r));
   RankPrediction rp;
   rp.rank = rs.rank;
@@ -287,7 +339,7 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   setup.fixed = global_memory_buffer_bytes(policy, pd, ctx) + fitted.cublas_workspace * ws.forward + setup.backward_workspaces +
                 fitted.framework_fixed;
   // Created by each shape's first backward; from iteration 1's first backward on, like the workspaces.
-  setup.dummy_wgrads = builder.dummy_wgrads(policy, pd, plan_stage);
+  setup.dummy_wgrads = builder->dummy_wgrads(policy, pd, plan_stage);
   // The flush all-gathers each deferred input (SP) into two alternating global buffers, "mpu_0" and
   // "mpu_1" [tokens, hidden], which the global memory buffer keeps (utils.py:1254-1290).
   const bool defers_here = policy.model.defer_embedding_wgrad_compute &&

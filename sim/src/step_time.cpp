@@ -30,12 +30,20 @@ double exposed_grad_sync_seconds(const model::RunSpec& spec, const model::Derive
   return time.comm_seconds(wire);
 }
 
+// A segment's work without its host side: what TimeModel::seconds takes as the GPU part.
+ModuleProfile::Work gpu_part(ModuleProfile::Work w) {
+  w.host_calls = 0;
+  w.host_syncs = 0;
+  w.checkpoint_regions = 0;
+  return w;
+}
+
 }  // namespace
 
 RankTime rank_step_time(const std::vector<ChunkModel>& chunks, const model::RunSpec& spec, const model::Derived& d,
                         const model::StaticMemory& sm, const TimeModel& time) {
   double fwd_s = 0, bwd_s = 0, replay_s = 0, replay_flops = 0;
-  double host_fwd_calls = 0, host_bwd_calls = 0, gpu_s = 0, wire = 0, regions = 0;
+  double host_fwd_calls = 0, host_bwd_calls = 0, gpu_s = 0, wire = 0, regions = 0, module_wire = 0, gpu_fb_s = 0;
   for (const auto& cm : chunks) {
     for (const auto& s : cm.segments) {
       fwd_s += time.seconds(s.forward_work);
@@ -45,6 +53,9 @@ RankTime rank_step_time(const std::vector<ChunkModel>& chunks, const model::RunS
       regions += s.replay_work.checkpoint_regions;
       host_bwd_calls += s.forward_work.host_calls;
       wire += s.forward_work.comm_bytes + s.forward_work.backward_comm_bytes + s.replay_work.comm_bytes;
+      module_wire += s.forward_work.comm_bytes + s.forward_work.backward_comm_bytes;
+      const ModuleProfile::Work gpu_work = gpu_part(s.forward_work);
+      gpu_fb_s += time.seconds(gpu_work) + time.backward_seconds(gpu_work);
       gpu_s += time.compute_seconds(s.forward_work) + time.backward_compute_seconds(s.forward_work) + time.compute_seconds(s.replay_work);
       // CPU offloading pays its copies out and back over the host link instead of a replay
       // (counted without overlap: an upper bound on what it adds to the step).
@@ -59,6 +70,8 @@ RankTime rank_step_time(const std::vector<ChunkModel>& chunks, const model::RunS
   r.replay_flops = replay_flops * m;
   r.replay_time_s = replay_s * m;
   r.time.forward_backward_s = (fwd_s + bwd_s + replay_s) * slots + time.host_microbatch_seconds() * m;
+  r.time.bubble_s = (fwd_s + bwd_s + replay_s) * (slots - m);
+  r.time.module_comm_s = time.comm_seconds(module_wire) * m;
   r.time.microbatches = m;
   r.time.host_forward_calls = host_fwd_calls * m;
   r.time.host_backward_calls = host_bwd_calls * m;
@@ -69,6 +82,7 @@ RankTime rank_step_time(const std::vector<ChunkModel>& chunks, const model::RunS
   r.time.optimizer_s = time.optimizer_seconds(r.time.optimizer_touched_bytes);
   r.time.grad_sync_s = exposed_grad_sync_seconds(spec, d, sm, time);
   r.step_time_s = r.time.forward_backward_s + r.time.grad_sync_s + r.time.optimizer_s;
+  r.any_policy_lower_bound_s = gpu_fb_s * slots + time.host_microbatch_seconds() * m + r.time.grad_sync_s + r.time.optimizer_s;
   return r;
 }
 

@@ -94,6 +94,9 @@ struct RankPrediction {
     double optimizer_touched_bytes = 0;
     double microbatches = 0;
     double checkpoint_regions = 0;  // checkpoint calls replayed per iteration
+    // Of forward_backward_s: the pipeline bubble's share, and the collectives inside the modules'
+    // forward and backward (not their replays) over all micro-batches, none overlapped in this model.
+    double bubble_s = 0, module_comm_s = 0;
   } time;
   std::vector<TimelineEvent> timeline;  // filled only when asked for
   // The micro-batches of each iteration the timeline shows: every one of a short step, else the
@@ -150,6 +153,12 @@ class Predictor {
   explicit Predictor(model::RunSpec spec);
   // With other fitted constants than the shipped profile's (calibration fits trying candidates).
   Predictor(model::RunSpec spec, const FittedConstants& fitted);
+  // Shares the layer graphs and module profiles of `shapes` (the planner's memo across layouts).
+  // Layer graphs depend on the per-rank shapes (TP, SP, CP, EP, ETP, micro-batch) and the model, not
+  // on the pipeline split, the GPU count or the optimizer and DDP settings: `spec` may differ from
+  // shapes.spec() only in those and in the recompute fields (std::invalid_argument when the shapes
+  // differ). The two share caches: use them from one thread at a time.
+  Predictor(model::RunSpec spec, const Predictor& shapes);
   ~Predictor();
   Predictor(Predictor&&) noexcept;
   Predictor& operator=(Predictor&&) noexcept;
@@ -157,6 +166,14 @@ class Predictor {
   Prediction run(const PredictOptions& options = {});  // the spec's own policy
   Prediction run(const RecomputeChoice& choice, const PredictOptions& options = {});
   const model::RunSpec& spec() const;
+  // Static memory of every distinct rank (what run() walks; computed once).
+  const std::vector<model::RankStatic>& static_memory();
+  // The busiest rank's step time under `choice` without the memory walk (run(choice).step_time_s),
+  // and a time no recompute policy of this run can beat: every rank's forward and backward GPU time
+  // through the schedule (no replay, no host time beyond the per-micro-batch part) with its gradient
+  // sync and optimizer step.
+  struct StepTimeEstimate { double step_s = 0, any_policy_lower_bound_s = 0; };
+  StepTimeEstimate step_time(const RecomputeChoice& choice);
 
  private:
   struct Impl;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages peakcast builds against, when any is missing.
 set -euo pipefail
-pkgs=(g++ cmake ninja-build libeigen3-dev libboost-graph-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev catch2 libbenchmark-dev python3 python3-yaml)
+pkgs=(g++ cmake ninja-build libeigen3-dev libboost-graph-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev catch2 libbenchmark-dev python3 python3-yaml python3-dev pybind11-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

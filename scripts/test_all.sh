@@ -11,13 +11,13 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPEAKCAST_WERROR=ON >/d
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEAKCAST_SANITIZE=ON -DPEAKCAST_BUILD_BENCHMARKS=OFF >/dev/null
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEAKCAST_SANITIZE=ON -DPEAKCAST_BUILD_BENCHMARKS=OFF -DPEAKCAST_BUILD_PYTHON=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 # Bad input never crashes: mutated run specs through the sanitizer build exit 0 or 2, nothing else.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 1 --commands predict,rank
+  python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 600 --seed 1 --commands predict,rank
 # The Bridge inputs the same way: mutated run_config.yaml files (structure and text) and recipe names with bad overrides.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 2 --commands predict,rank --inputs yaml,recipe
@@ -28,5 +28,16 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # Hugging Face config.json files (--hf-config) with mutated values, deleted and unknown keys.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 200 --seed 4 --commands predict --inputs hf
+
+# The extremes scan of every schema field and the other input paths (sweep, rank, corpus records, golden CSV
+# rows, output failures), in parallel, each case under 20 s and 2 GB resident (issue #27).
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  python3 scripts/fuzz_fields.py --peakcast build-asan/cli/peakcast --jobs "$jobs" --seed 1 --max-seconds 20 --max-rss-gb 2
+# The sweep's worker pool under ThreadSanitizer: only the binary, then a many-point sweep on every core.
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEAKCAST_SANITIZE_THREAD=ON -DPEAKCAST_BUILD_TESTS=OFF \
+  -DPEAKCAST_BUILD_BENCHMARKS=OFF -DPEAKCAST_BUILD_PYTHON=OFF >/dev/null
+cmake --build build-tsan -j "$jobs" --target peakcast
+TSAN_OPTIONS=halt_on_error=1 build-tsan/cli/peakcast sweep --threads 8 --vary train.micro_batch_size=1,2 \
+  --vary model.seq_length=2048,4096,8192 --vary 'model.recompute_modules=[],["core_attn"],["moe_act"]' >/dev/null
 
 if [ -x .ci/validate_bounds.sh ]; then .ci/validate_bounds.sh build/cli/peakcast; fi

@@ -140,7 +140,7 @@ bool option(Lexed& lx, const std::string& name, AllocConfParse& out) {
 AllocConfParse parse_alloc_conf(const std::string& conf) {
   AllocConfParse out;
   const std::vector<std::string> tokens = lex(conf);
-  Lexed lx{tokens};
+  Lexed lx{tokens, 0, {}};
   while (lx.i < tokens.size()) {
     const std::string name = tokens[lx.i++];
     if (!option(lx, name, out)) break;

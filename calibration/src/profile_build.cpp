@@ -99,7 +99,7 @@ TimeProfileBuild build_time_profile(const TimeInputs& in, const model::GpuSpec& 
     out.movement = mf;
   }
   if (in.timing) {
-    const auto sf = fit_step_terms(evaluate_records(in.timing->content), g.hbm_bandwidth_gbps * 1e9, g.nvlink_bandwidth_gbps * 1e9 / 2.0);
+    const auto sf = fit_step_terms(evaluate_records(in.timing->content, false), g.hbm_bandwidth_gbps * 1e9, g.nvlink_bandwidth_gbps * 1e9 / 2.0);
     out.json = with_step_terms(out.json, sf, in.timing->path);
     out.step = sf;
   }

@@ -294,7 +294,7 @@ struct ModelSpec {
   bool use_fused_weighted_squared_relu = false;
   bool cuda_graph_modules_full_with_others = false;  // "full" listed beside other scopes
   bool cuda_graph_modules_full_iteration_inference = false;
-  bool cuda_graph_modules_full_listed = false;  // the deprecated "full" scope named at all
+  bool cuda_graph_modules_full_listed = true;   // the deprecated "full" scope named at all (the default scope is "full")
   bool use_te_rng_tracker = false;
   bool overlap_p2p_comm = false;
   bool batch_p2p_comm = true;

@@ -148,9 +148,7 @@ void fill_layout_checks(const Reader& r, ModelSpec& m) {
   r.read("batch_p2p_comm", m.batch_p2p_comm);
   // The raw CUDA-graph scope list: spec_fill_model.cpp drops "full" and the inference scope.
   const char* modules_key = r.has("cuda_graph_scope") ? "cuda_graph_scope" : "cuda_graph_modules";
-  // The default ("full", transformer_config.py:1047) counts as listed, as Megatron's normalisation counts it
-  // (used_full_scope, :2435-2444): a spec that omits the key and a ConfigContainer that states it agree.
-  if (const json* v = r.find(modules_key)) {
+  if (const json* v = r.find(modules_key); v && r.has(modules_key)) {
     const auto names = strings_of(*v);
     const auto is = [](const std::string& want) { return [want](const std::string& n) { return normalize_object_name(n) == want; }; };
     const bool full = std::any_of(names.begin(), names.end(), is("full"));

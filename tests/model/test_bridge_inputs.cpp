@@ -108,6 +108,8 @@ TEST_CASE("every shipped JSON run spec survives a round trip through Bridge-form
     // ...so the keys the rules ask "did the spec name it" of are all named (spec_fill_checks.cpp r.has).
     expected.train.train_iters_given = back.spec->train.train_iters_given;
     expected.model.moe_flex_dispatcher_backend_set = back.spec->model.moe_flex_dispatcher_backend_set;
+    expected.bridge_training = true;  // a ConfigContainer is what Bridge's training loop runs
+    expected.model.cuda_graph_modules_full_listed = back.spec->model.cuda_graph_modules_full_listed;  // the default "full"
     CHECK(*back.spec == expected);
     CHECK(sim::to_json(sim::predict(*back.spec)) == sim::to_json(sim::predict(spec)));
   }

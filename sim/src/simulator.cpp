@@ -301,7 +301,7 @@ detail::ReplaySetup Predictor::Impl::replay_setup(const model::RunSpec& policy, 
   r.settings.capacity = capacity.value;
   r.sm = &sm;
   r.statics = &tensors;
-  r.global_buffer = global_memory_buffer_bytes(policy, pd, builder.shapes());
+  r.global_buffer = global_memory_buffer_bytes(policy, pd, builder->shapes());
   r.cublas_workspace = fitted.cublas_workspace;
   r.forward_workspaces = static_cast<int>(ws.forward);
   r.backward_workspaces = static_cast<int>(ws.backward);

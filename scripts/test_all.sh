@@ -17,7 +17,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 # Bad input never crashes: mutated run specs through the sanitizer build exit 0 or 2, nothing else.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 600 --seed 1 --commands predict,rank
+  python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 1 --commands predict,rank
 # The Bridge inputs the same way: mutated run_config.yaml files (structure and text) and recipe names with bad overrides.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast --cases 300 --seed 2 --commands predict,rank --inputs yaml,recipe

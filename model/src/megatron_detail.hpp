@@ -106,6 +106,15 @@ struct ImportContext {
   void warning(const std::string& path, const std::string& rule, const std::string& message) const;
 };
 
+// The source of a validate_args rule: "mcore:megatron/training/arguments.py:LINE".
+inline std::string arguments_source(int line) { return "mcore:megatron/training/arguments.py:" + std::to_string(line); }
+
+// validate_args sets `dest` (arguments.py:LINE): the value, and where it came from.
+inline void set_derived(Namespace& ns, ImportContext& ctx, const std::string& dest, nlohmann::json v, int line) {
+  ns.v[dest] = std::move(v);
+  ctx.derived[dest] = arguments_source(line);
+}
+
 void apply_validate_args(Namespace& ns, ImportContext& ctx);         // parallelism, batch, precision, graphs
 void apply_validate_model_args(Namespace& ns, ImportContext& ctx);   // shape, layers, MoE, rope, optimizer
 void apply_hybrid_pattern(Namespace& ns, ImportContext& ctx);        // --hybrid-layer-pattern and VPP

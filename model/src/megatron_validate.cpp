@@ -14,22 +14,13 @@ using nlohmann::json;
 
 namespace {
 
-const char* kArgs = "mcore:megatron/training/arguments.py:";
-
-std::string src(int line) { return kArgs + std::to_string(line); }
-
-void derive(Namespace& ns, ImportContext& ctx, const std::string& dest, json v, int line) {
-  ns.v[dest] = std::move(v);
-  ctx.derived[dest] = src(line);
-}
-
 void check_parallel(Namespace& ns, ImportContext& ctx) {
   // --attention-backend local needs --spec local (:434-435).
   if (ns.str("attention_backend") == "local") {
     const json& spec = ns.at("spec");
     if (!(spec.is_array() && !spec.empty() && spec[0] == "local"))
       ctx.error(option_of(ns, "attention_backend"), "attention_backend_local_needs_spec",
-                "--attention-backend local is only supported with --spec local (" + src(435) + ")");
+                "--attention-backend local is only supported with --spec local (" + arguments_source(435) + ")");
   }
   if (const json& h = ns.at("hierarchical_context_parallel_sizes"); h.is_array() && !h.empty()) {
     std::int64_t product = 1;
@@ -38,7 +29,7 @@ void check_parallel(Namespace& ns, ImportContext& ctx) {
       ctx.error("--hierarchical-context-parallel-sizes", "hierarchical_cp_product",
                 "the product of --hierarchical-context-parallel-sizes (" + std::to_string(product) +
                     ") must equal --context-parallel-size (" + std::to_string(ns.integer("context_parallel_size", 1)) +
-                    ") (" + src(564) + ")");
+                    ") (" + arguments_source(564) + ")");
   }
   const json& cp_comm = ns.at("cp_comm_type");
   bool a2a_p2p = false;
@@ -46,9 +37,9 @@ void check_parallel(Namespace& ns, ImportContext& ctx) {
     for (const auto& x : cp_comm) a2a_p2p = a2a_p2p || x == "a2a+p2p";
   if (a2a_p2p && ns.none("hierarchical_context_parallel_sizes"))
     ctx.error("--cp-comm-type", "a2a_p2p_needs_hierarchical_cp",
-              "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm (" + src(566) + ")");
+              "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm (" + arguments_source(566) + ")");
   if (ns.none("expert_tensor_parallel_size"))
-    derive(ns, ctx, "expert_tensor_parallel_size", ns.at("tensor_model_parallel_size"), 570);
+    set_derived(ns, ctx, "expert_tensor_parallel_size", ns.at("tensor_model_parallel_size"), 570);
 }
 
 // Deprecated options validate_args refuses (:572-587) or rewrites (:589-623).
@@ -60,12 +51,12 @@ void check_deprecated(Namespace& ns, ImportContext& ctx) {
     if (!ns.none(r.dest))
       ctx.error(option_of(ns, r.dest), "deprecated_argument_refused",
                 option_of(ns, r.dest) + " is no longer valid, use " + r.use + " instead (validate_args asserts, " +
-                    src(r.line) + ")");
+                    arguments_source(r.line) + ")");
   if (ns.flag("checkpoint_activations"))
     ctx.error("--checkpoint-activations", "deprecated_argument_refused",
               "--checkpoint-activations is no longer valid, use --recompute-activations, or --recompute-granularity "
-              "and --recompute-method (validate_args prints this and exits, " + src(583) + ")");
-  if (ns.flag("recompute_activations")) derive(ns, ctx, "recompute_granularity", "selective", 590);
+              "and --recompute-method (validate_args prints this and exits, " + arguments_source(583) + ")");
+  if (ns.flag("recompute_activations")) set_derived(ns, ctx, "recompute_granularity", "selective", 590);
 }
 
 void check_cuda_graph_flags(Namespace& ns, ImportContext& ctx) {
@@ -74,25 +65,25 @@ void check_cuda_graph_flags(Namespace& ns, ImportContext& ctx) {
     const std::string opt = enable ? "--enable-cuda-graph" : "--external-cuda-graph";
     if (ns.str("cuda_graph_impl") != "none")
       ctx.error(opt, "cuda_graph_flag_with_impl",
-                "Do not use --enable-cuda-graph or --external-cuda-graph with --cuda-graph-impl (" + src(596) + ")");
+                "Do not use --enable-cuda-graph or --external-cuda-graph with --cuda-graph-impl (" + arguments_source(596) + ")");
     else if (enable && external)
       ctx.error(opt, "cuda_graph_flags_together",
-                "--enable-cuda-graph and --external-cuda-graph cannot be enabled at the same time (" + src(599) + ")");
+                "--enable-cuda-graph and --external-cuda-graph cannot be enabled at the same time (" + arguments_source(599) + ")");
     else {
       const char* impl = enable ? "local" : "transformer_engine";
       ctx.warning(opt, "deprecated_argument", opt + " is deprecated, use --cuda-graph-impl=" + impl + " instead (" +
-                                                  src(enable ? 603 : 609) + ")");
-      derive(ns, ctx, "cuda_graph_impl", impl, enable ? 605 : 612);
+                                                  arguments_source(enable ? 603 : 609) + ")");
+      set_derived(ns, ctx, "cuda_graph_impl", impl, enable ? 605 : 612);
       ns.v.erase(enable ? "enable_cuda_graph" : "external_cuda_graph");  // del args.X (:606, :613)
     }
   }
   if (!ns.none("cuda_graph_scope_deprecated")) {
     if (ns.flag("cuda_graph_modules"))
       ctx.error("--cuda-graph-scope", "cuda_graph_scope_and_modules",
-                "--cuda-graph-scope and --cuda-graph-modules cannot be used together (" + src(617) + ")");
+                "--cuda-graph-scope and --cuda-graph-modules cannot be used together (" + arguments_source(617) + ")");
     ctx.warning("--cuda-graph-scope", "deprecated_argument",
-                "--cuda-graph-scope is deprecated, use --cuda-graph-modules instead (" + src(620) + ")");
-    derive(ns, ctx, "cuda_graph_modules", ns.at("cuda_graph_scope_deprecated"), 622);
+                "--cuda-graph-scope is deprecated, use --cuda-graph-modules instead (" + arguments_source(620) + ")");
+    set_derived(ns, ctx, "cuda_graph_modules", ns.at("cuda_graph_scope_deprecated"), 622);
   }
 }
 
@@ -118,7 +109,7 @@ void normalize_cuda_graph_modules(Namespace& ns, ImportContext& ctx) {
     if (scopes.size() != 1) ctx.error(opt, "cuda_graph_full_with_others", "full scope cannot be used with other scopes "
                                                                            "(mcore:megatron/core/transformer/cuda_graph_config.py:41)");
     ctx.warning(opt, "deprecated_value", "full scope is deprecated. Use empty cuda_graph_modules to capture the whole layer (" +
-                                             src(273) + ")");
+                                             arguments_source(273) + ")");
     normalized = json::array();
   }
   const std::string impl = ns.str("cuda_graph_impl");
@@ -128,13 +119,13 @@ void normalize_cuda_graph_modules(Namespace& ns, ImportContext& ctx) {
                 "cuda_graph_modules='full_iteration' cannot be combined with cuda_graph_impl='" + impl +
                     "' (mcore:megatron/core/transformer/cuda_graph_config.py:112)");
     ctx.warning(opt, "deprecated_value", "--cuda-graph-modules 'full_iteration' is deprecated. Setting "
-                                         "--cuda-graph-impl=full_iteration instead (" + src(288) + ")");
-    derive(ns, ctx, "cuda_graph_impl", "full_iteration", 291);
+                                         "--cuda-graph-impl=full_iteration instead (" + arguments_source(288) + ")");
+    set_derived(ns, ctx, "cuda_graph_impl", "full_iteration", 291);
   } else if (deprecated == "full_iteration_inference") {
     ctx.warning(opt, "deprecated_value", "--cuda-graph-modules 'full_iteration_inference' is deprecated: it sets the "
-                                         "inference CUDA-graph scope only (no training effect) (" + src(280) + ")");
+                                         "inference CUDA-graph scope only (no training effect) (" + arguments_source(280) + ")");
   }
-  if (ns.at("cuda_graph_modules") != normalized) derive(ns, ctx, "cuda_graph_modules", normalized, 293);
+  if (ns.at("cuda_graph_modules") != normalized) set_derived(ns, ctx, "cuda_graph_modules", normalized, 293);
   const std::string now = ns.str("cuda_graph_impl");
   std::string scope = ns.str("inference_cuda_graph_scope");
   if (scope.empty()) scope = (deprecated == "full_iteration_inference" && (now == "local")) ? "block" : (now == "local" ? "layer" : "none");
@@ -144,7 +135,7 @@ void normalize_cuda_graph_modules(Namespace& ns, ImportContext& ctx) {
   const bool allowed = now == "local" ? (scope == "layer" || scope == "block") : scope == "none";
   if (!allowed)
     ctx.error(option_of(ns, "inference_cuda_graph_scope"), "inference_cuda_graph_scope",
-              "Invalid inference CUDA graph scope '" + scope + "' for --cuda-graph-impl=" + now + " (" + src(633) + ")");
+              "Invalid inference CUDA graph scope '" + scope + "' for --cuda-graph-impl=" + now + " (" + arguments_source(633) + ")");
   ns.v["inference_cuda_graph_scope"] = scope;
 }
 
@@ -153,27 +144,27 @@ void check_batch(Namespace& ns, ImportContext& ctx) {
   // (pretrain_gpt.py:514), set when the parsed value is None (:638-648).
   if (ns.none("tokenizer_type")) {
     ns.v["tokenizer_type"] = "GPT2BPETokenizer";
-    ctx.derived["tokenizer_type"] = "mcore:pretrain_gpt.py:514 (args_defaults, applied at " + src(648) + ")";
+    ctx.derived["tokenizer_type"] = "mcore:pretrain_gpt.py:514 (args_defaults, applied at " + arguments_source(648) + ")";
   }
   if (ns.none("micro_batch_size"))
-    ctx.error("--micro-batch-size", "required_argument", "--micro-batch-size is required (validate_args asserts it is set, " + src(675) + ")");
+    ctx.error("--micro-batch-size", "required_argument", "--micro-batch-size is required (validate_args asserts it is set, " + arguments_source(675) + ")");
   else if (ns.integer("micro_batch_size") <= 0)
-    ctx.error(option_of(ns, "micro_batch_size"), "value_out_of_range", "--micro-batch-size must be > 0 (" + src(676) + ")");
+    ctx.error(option_of(ns, "micro_batch_size"), "value_out_of_range", "--micro-batch-size must be > 0 (" + arguments_source(676) + ")");
   if (!ns.none("step_batch_size_schedule") && !ns.none("global_batch_size"))
     ctx.error("--step-batch-size-schedule", "batch_schedule_with_global_batch",
-              "Cannot specify both --step-batch-size-schedule and --global-batch-size (" + src(682) + ")");
+              "Cannot specify both --step-batch-size-schedule and --global-batch-size (" + arguments_source(682) + ")");
   if (!ns.none("global_batch_size") && ns.integer("global_batch_size") <= 0)
-    ctx.error(option_of(ns, "global_batch_size"), "value_out_of_range", "--global-batch-size must be > 0 (" + src(687) + ")");
+    ctx.error(option_of(ns, "global_batch_size"), "value_out_of_range", "--global-batch-size must be > 0 (" + arguments_source(687) + ")");
 }
 
 void check_param_gather(Namespace& ns, ImportContext& ctx) {
   if (ns.flag("overlap_param_gather")) {
     if (!ns.flag("use_distributed_optimizer") && !ns.flag("use_megatron_fsdp") && ns.str("optimizer") != "dist_muon")
       ctx.error("--overlap-param-gather", "overlap_param_gather_needs_distopt",
-                "--overlap-param-gather only supported with distributed optimizer, megatron fsdp, or dist_muon (" + src(993) + ")");
+                "--overlap-param-gather only supported with distributed optimizer, megatron fsdp, or dist_muon (" + arguments_source(993) + ")");
     if (!ns.flag("overlap_grad_reduce"))
       ctx.error("--overlap-param-gather", "overlap_param_gather_needs_grad_reduce",
-                "Must use --overlap-param-gather with --overlap-grad-reduce (" + src(995) + ")");
+                "Must use --overlap-param-gather with --overlap-grad-reduce (" + arguments_source(995) + ")");
   }
   if (ns.flag("overlap_param_gather_with_optimizer_step")) {
     const std::string opt = "--overlap-param-gather-with-optimizer-step";
@@ -181,7 +172,7 @@ void check_param_gather(Namespace& ns, ImportContext& ctx) {
         ns.none("virtual_pipeline_model_parallel_size") || ns.str("ckpt_format") != "torch")
       ctx.error(opt, "overlap_param_gather_with_optimizer_step",
                 opt + " needs --use-distributed-optimizer, --overlap-param-gather, an interleaved pipeline schedule and "
-                      "no distributed checkpointing (--ckpt-format torch) (" + src(1034) + "-" + std::to_string(1040) + ")");
+                      "no distributed checkpointing (--ckpt-format torch) (" + arguments_source(1034) + "-" + std::to_string(1040) + ")");
   }
 }
 
@@ -196,85 +187,85 @@ void check_low_precision(Namespace& ns, ImportContext& ctx) {
   if (ns.flag("fp8_param_gather") && !ns.flag("use_distributed_optimizer") && !ns.flag("use_megatron_fsdp"))
     ctx.error("--fp8-param-gather", "fp8_param_gather_needs_distopt",
               "--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode (" +
-                  src(1062) + ")");
+                  arguments_source(1062) + ")");
   if (!ns.none("fp4") && !ns.none("fp8"))
-    ctx.error("--fp4-format", "fp4_with_fp8", "--fp4-format and --fp8-format cannot be used simultaneously (" + src(1066) + ")");
+    ctx.error("--fp4-format", "fp4_with_fp8", "--fp4-format and --fp8-format cannot be used simultaneously (" + arguments_source(1066) + ")");
   if (ns.flag("fp4_param_gather") && ns.none("fp4"))
     ctx.error("--fp4-param-gather", "fp4_param_gather_needs_fp4", "--fp4-param-gather must be used together with --fp4-format (" +
-                                                                      src(1070) + ")");
+                                                                      arguments_source(1070) + ")");
 }
 
 // Megatron-FSDP (:1083-1149): the memory-relevant settings and the assertions on arguments.
 void check_megatron_fsdp(Namespace& ns, ImportContext& ctx) {
   if (!ns.flag("use_megatron_fsdp")) {
     if (ns.flag("fsdp_manual_registration"))
-      ctx.error("--fsdp-manual-registration", "fsdp_manual_registration", "FSDP manual registration is only supported with Megatron FSDP (" + src(1155) + ")");
+      ctx.error("--fsdp-manual-registration", "fsdp_manual_registration", "FSDP manual registration is only supported with Megatron FSDP (" + arguments_source(1155) + ")");
     return;
   }
-  derive(ns, ctx, "use_custom_fsdp", true, 1087);
+  set_derived(ns, ctx, "use_custom_fsdp", true, 1087);
   if (ns.integer("megatron_fsdp_version", 1) == 2) {
     if (ns.flag("use_distributed_optimizer"))
       ctx.error("--megatron-fsdp-version", "megatron_fsdp_v2_with_distopt",
-                "--megatron-fsdp-version 2 is not compatible with --use-distributed-optimizer (" + src(1091) + ")");
+                "--megatron-fsdp-version 2 is not compatible with --use-distributed-optimizer (" + arguments_source(1091) + ")");
   } else {
     if (!ns.flag("use_distributed_optimizer"))
       ctx.warning("--use-megatron-fsdp", "megatron_fsdp_sets_distopt",
-                  "Megatron-FSDP v1 is only compatible with --use-distributed-optimizer. Using DistributedOptimizer... (" + src(1097) + ")");
-    derive(ns, ctx, "use_distributed_optimizer", true, 1100);
+                  "Megatron-FSDP v1 is only compatible with --use-distributed-optimizer. Using DistributedOptimizer... (" + arguments_source(1097) + ")");
+    set_derived(ns, ctx, "use_distributed_optimizer", true, 1100);
   }
-  derive(ns, ctx, "reuse_grad_buf_for_mxfp8_param_ag", false, 1102);
+  set_derived(ns, ctx, "reuse_grad_buf_for_mxfp8_param_ag", false, 1102);
   if (ns.flag("moe_single_grouped_weight") || ns.flag("moe_single_grouped_bias"))
     ctx.error("--use-megatron-fsdp", "megatron_fsdp_grouped_moe",
-              "Megatron-FSDP does not currently support moe_single_grouped_weight or moe_single_grouped_bias (" + src(1109) + ")");
+              "Megatron-FSDP does not currently support moe_single_grouped_weight or moe_single_grouped_bias (" + arguments_source(1109) + ")");
   const std::string opt = ns.str("optimizer");
   if (opt != "sgd" && opt != "adam")
-    ctx.error("--optimizer", "megatron_fsdp_optimizer", "Megatron-FSDP does not support the " + opt + " optimizer yet (" + src(1116) + ")");
+    ctx.error("--optimizer", "megatron_fsdp_optimizer", "Megatron-FSDP does not support the " + opt + " optimizer yet (" + arguments_source(1116) + ")");
   if (ns.str("ckpt_format") != "fsdp_dtensor")
     ctx.error("--use-megatron-fsdp", "megatron_fsdp_ckpt_format",
-              "Megatron-FSDP requires the `fsdp_dtensor` checkpointing format: add --ckpt-format fsdp_dtensor (" + src(1135) + ")");
+              "Megatron-FSDP requires the `fsdp_dtensor` checkpointing format: add --ckpt-format fsdp_dtensor (" + arguments_source(1135) + ")");
   if (ns.flag("nccl_ub")) {
-    derive(ns, ctx, "fsdp_manual_registration", true, 1140);
-    derive(ns, ctx, "fsdp_double_buffer", true, 1141);
+    set_derived(ns, ctx, "fsdp_manual_registration", true, 1140);
+    set_derived(ns, ctx, "fsdp_double_buffer", true, 1141);
   }
-  if (ns.flag("megatron_fsdp_max_pool_double_buffer")) derive(ns, ctx, "fsdp_double_buffer", true, 1146);
+  if (ns.flag("megatron_fsdp_max_pool_double_buffer")) set_derived(ns, ctx, "fsdp_double_buffer", true, 1146);
   if (ns.flag("fsdp_manual_registration") && !ns.flag("nccl_ub"))
-    ctx.error("--fsdp-manual-registration", "fsdp_manual_registration", "FSDP manual registration is only supported with --nccl-ub argument (" + src(1156) + ")");
+    ctx.error("--fsdp-manual-registration", "fsdp_manual_registration", "FSDP manual registration is only supported with --nccl-ub argument (" + arguments_source(1156) + ")");
 }
 
 // Parameters dtype and bf16 gradient accumulation (:1155-1183).
 void check_params_dtype(Namespace& ns, ImportContext& ctx) {
-  derive(ns, ctx, "params_dtype", "fp32", 1159);
+  set_derived(ns, ctx, "params_dtype", "fp32", 1159);
   if (ns.flag("fp16")) {
-    if (ns.flag("bf16")) ctx.error("--fp16", "fp16_with_bf16", "--fp16 and --bf16 cannot both be set (" + src(1161) + ")");
-    derive(ns, ctx, "params_dtype", "fp16", 1162);
-    if (!ns.flag("loss_scale")) derive(ns, ctx, "check_for_nan_in_loss_and_grad", false, 1166);
+    if (ns.flag("bf16")) ctx.error("--fp16", "fp16_with_bf16", "--fp16 and --bf16 cannot both be set (" + arguments_source(1161) + ")");
+    set_derived(ns, ctx, "params_dtype", "fp16", 1162);
+    if (!ns.flag("loss_scale")) set_derived(ns, ctx, "check_for_nan_in_loss_and_grad", false, 1166);
   }
   if (ns.flag("bf16")) {
-    if (!ns.flag("fp16")) derive(ns, ctx, "params_dtype", "bf16", 1171);
+    if (!ns.flag("fp16")) set_derived(ns, ctx, "params_dtype", "bf16", 1171);
     if (ns.flag("accumulate_allreduce_grads_in_fp32") && ns.str("main_grads_dtype") != "fp32")
       ctx.error("--main-grads-dtype", "main_grads_dtype_with_fp32_reduce",
-                "--main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set (" + src(1176) + ")");
-    if (ns.flag("grad_reduce_in_bf16")) derive(ns, ctx, "accumulate_allreduce_grads_in_fp32", false, 1179);
+                "--main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set (" + arguments_source(1176) + ")");
+    if (ns.flag("grad_reduce_in_bf16")) set_derived(ns, ctx, "accumulate_allreduce_grads_in_fp32", false, 1179);
     else if (!ns.flag("accumulate_allreduce_grads_in_fp32") && ns.str("main_grads_dtype") == "fp32")
-      derive(ns, ctx, "accumulate_allreduce_grads_in_fp32", true, 1181);
+      set_derived(ns, ctx, "accumulate_allreduce_grads_in_fp32", true, 1181);
   }
   if (ns.str("cuda_graph_impl") == "full_iteration" && ns.flag("check_for_nan_in_loss_and_grad"))
     ctx.error("--cuda-graph-impl", "full_iteration_needs_no_nan_check",
-              "--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-impl=full_iteration for training (" + src(1185) + ")");
+              "--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-impl=full_iteration for training (" + arguments_source(1185) + ")");
   if (ns.str("inference_cuda_graph_scope") == "block" && !ns.none("fp8") &&
       (ns.str("transformer_impl") != "inference_optimized" || ns.str("fp8_recipe") != "mxfp8"))
     ctx.error("--inference-cuda-graph-scope", "inference_block_graphs_fp8",
               "fp8 with --inference-cuda-graph-scope=block is only supported with --transformer-impl=inference_optimized and "
-              "--fp8-recipe=mxfp8 (" + src(1190) + ")");
+              "--fp8-recipe=mxfp8 (" + arguments_source(1190) + ")");
   if (ns.str("cuda_graph_impl") == "local") {
     const auto n = ns.integer("inference_dynamic_batching_num_cuda_graphs", 16);
     if (!(n > 0 || n == -1))
       ctx.error("--inference-dynamic-batching-num-cuda-graphs", "value_out_of_range",
-                "inference_dynamic_batching_num_cuda_graphs should be a positive integer or -1 (" + src(1196) + ")");
+                "inference_dynamic_batching_num_cuda_graphs should be a positive integer or -1 (" + arguments_source(1196) + ")");
   }
   if (ns.none("dataloader_type")) ns.v["dataloader_type"] = "single";
   if (ns.integer("num_dataset_builder_threads", 1) <= 0)
-    ctx.error("--num-dataset-builder-threads", "value_out_of_range", "--num-dataset-builder-threads must be > 0 (" + src(1206) + ")");
+    ctx.error("--num-dataset-builder-threads", "value_out_of_range", "--num-dataset-builder-threads must be > 0 (" + arguments_source(1206) + ")");
 }
 
 }  // namespace

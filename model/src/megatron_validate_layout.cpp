@@ -15,14 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* kArgs = "mcore:megatron/training/arguments.py:";
 const char* kHybrid = "mcore:megatron/core/models/hybrid/hybrid_layer_allocation.py:";
-std::string src(int line) { return kArgs + std::to_string(line); }
-
-void derive(Namespace& ns, ImportContext& ctx, const std::string& dest, json v, int line) {
-  ns.v[dest] = std::move(v);
-  ctx.derived[dest] = src(line);
-}
 
 std::string option(const Namespace& ns) {
   return ns.has("hybrid_override_pattern") && !ns.has("hybrid_layer_pattern") ? option_of(ns, "hybrid_override_pattern")
@@ -53,21 +46,21 @@ void fold_deprecated_patterns(Namespace& ns, ImportContext& ctx) {
     if (!ns.none("hybrid_layer_pattern"))
       ctx.error("--hybrid-override-pattern", "hybrid_pattern_twice",
                 "--hybrid-override-pattern and --hybrid-layer-pattern cannot both be specified. --hybrid-override-pattern "
-                "is deprecated; use --hybrid-layer-pattern instead (" + src(722) + ")");
+                "is deprecated; use --hybrid-layer-pattern instead (" + arguments_source(722) + ")");
     ctx.warning("--hybrid-override-pattern", "deprecated_argument",
-                "--hybrid-override-pattern is deprecated. Use --hybrid-layer-pattern instead (" + src(726) + ")");
-    derive(ns, ctx, "hybrid_layer_pattern", ns.at("hybrid_override_pattern"), 730);
+                "--hybrid-override-pattern is deprecated. Use --hybrid-layer-pattern instead (" + arguments_source(726) + ")");
+    set_derived(ns, ctx, "hybrid_layer_pattern", ns.at("hybrid_override_pattern"), 730);
   }
   if (ns.none("mtp_hybrid_override_pattern")) return;
   ctx.warning("--mtp-hybrid-override-pattern", "deprecated_argument",
               "--mtp-hybrid-override-pattern is deprecated; use --hybrid-layer-pattern with '/'-separated MTP patterns (" +
-                  src(735) + ")");
+                  arguments_source(735) + ")");
   const std::string main = ns.str("hybrid_layer_pattern");
   const auto depths = ns.integer("mtp_num_layers", 0);
   if (depths > 0 && main.find('/') == std::string::npos) {
     std::string unified = main;
     for (std::int64_t k = 0; k < depths && k < 4096; ++k) unified += "/" + ns.str("mtp_hybrid_override_pattern");
-    derive(ns, ctx, "hybrid_layer_pattern", unified, 757);
+    set_derived(ns, ctx, "hybrid_layer_pattern", unified, 757);
     ns.v["mtp_hybrid_override_pattern"] = nullptr;
   }
 }
@@ -82,8 +75,8 @@ void read_pattern(Namespace& ns, ImportContext& ctx) {
   if (!ns.none("num_layers") && ns.integer("num_layers") != layers)
     ctx.warning(option_of(ns, "num_layers"), "num_layers_from_pattern",
                 opt + " is set; ignoring --num-layers (" + std::to_string(ns.integer("num_layers")) +
-                    ") and using the layer count derived from the pattern (" + std::to_string(layers) + ") (" + src(767) + ")");
-  derive(ns, ctx, "num_layers", layers, 771);
+                    ") and using the layer count derived from the pattern (" + std::to_string(layers) + ") (" + arguments_source(767) + ")");
+  set_derived(ns, ctx, "num_layers", layers, 771);
   const bool pipes = main.find('|') != std::string::npos;
   const struct { const char* dest; const char* text; int line; bool applies; } refused[] = {
       {"decoder_first_pipeline_num_layers", "--decoder-first-pipeline-num-layers", 778, pipes},
@@ -97,17 +90,17 @@ void read_pattern(Namespace& ns, ImportContext& ctx) {
     if (r.applies && ns.flag(r.dest))
       ctx.error(r.text, "not_with_hybrid_pattern",
                 std::string(r.text) + " should not be used with " + opt +
-                    (pipes ? " (its '|' separators define the pipeline layout)" : "") + " (" + src(r.line) + ")");
+                    (pipes ? " (its '|' separators define the pipeline layout)" : "") + " (" + arguments_source(r.line) + ")");
   const auto segments = static_cast<std::int64_t>(std::count(main.begin(), main.end(), '|')) + 1;
   const auto pp = ns.integer("pipeline_model_parallel_size", 1);
   if (segments == 1 && pp > 1) {
-    derive(ns, ctx, "virtual_pipeline_model_parallel_size", nullptr, 821);
+    set_derived(ns, ctx, "virtual_pipeline_model_parallel_size", nullptr, 821);
   } else if (pp <= 0 || segments % pp != 0) {
     ctx.error(opt, "hybrid_segments_vs_pp",
               "The number of hybrid pipeline segments described by " + opt + " (" + std::to_string(segments) +
-                  ") must be evenly divisible by --pipeline-model-parallel-size (" + std::to_string(pp) + ") (" + src(824) + ")");
+                  ") must be evenly divisible by --pipeline-model-parallel-size (" + std::to_string(pp) + ") (" + arguments_source(824) + ")");
   } else {
-    derive(ns, ctx, "virtual_pipeline_model_parallel_size", segments > pp ? json(segments / pp) : json(nullptr), segments > pp ? 832 : 836);
+    set_derived(ns, ctx, "virtual_pipeline_model_parallel_size", segments > pp ? json(segments / pp) : json(nullptr), segments > pp ? 832 : 836);
   }
   // MTP depths after '/', all identical (parse_hybrid_pattern, hybrid_layer_allocation.py:236-282).
   if (pattern.find('/') == std::string::npos) return;
@@ -131,9 +124,9 @@ void read_pattern(Namespace& ns, ImportContext& ctx) {
   if (!ns.none("mtp_num_layers") && ns.integer("mtp_num_layers") != depths)
     ctx.warning(option_of(ns, "mtp_num_layers"), "mtp_num_layers_from_pattern",
                 "--mtp-num-layers (" + std::to_string(ns.integer("mtp_num_layers")) + ") conflicts with the MTP depth count (" +
-                    std::to_string(depths) + ") in the pattern; using the pattern's (" + src(847) + ")");
+                    std::to_string(depths) + ") in the pattern; using the pattern's (" + arguments_source(847) + ")");
   if (ns.none("mtp_num_layers") || ns.integer("mtp_num_layers") != depths)
-    derive(ns, ctx, "mtp_num_layers", depths, ns.none("mtp_num_layers") ? 844 : 853);
+    set_derived(ns, ctx, "mtp_num_layers", depths, ns.none("mtp_num_layers") ? 844 : 853);
 }
 
 void check_mtp(Namespace& ns, ImportContext& ctx, bool hybrid) {
@@ -142,13 +135,13 @@ void check_mtp(Namespace& ns, ImportContext& ctx, bool hybrid) {
     if (pe != "rope" && pe != "none")
       ctx.error(option_of(ns, "mtp_num_layers"), "mtp_position_embedding",
                 "Multi-Token Prediction (MTP) is not supported with " + pe +
-                    " position embedding type; the supported types are rope and none (" + src(857) + ")");
+                    " position embedding type; the supported types are rope and none (" + arguments_source(857) + ")");
   }
   if (!hybrid && !ns.none("mtp_hybrid_override_pattern"))
     ctx.warning("--mtp-hybrid-override-pattern", "ignored_for_gpt",
-                "--mtp-hybrid-override-pattern is for Mamba/hybrid models only; it is ignored (" + src(878) + ")");
+                "--mtp-hybrid-override-pattern is for Mamba/hybrid models only; it is ignored (" + arguments_source(878) + ")");
   const std::string p = ns.str("hybrid_layer_pattern");
-  if (p.find('+') != std::string::npos || p.find('D') != std::string::npos) derive(ns, ctx, "multi_latent_attention", true, 889);
+  if (p.find('+') != std::string::npos || p.find('D') != std::string::npos) set_derived(ns, ctx, "multi_latent_attention", true, 889);
 }
 
 std::int64_t layers_for_split(const Namespace& ns) {
@@ -165,7 +158,7 @@ void virtual_pipeline(Namespace& ns, ImportContext& ctx) {
   if (int(per_stage) + int(per_rank) + int(layout) > 1) {
     ctx.error(per_rank ? "--num-virtual-stages-per-pipeline-rank" : "--pipeline-model-parallel-layout", "vpp_given_twice",
               "No more than one of --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank, "
-              "--pipeline-model-parallel-layout can be set at the same time (" + src(899) + ")");
+              "--pipeline-model-parallel-layout can be set at the same time (" + arguments_source(899) + ")");
     return;
   }
   const auto pp = std::max<std::int64_t>(1, ns.integer("pipeline_model_parallel_size", 1));
@@ -183,7 +176,7 @@ void virtual_pipeline(Namespace& ns, ImportContext& ctx) {
     if (n % pp != 0) {
       ctx.error("--pipeline-model-parallel-layout", "pipeline_layout_vs_pp",
                 "The length of pipeline_model_parallel_layout (" + std::to_string(n) +
-                    " stages) must be divisible by pipeline_model_parallel_size (" + std::to_string(pp) + ") (" + src(911) + ")");
+                    " stages) must be divisible by pipeline_model_parallel_size (" + std::to_string(pp) + ") (" + arguments_source(911) + ")");
       return;
     }
     vpp = n / pp;
@@ -193,15 +186,15 @@ void virtual_pipeline(Namespace& ns, ImportContext& ctx) {
       if (!ns.none("decoder_first_pipeline_num_layers") || !ns.none("decoder_last_pipeline_num_layers")) {
         ctx.error("--num-layers-per-virtual-pipeline-stage", "vpp_layers_with_uneven_pp",
                   "please use --num-virtual-stages-per-pipeline-rank to specify virtual pipeline parallel degree when "
-                  "enable uneven pipeline parallelism (" + src(922) + ")");
+                  "enable uneven pipeline parallelism (" + arguments_source(922) + ")");
         return;
       }
       const auto layers = layers_for_split(ns), per = ns.integer("num_layers_per_virtual_pipeline_stage");
       if (layers % pp != 0 || per <= 0 || (layers / pp) % per != 0) {
         ctx.error("--num-layers-per-virtual-pipeline-stage", "vpp_layers_divide",
-                  layers % pp != 0 ? "number of layers of the model must be divisible pipeline model parallel size (" + src(935) + ")"
+                  layers % pp != 0 ? "number of layers of the model must be divisible pipeline model parallel size (" + arguments_source(935) + ")"
                                    : "number of layers per pipeline stage must be divisible number of layers per virtual pipeline stage (" +
-                                         src(939) + ")");
+                                         arguments_source(939) + ")");
         return;
       }
       vpp = layers / pp / per;
@@ -217,14 +210,14 @@ void virtual_pipeline(Namespace& ns, ImportContext& ctx) {
       ctx.error("--pipeline-model-parallel-size", "layers_vs_pp",
                 "Number of layers (" + std::to_string(layers_for_split(ns)) +
                     ", with the embedding / loss when they are accounted for) should be divisible by the "
-                    "pipeline-model-parallel size (" + std::to_string(pp) + ") (" + src(964) + ")");
+                    "pipeline-model-parallel size (" + std::to_string(pp) + ") (" + arguments_source(964) + ")");
   }
   if (vpp.is_number_integer() && vpp.get<std::int64_t>() == 1) {
     vpp = nullptr;
     line = layout ? 918 : 945;
   }
   if (vpp != ns.at("virtual_pipeline_model_parallel_size") || layout || per_stage || per_rank)
-    derive(ns, ctx, "virtual_pipeline_model_parallel_size", vpp, line);
+    set_derived(ns, ctx, "virtual_pipeline_model_parallel_size", vpp, line);
 }
 
 // Without the interleaved schedule p2p overlap and aligned parameter gathers are off (:967-979).
@@ -234,13 +227,13 @@ void interleaving(Namespace& ns, ImportContext& ctx) {
     if (ns.flag("overlap_p2p_comm") ? pp <= 1 : pp <= 2)
       ctx.error("--pipeline-model-parallel-size", "interleaved_schedule_pp",
                 ns.flag("overlap_p2p_comm")
-                    ? "When interleaved schedule is used, pipeline-model-parallel size should be greater than 1 (" + src(970) + ")"
+                    ? "When interleaved schedule is used, pipeline-model-parallel size should be greater than 1 (" + arguments_source(970) + ")"
                     : "When interleaved schedule is used and p2p communication overlap is disabled, pipeline-model-parallel "
-                      "size should be greater than 2 (" + src(974) + ")");
+                      "size should be greater than 2 (" + arguments_source(974) + ")");
     return;
   }
-  if (ns.flag("overlap_p2p_comm")) derive(ns, ctx, "overlap_p2p_comm", false, 978);
-  if (ns.flag("align_param_gather")) derive(ns, ctx, "align_param_gather", false, 979);
+  if (ns.flag("overlap_p2p_comm")) set_derived(ns, ctx, "overlap_p2p_comm", false, 978);
+  if (ns.flag("align_param_gather")) set_derived(ns, ctx, "align_param_gather", false, 979);
 }
 
 }  // namespace

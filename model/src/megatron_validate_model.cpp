@@ -10,17 +10,9 @@ using nlohmann::json;
 
 namespace {
 
-const char* kArgs = "mcore:megatron/training/arguments.py:";
-std::string src(int line) { return kArgs + std::to_string(line); }
-
-void derive(Namespace& ns, ImportContext& ctx, const std::string& dest, json v, int line) {
-  ns.v[dest] = std::move(v);
-  ctx.derived[dest] = src(line);
-}
-
 void fail(const Namespace& ns, ImportContext& ctx, const std::string& dest, const std::string& rule, const std::string& message,
           int line) {
-  ctx.error(option_of(ns, dest), rule, message + " (" + src(line) + ")");
+  ctx.error(option_of(ns, dest), rule, message + " (" + arguments_source(line) + ")");
 }
 
 // Iteration- and sample-based training exclude each other's schedule options (:1222-1250).
@@ -48,7 +40,7 @@ void check_shape(Namespace& ns, ImportContext& ctx) {
     if (!ns.none("encoder_num_layers"))
       fail(ns, ctx, "encoder_num_layers", "num_layers_given_twice", "cannot have both num-layers and encoder-num-layers specified", 1254);
   } else if (!ns.none("encoder_num_layers")) {
-    derive(ns, ctx, "num_layers", ns.at("encoder_num_layers"), 1259);
+    set_derived(ns, ctx, "num_layers", ns.at("encoder_num_layers"), 1259);
   }
   bool missing = false;
   for (const char* dest : {"num_layers", "hidden_size", "num_attention_heads", "max_position_embeddings"}) {
@@ -56,7 +48,7 @@ void check_shape(Namespace& ns, ImportContext& ctx) {
     std::string opt = option_of(ns, dest);
     if (std::string(dest) == "num_layers") opt += (ctx.hybrid ? " (or --hybrid-layer-pattern)" : "");
     ctx.error(option_of(ns, dest), "required_argument",
-              opt + " is required: validate_args asserts " + dest + " is not None (" + src(1262) + "-" + std::to_string(1265) +
+              opt + " is required: validate_args asserts " + dest + " is not None (" + arguments_source(1262) + "-" + std::to_string(1265) +
                   ")" + (std::string(dest) == "max_position_embeddings" ? "; it is not taken from --seq-length" : ""));
     missing = true;
   }
@@ -64,15 +56,15 @@ void check_shape(Namespace& ns, ImportContext& ctx) {
   const auto h = ns.integer("hidden_size"), heads = ns.integer("num_attention_heads");
   if (ns.none("ffn_hidden_size")) {
     // SwiGLU keeps a 4h MLP's parameter count, rounded down to a multiple of 64.
-    if (ns.flag("swiglu")) derive(ns, ctx, "ffn_hidden_size", static_cast<std::int64_t>(4.0 * h * 2 / 3 / 64) * 64, 1275);
-    else derive(ns, ctx, "ffn_hidden_size", 4 * h, 1277);
+    if (ns.flag("swiglu")) set_derived(ns, ctx, "ffn_hidden_size", static_cast<std::int64_t>(4.0 * h * 2 / 3 / 64) * 64, 1275);
+    else set_derived(ns, ctx, "ffn_hidden_size", 4 * h, 1277);
   }
   if (ns.none("kv_channels")) {
     if (heads <= 0 || h % heads != 0) {
       fail(ns, ctx, "hidden_size", "hidden_vs_heads", "--hidden-size must be divisible by --num-attention-heads when --kv-channels is not given", 1280);
       return;
     }
-    derive(ns, ctx, "kv_channels", h / heads, 1281);
+    set_derived(ns, ctx, "kv_channels", h / heads, 1281);
   }
 }
 
@@ -84,9 +76,9 @@ void check_lengths(Namespace& ns, ImportContext& ctx) {
   if (!ns.none("seq_length")) {
     if (!ns.none("encoder_seq_length")) fail(ns, ctx, "encoder_seq_length", "seq_length_given_twice", "--encoder-seq-length cannot be given with --seq-length", 1295);
   } else if (ns.none("encoder_seq_length")) {
-    ctx.error("--seq-length", "required_argument", "--seq-length (or --encoder-seq-length) is required (" + src(1298) + ")");
+    ctx.error("--seq-length", "required_argument", "--seq-length (or --encoder-seq-length) is required (" + arguments_source(1298) + ")");
   } else {
-    derive(ns, ctx, "seq_length", ns.at("encoder_seq_length"), 1299);
+    set_derived(ns, ctx, "seq_length", ns.at("encoder_seq_length"), 1299);
   }
   if (!ns.none("seq_length") && !ns.none("max_position_embeddings") && ns.integer("max_position_embeddings") < ns.integer("seq_length"))
     fail(ns, ctx, "max_position_embeddings", "max_position_embeddings_vs_seq_length",
@@ -106,8 +98,8 @@ void check_lengths(Namespace& ns, ImportContext& ctx) {
   if (ns.flag("fp32_residual_connection") && !ns.flag("fp16") && !ns.flag("bf16"))
     fail(ns, ctx, "fp32_residual_connection", "fp32_residual_needs_half", "residual connection in fp32 only supported when using fp16 or bf16.", 1324);
   if (!ns.none("no_weight_decay_cond_type")) {
-    ctx.warning("--no-weight-decay-cond-type", "deprecated_argument", "--no-weight-decay-cond-type is deprecated. Please use --apply-wd-to-qk-layernorm instead (" + src(1331) + ")");
-    if (ns.str("no_weight_decay_cond_type") == "apply_wd_to_qk_layernorm") derive(ns, ctx, "apply_wd_to_qk_layernorm", true, 1336);
+    ctx.warning("--no-weight-decay-cond-type", "deprecated_argument", "--no-weight-decay-cond-type is deprecated. Please use --apply-wd-to-qk-layernorm instead (" + arguments_source(1331) + ")");
+    if (ns.str("no_weight_decay_cond_type") == "apply_wd_to_qk_layernorm") set_derived(ns, ctx, "apply_wd_to_qk_layernorm", true, 1336);
     else fail(ns, ctx, "no_weight_decay_cond_type", "invalid_value", "Invalid no_weight_decay_cond_type: " + ns.str("no_weight_decay_cond_type"), 1338);
   }
   const bool constant = ns.str("weight_decay_incr_style") == "constant";
@@ -127,8 +119,8 @@ void check_layers(Namespace& ns, ImportContext& ctx) {
     fail(ns, ctx, "recompute_method", "selective_with_method", "recompute method is not yet supported for selective recomputing granularity", 1375);
   if (ns.integer("tensor_model_parallel_size", 1) == 1) {
     if (ns.flag("sequence_parallel"))
-      ctx.warning("--sequence-parallel", "sequence_parallel_at_tp1", "Disabling sequence parallelism because tensor model parallelism is disabled (" + src(1384) + ")");
-    if (ns.flag("sequence_parallel")) derive(ns, ctx, "sequence_parallel", false, 1387);
+      ctx.warning("--sequence-parallel", "sequence_parallel_at_tp1", "Disabling sequence parallelism because tensor model parallelism is disabled (" + arguments_source(1384) + ")");
+    if (ns.flag("sequence_parallel")) set_derived(ns, ctx, "sequence_parallel", false, 1387);
   }
   if (ns.flag("tp_comm_overlap") && !ns.flag("sequence_parallel"))
     fail(ns, ctx, "tp_comm_overlap", "tp_comm_overlap_needs_sp", "Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled", 1390);
@@ -137,8 +129,8 @@ void check_layers(Namespace& ns, ImportContext& ctx) {
        ns.str("dataloader_type") != "single" || !ns.flag("calculate_per_token_loss")))
     fail(ns, ctx, "hybrid_context_parallel", "hybrid_context_parallel",
          "Hybrid context parallelism needs PP 1, no CUDA graph, no Megatron FSDP, the single dataloader and --calculate-per-token-loss", 1393);
-  if (!ns.flag("add_bias_linear") && ns.flag("bias_gelu_fusion")) derive(ns, ctx, "bias_gelu_fusion", false, 1539);
-  if (ns.flag("add_bias_linear") && !ns.flag("add_qkv_bias")) derive(ns, ctx, "add_qkv_bias", true, 1543);
+  if (!ns.flag("add_bias_linear") && ns.flag("bias_gelu_fusion")) set_derived(ns, ctx, "bias_gelu_fusion", false, 1539);
+  if (ns.flag("add_bias_linear") && !ns.flag("add_qkv_bias")) set_derived(ns, ctx, "add_qkv_bias", true, 1543);
   if (ns.flag("qk_clip")) {
     const double alpha = ns.at("qk_clip_alpha").is_number() ? ns.at("qk_clip_alpha").get<double>() : 0;
     const double threshold = ns.at("qk_clip_threshold").is_number() ? ns.at("qk_clip_threshold").get<double>() : 0;
@@ -146,14 +138,14 @@ void check_layers(Namespace& ns, ImportContext& ctx) {
     if (!(threshold > 0)) fail(ns, ctx, "qk_clip_threshold", "qk_clip", "--qk-clip-threshold must be greater than 0 when using --qk-clip.", 1551);
   }
   if (ns.flag("use_rotary_position_embeddings")) {
-    ctx.warning("--use-rotary-position-embeddings", "deprecated_argument", "--use-rotary-position-embeddings is deprecated: it sets --position-embedding-type rope (" + src(1559) + ")");
-    derive(ns, ctx, "position_embedding_type", "rope", 1560);
+    ctx.warning("--use-rotary-position-embeddings", "deprecated_argument", "--use-rotary-position-embeddings is deprecated: it sets --position-embedding-type rope (" + arguments_source(1559) + ")");
+    set_derived(ns, ctx, "position_embedding_type", "rope", 1560);
   }
-  if (ns.str("position_embedding_type") != "rope" && ns.flag("apply_rope_fusion")) derive(ns, ctx, "apply_rope_fusion", false, 1562);
+  if (ns.str("position_embedding_type") != "rope" && ns.flag("apply_rope_fusion")) set_derived(ns, ctx, "apply_rope_fusion", false, 1562);
   if (!ns.flag("add_position_embedding") && ns.str("position_embedding_type") != "rope")
     fail(ns, ctx, "add_position_embedding", "no_position_embedding", "--no-position-embedding is deprecated, use --position-embedding-type", 1567);
   else if (!ns.flag("add_position_embedding"))
-    ctx.warning("--no-position-embedding", "deprecated_argument", "--no-position-embedding is deprecated; with rope it has no effect (" + src(1566) + ")");
+    ctx.warning("--no-position-embedding", "deprecated_argument", "--no-position-embedding is deprecated; with rope it has no effect (" + arguments_source(1566) + ")");
   if (ns.str("position_embedding_type") == "relative" && ns.str("transformer_impl") != "transformer_engine")
     fail(ns, ctx, "position_embedding_type", "relative_needs_te", "Local transformer implementation currently does not support attention bias-based position embeddings.", 1572);
   if (ns.str("position_embedding_type") == "mrope" && ns.none("mrope_section"))
@@ -161,15 +153,15 @@ void check_layers(Namespace& ns, ImportContext& ctx) {
 }
 
 void check_moe(Namespace& ns, ImportContext& ctx) {
-  if (ns.at("num_experts").is_number_integer() && ns.integer("num_experts") == 0) derive(ns, ctx, "num_experts", nullptr, 1582);
-  if (!ns.none("num_experts") && ns.none("moe_ffn_hidden_size")) derive(ns, ctx, "moe_ffn_hidden_size", ns.at("ffn_hidden_size"), 1584);
+  if (ns.at("num_experts").is_number_integer() && ns.integer("num_experts") == 0) set_derived(ns, ctx, "num_experts", nullptr, 1582);
+  if (!ns.none("num_experts") && ns.none("moe_ffn_hidden_size")) set_derived(ns, ctx, "moe_ffn_hidden_size", ns.at("ffn_hidden_size"), 1584);
   const auto ep = ns.integer("expert_model_parallel_size", 1);
   if (ep > 1 && ns.none("num_experts"))
     fail(ns, ctx, "expert_model_parallel_size", "ep_needs_experts", "num_experts must be non None to use expert model parallelism", 1589);
   else if (ep > 1 && ns.integer("num_experts") % ep != 0)
     fail(ns, ctx, "expert_model_parallel_size", "experts_vs_ep", "Number of experts should be a multiple of expert model parallel_size.", 1590);
   for (const auto& [dest, line] : {std::pair<const char*, int>{"moe_router_load_balancing_type", 1595}, {"moe_aux_loss_coeff", 1597}})
-    if (ns.at(dest).is_array() && ns.at(dest).size() == 1) derive(ns, ctx, dest, ns.at(dest)[0], line);
+    if (ns.at(dest).is_array() && ns.at(dest).size() == 1) set_derived(ns, ctx, dest, ns.at(dest)[0], line);
 }
 
 // Checkpoint formats, data sources, fusions, determinism (:1599-1648).
@@ -187,24 +179,24 @@ void check_training(Namespace& ns, ImportContext& ctx) {
   if (ns.flag("deterministic_mode") && (ns.flag("cross_entropy_loss_fusion") || ns.flag("tp_comm_overlap")))
     ctx.error(ns.flag("tp_comm_overlap") ? "--tp-comm-overlap" : "--cross-entropy-loss-fusion", "deterministic_mode",
               "--deterministic-mode requires cross_entropy_loss_fusion=False and tp_comm_overlap=False "
-              "(mcore:megatron/training/determinism.py:24, :143; called at " + src(1644) + ")");
-  if (ns.flag("apply_query_key_layer_scaling") && !ns.flag("attention_softmax_in_fp32")) derive(ns, ctx, "attention_softmax_in_fp32", true, 1648);
+              "(mcore:megatron/training/determinism.py:24, :143; called at " + arguments_source(1644) + ")");
+  if (ns.flag("apply_query_key_layer_scaling") && !ns.flag("attention_softmax_in_fp32")) set_derived(ns, ctx, "attention_softmax_in_fp32", true, 1648);
 }
 
 // Optimizers other than adam and sgd run the layer-wise distributed optimizer (:1657-1674); the gloo
 // and fake-process-group settings (:1677-1695).
 void check_optimizer(Namespace& ns, ImportContext& ctx) {
-  derive(ns, ctx, "use_layer_wise_distributed_optimizer", false, 1658);
+  set_derived(ns, ctx, "use_layer_wise_distributed_optimizer", false, 1658);
   const std::string opt = ns.str("optimizer");
   if (opt != "sgd" && opt != "adam") {
     if (opt == "dist_muon") {
-      ctx.warning("--optimizer", "deprecated_value", "optimizer='dist_muon' is deprecated. Use --optimizer muon --use-distributed-optimizer instead (" + src(1662) + ")");
-      derive(ns, ctx, "optimizer", "muon", 1665);
-      derive(ns, ctx, "use_layer_wise_distributed_optimizer", true, 1666);
+      ctx.warning("--optimizer", "deprecated_value", "optimizer='dist_muon' is deprecated. Use --optimizer muon --use-distributed-optimizer instead (" + arguments_source(1662) + ")");
+      set_derived(ns, ctx, "optimizer", "muon", 1665);
+      set_derived(ns, ctx, "use_layer_wise_distributed_optimizer", true, 1666);
     }
     if (ns.flag("use_distributed_optimizer")) {
-      derive(ns, ctx, "use_layer_wise_distributed_optimizer", true, 1669);
-      derive(ns, ctx, "use_distributed_optimizer", false, 1670);
+      set_derived(ns, ctx, "use_layer_wise_distributed_optimizer", true, 1669);
+      set_derived(ns, ctx, "use_distributed_optimizer", false, 1670);
     }
     if (ns.flag("use_megatron_fsdp")) fail(ns, ctx, "use_megatron_fsdp", "emerging_optimizer_fsdp", "Emerging optimizer does not support Megatron-FSDP for now.", 1673);
     if (ns.str("ckpt_format") != "torch" && ns.str("ckpt_format") != "torch_dist")
@@ -216,8 +208,8 @@ void check_optimizer(Namespace& ns, ImportContext& ctx) {
   if (ns.flag("fake_process_group")) {
     if (ns.str("moe_token_dispatcher_type") == "flex")
       fail(ns, ctx, "moe_token_dispatcher_type", "fake_process_group_flex", "Fake process group is not supported with flex token dispatcher.", 1690);
-    derive(ns, ctx, "check_for_nan_in_loss_and_grad", false, 1692);
-    derive(ns, ctx, "use_gloo_process_groups", false, 1695);
+    set_derived(ns, ctx, "check_for_nan_in_loss_and_grad", false, 1692);
+    set_derived(ns, ctx, "use_gloo_process_groups", false, 1695);
   }
 }
 
@@ -248,9 +240,9 @@ void check_rest(Namespace& ns, ImportContext& ctx) {
     if (pe != "learned_absolute" && pe != "rope" && pe != "mrope" && pe != "none")
       fail(ns, ctx, "mtp_num_layers", "mtp_position_embedding", "Multi-Token Prediction (MTP) is not supported with '" + pe + "' position embedding type", 1859);
   }
-  if (ns.integer("cpu_offloading_num_layers", 0) > 0) derive(ns, ctx, "cpu_offloading", true, 1865);
+  if (ns.integer("cpu_offloading_num_layers", 0) > 0) set_derived(ns, ctx, "cpu_offloading", true, 1865);
   const std::string impl = ns.str("cuda_graph_impl");
-  if (impl != "none" && (te || impl == "transformer_engine") && !ns.flag("te_rng_tracker")) derive(ns, ctx, "te_rng_tracker", true, 1873);
+  if (impl != "none" && (te || impl == "transformer_engine") && !ns.flag("te_rng_tracker")) set_derived(ns, ctx, "te_rng_tracker", true, 1873);
   if (impl == "full_iteration" && ns.flag("cuda_graph_modules"))
     fail(ns, ctx, "cuda_graph_modules", "full_iteration_with_modules", "--cuda-graph-modules must be empty when --cuda-graph-impl=full_iteration.", 1884);
   if (ns.flag("multi_latent_attention") && ns.flag("group_query_attention"))

@@ -7,28 +7,17 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "run_peakcast.hpp"
 #include <sys/wait.h>
 
 namespace fs = std::filesystem;
 
 namespace {
-struct Run {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using peakcast_test::Run;
+using peakcast_test::run;
 
-Run run(const std::string& args) {
-  const std::string cmd = std::string(PEAKCAST_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Run r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
-  r.status = WEXITSTATUS(pclose(pipe));
-  return r;
-}
-
-bool mentions(const Run& r, const std::string& what) { return r.output.find(what) != std::string::npos; }
+bool mentions(const Run& r, const std::string& what) { return r.out.find(what) != std::string::npos; }
 
 // A fresh, empty directory for one test case; removed at the end.
 struct TempDir {
@@ -108,7 +97,7 @@ TEST_CASE("control characters from the input do not reach the terminal", "[cli][
   // A key with ESC ... BEL (an xterm title sequence) in an override: the unknown-key error quotes it.
   const Run r = run("predict --set 'model.x\x1b]0;owned\x07=1'");
   CHECK(r.status == 2);
-  CHECK(r.output.find('\x1b') == std::string::npos);
-  CHECK(r.output.find('\x07') == std::string::npos);
+  CHECK(r.out.find('\x1b') == std::string::npos);
+  CHECK(r.out.find('\x07') == std::string::npos);
   CHECK(mentions(r, "model.x\\x1B]0;owned\\x07"));
 }

@@ -12,26 +12,14 @@
 #include <fstream>
 #include <string>
 
+#include "run_peakcast.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Run run(const std::string& args) {
-  const std::string cmd = std::string(PEAKCAST_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Run r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe)) r.out += buf.data();
-  const int raw = pclose(pipe);
-  if (raw != -1 && WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
-  return r;
-}
+using peakcast_test::Run;
+using peakcast_test::run;
 
 fs::path scratch() {
   const auto dir = fs::temp_directory_path() / ("peakcast-input-routes-" + std::to_string(::getpid()));

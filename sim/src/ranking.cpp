@@ -77,6 +77,37 @@ void note_ineffective_tags(std::vector<RankedCandidate>& cands) {
   }
 }
 
+// With block N sampled (block_layer_samples), bisect between the largest sampled N that does not fit
+// and the smallest that does: the peak only falls as N grows, so the result is the smallest fitting
+// N of all of them. Each N tried is added to the candidates.
+void refine_block_boundary(const model::RunSpec& spec, Predictor& predictor, const CandidateSet& set, Bytes budget,
+                           double headroom_sigma, const PredictOptions& options, Ranking& out) {
+  if (set.block_layers_per_chunk_sampled == 0) return;
+  std::int64_t lo = 0, hi = 0;  // lo does not fit (0: none), hi fits (0: none)
+  for (const auto& c : out.candidates) {
+    if (c.choice.granularity != model::RecomputeGranularity::full || c.choice.method != model::RecomputeMethod::block) continue;
+    const std::int64_t n = c.choice.num_layers.value_or(0);
+    if (c.viable && (hi == 0 || n < hi)) hi = n;
+  }
+  if (hi == 0) return;
+  for (const auto& c : out.candidates)
+    if (c.choice.granularity == model::RecomputeGranularity::full && c.choice.method == model::RecomputeMethod::block &&
+        !c.viable && c.choice.num_layers.value_or(0) < hi)
+      lo = std::max(lo, c.choice.num_layers.value_or(0));
+  while (hi - lo > 1) {
+    RecomputeChoice c;
+    c.granularity = model::RecomputeGranularity::full;
+    c.method = model::RecomputeMethod::block;
+    c.num_layers = lo + (hi - lo) / 2;
+    if (std::string why = megatron_refusal(spec, c); !why.empty()) {
+      out.rejected.push_back({c, std::move(why)});
+      return;
+    }
+    out.candidates.push_back(evaluate(predictor, c, budget, headroom_sigma, options));
+    (out.candidates.back().viable ? hi : lo) = *c.num_layers;
+  }
+}
+
 }  // namespace
 
 std::string why_tag_has_no_effect(model::RecomputeTag t) {
@@ -117,6 +148,7 @@ Ranking rank_candidates(const model::RunSpec& spec, Bytes budget, double headroo
   out.budget = budget;
   out.candidates.reserve(set.accepted.size());
   for (const auto& c : set.accepted) out.candidates.push_back(evaluate(predictor, c, budget, headroom_sigma, options));
+  refine_block_boundary(spec, predictor, set, budget, headroom_sigma, options, out);
   note_ineffective_tags(out.candidates);
   std::stable_sort(out.candidates.begin(), out.candidates.end(), [order](const RankedCandidate& a, const RankedCandidate& b) {
     if (a.viable != b.viable) return a.viable;

@@ -90,6 +90,17 @@ std::vector<std::int64_t> block_layer_counts(std::int64_t layers_per_chunk) {
   return n;
 }
 
+std::vector<std::int64_t> block_layer_samples(std::int64_t layers_per_chunk) {
+  if (layers_per_chunk <= kBlockCountsInFull) return block_layer_counts(layers_per_chunk);
+  std::set<std::int64_t> n{layers_per_chunk};
+  for (std::int64_t k = 1; k < layers_per_chunk; k *= 2) n.insert(k);
+  for (std::int64_t k = 1; k * k <= layers_per_chunk; ++k)
+    if (layers_per_chunk % k == 0) n.insert({k, layers_per_chunk / k});
+  const std::int64_t step = (layers_per_chunk + 15) / 16;
+  for (std::int64_t k = step; k < layers_per_chunk; k += step) n.insert(k);
+  return {n.begin(), n.end()};
+}
+
 namespace {
 
 std::string first_error(const model::Diagnostics& diags) {
@@ -98,7 +109,7 @@ std::string first_error(const model::Diagnostics& diags) {
   return {};
 }
 
-std::vector<RecomputeChoice> structural_candidates(const model::RunSpec& spec) {
+std::vector<RecomputeChoice> structural_candidates(const model::RunSpec& spec, std::int64_t per_chunk) {
   std::vector<RecomputeChoice> out;
   // Selective: every subset of the applicable tags, in the order Megatron lists them.
   const auto tags = applicable_tags(spec);
@@ -118,10 +129,9 @@ std::vector<RecomputeChoice> structural_candidates(const model::RunSpec& spec) {
     out.push_back(std::move(c));
   }
   // Full recompute counts layers per model chunk (recompute.py); so do these N values.
-  const std::int64_t per_chunk = max_layers_per_chunk(spec);
   for (const auto method : {model::RecomputeMethod::uniform, model::RecomputeMethod::block}) {
     const auto counts = method == model::RecomputeMethod::uniform ? uniform_layer_counts(per_chunk)
-                                                                  : block_layer_counts(per_chunk);
+                                                                  : block_layer_samples(per_chunk);
     for (const std::int64_t n : counts) {
       RecomputeChoice c;
       c.granularity = model::RecomputeGranularity::full;
@@ -149,10 +159,16 @@ std::vector<RecomputeChoice> structural_candidates(const model::RunSpec& spec) {
 
 }  // namespace
 
+std::string megatron_refusal(const model::RunSpec& spec, const RecomputeChoice& c) {
+  return first_error(model::validate(with_choice(spec, c)));
+}
+
 CandidateSet enumerate_candidates(const model::RunSpec& spec) {
   CandidateSet set;
-  for (auto& c : structural_candidates(spec)) {
-    const std::string err = first_error(model::validate(with_choice(spec, c)));
+  const std::int64_t per_chunk = max_layers_per_chunk(spec);
+  if (per_chunk > kBlockCountsInFull) set.block_layers_per_chunk_sampled = per_chunk;
+  for (auto& c : structural_candidates(spec, per_chunk)) {
+    const std::string err = megatron_refusal(spec, c);
     if (err.empty()) set.accepted.push_back(std::move(c));
     else set.rejected.push_back({std::move(c), err});
   }

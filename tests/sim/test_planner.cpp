@@ -42,7 +42,7 @@ const char* kMoe = R"({"model":{"num_layers":4,"hidden_size":512,"num_attention_
   "bf16":true,"num_moe_experts":8,"moe_ffn_hidden_size":512,"moe_router_topk":2,"moe_grouped_gemm":true,
   "moe_token_dispatcher_type":"alltoall"},
   "train":{"micro_batch_size":1,"global_batch_size":8},"ddp":{"grad_reduce_in_fp32":true},
-  "cluster":{"num_gpus":8,"gpu":"h100-sxm-80gb"}})";
+  "cluster":{"num_gpus":4,"gpu":"h100-sxm-80gb"}})";
 
 struct Config {
   std::size_t layout = 0, policy = 0;

@@ -72,6 +72,61 @@ TEST_CASE("uniform N values: divisors and powers of two") {
   CHECK(sim::block_layer_counts(3) == std::vector<std::int64_t>{1, 2, 3});
 }
 
+TEST_CASE("block N above 32 layers a chunk: sampled, then bisected to the smallest N that fits") {
+  // 48 layers on one stage: above kBlockCountsInFull, so block N is sampled.
+  const model::RunSpec spec = parse(R"({"model":{"num_layers":48,"hidden_size":256,"num_attention_heads":4,
+    "ffn_hidden_size":1024,"vocab_size":8192,"seq_length":1024,"max_position_embeddings":1024,"normalization":"RMSNorm",
+    "gated_linear_unit":true,"activation_func":"silu","add_bias_linear":false,"position_embedding_type":"rope",
+    "bf16":true},"train":{"micro_batch_size":4,"global_batch_size":8},"cluster":{"num_gpus":1,"gpu":"h100-sxm-80gb"}})");
+  const std::int64_t L = 48;
+  REQUIRE(sim::max_layers_per_chunk(spec) == L);
+  const auto samples = sim::block_layer_samples(L);
+  // Powers of two below 48, the divisors of 48, steps of 3 (48/16) and 48 itself: every multiple of 3
+  // plus 1, 2, 4, 8, 16, 32 (and 3's multiples already hold 6, 12, 24, 48).
+  std::vector<std::int64_t> expected{1, 2, 4, 8, 16, 32};
+  for (std::int64_t k = 3; k <= L; k += 3) expected.push_back(k);
+  std::sort(expected.begin(), expected.end());
+  expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
+  CHECK(samples == expected);
+  CHECK(sim::enumerate_candidates(spec).block_layers_per_chunk_sampled == L);
+  CHECK(sim::block_layer_samples(32) == sim::block_layer_counts(32));
+
+  // Every N simulated: the peak falls as N grows, and the smallest N that fits a budget between the
+  // ends is what rank finds.
+  sim::Predictor predictor(spec);
+  std::vector<sim::Prediction> every;
+  for (std::int64_t n = 1; n <= L; ++n) {
+    sim::RecomputeChoice c;
+    c.granularity = model::RecomputeGranularity::full;
+    c.method = model::RecomputeMethod::block;
+    c.num_layers = n;
+    every.push_back(predictor.run(c));
+    if (n > 1) CHECK(every[n - 1].max_peak_allocated <= every[n - 2].max_peak_allocated);
+  }
+  REQUIRE(every.front().max_peak_allocated > every.back().max_peak_allocated);
+  // Budgets just at N's peak for several N between the sampled points (not multiples of 3).
+  for (const std::int64_t target : {5, 10, 20, 37, 47}) {
+    const Bytes budget = every[target - 1].max_peak_allocated + Bytes{1};
+    std::int64_t smallest = 0;
+    for (std::int64_t n = 1; n <= L && !smallest; ++n)
+      if (sim::run_verdict(every[n - 1], sim::VerdictLimits{budget, 0}).kind == sim::FitKind::fits) smallest = n;
+    REQUIRE(smallest > 0);
+    const sim::Ranking r = sim::rank_candidates(spec, budget);
+    std::int64_t found = 0;
+    for (const auto& c : r.candidates)
+      if (c.viable && c.choice.granularity == model::RecomputeGranularity::full &&
+          c.choice.method == model::RecomputeMethod::block && (!found || *c.choice.num_layers < found))
+        found = *c.choice.num_layers;
+    INFO("budget at block N=" << target << "'s peak");
+    CHECK(found == smallest);
+    // Bisection adds at most ceil(log2(gap)) candidates to the sampled ones.
+    const auto block_count = std::count_if(r.candidates.begin(), r.candidates.end(), [](const auto& c) {
+      return c.choice.granularity == model::RecomputeGranularity::full && c.choice.method == model::RecomputeMethod::block;
+    });
+    CHECK(block_count <= static_cast<std::ptrdiff_t>(samples.size()) + 2);
+  }
+}
+
 TEST_CASE("CPU offloading candidates only with PP == 1") {
   const model::RunSpec spec = parse(kLlama, {"model.pipeline_model_parallel_size=1"});
   const auto set = sim::enumerate_candidates(spec);

@@ -27,6 +27,15 @@ std::vector<model::RecomputeTag> applicable_tags(const model::RunSpec& spec);
 // block: every N in 1..L; uniform: the divisors of L and the powers of two below L.
 std::vector<std::int64_t> uniform_layer_counts(std::int64_t layers_per_chunk);
 std::vector<std::int64_t> block_layer_counts(std::int64_t layers_per_chunk);
+
+// What `rank` evaluates of the block family before refining: every N while L <= this; above it
+// the powers of two, the divisors of L, L/16 steps and L itself, and rank_candidates() then bisects
+// between the largest sampled N that does not fit and the smallest that does. Block recompute's
+// peak only falls as N grows (more of each chunk keeps its input alone), so the bisection finds
+// the same smallest fitting N as evaluating all L of them (tests/sim/test_ranking.cpp checks it
+// against every N), at about 40 simulations instead of L (a 4,096-layer chunk: 4,096).
+inline constexpr std::int64_t kBlockCountsInFull = 32;
+std::vector<std::int64_t> block_layer_samples(std::int64_t layers_per_chunk);
 std::int64_t max_layers_per_chunk(const model::RunSpec& spec);
 
 struct RejectedChoice {
@@ -37,11 +46,17 @@ struct RejectedChoice {
 struct CandidateSet {
   std::vector<RecomputeChoice> accepted;
   std::vector<RejectedChoice> rejected;  // structurally sensible, but Megatron refuses them
+  // Full block recompute listed by block_layer_samples() rather than every N: rank_candidates()
+  // bisects for the smallest N that fits (0: every N is listed).
+  std::int64_t block_layers_per_chunk_sampled = 0;
 };
 
 // Every candidate: all subsets of the applicable tags (the empty list included), full uniform and
 // block with each N, CPU offloading with N layers where allowed. Each is checked with validate().
 CandidateSet enumerate_candidates(const model::RunSpec& spec);
+
+// Megatron's first refusal of the spec under `c` ("path: message [rule]"), empty when it accepts it.
+std::string megatron_refusal(const model::RunSpec& spec, const RecomputeChoice& c);
 
 struct RankedCandidate {
   RecomputeChoice choice;

@@ -19,6 +19,7 @@
 #include "peakcast/sim/planner.hpp"
 #include "peakcast/sim/ranking.hpp"
 #include "planner_search.hpp"
+#include "worker_pool.hpp"
 
 namespace peakcast::sim {
 
@@ -205,10 +206,7 @@ void Search::bound_all() {
   };
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned n = static_cast<unsigned>(std::min<std::size_t>(options_.threads ? options_.threads : hw, std::max<std::size_t>(1, groups_.size())));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  detail::run_on_workers(n, worker);  // fewer when a thread cannot start (worker_pool.hpp)
 }
 
 std::size_t Search::policies_of(std::size_t i) const {

@@ -4,12 +4,12 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
-#include <system_error>
 #include <thread>
 
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/sweep.hpp"
+#include "worker_pool.hpp"
 
 namespace peakcast::sim {
 
@@ -119,22 +119,13 @@ SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>
   };
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned n = static_cast<unsigned>(std::min<std::size_t>(options.threads ? options.threads : hw, std::max<std::size_t>(total, 1)));
-  // A thread that cannot start (std::system_error: a process or container thread limit) only means
-  // fewer workers: the points are taken from a shared counter, so whoever runs finishes them all.
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t) {
-    try {
-      pool.emplace_back(worker);
-    } catch (const std::system_error&) {
-      break;
-    }
-  }
+  // A thread that cannot start only means fewer workers (worker_pool.hpp).
+  std::vector<std::thread> pool = detail::start_workers(n - 1, worker);
   std::optional<std::thread> last;
   if (options.progress) {
-    try {
-      last.emplace(worker);  // the calling thread reports progress and leaves the work to the pool
-    } catch (const std::system_error&) {
-    }
+    // The calling thread reports progress and leaves the work to the pool and this one.
+    std::vector<std::thread> one = detail::start_workers(1, worker);
+    if (!one.empty()) last.emplace(std::move(one.front()));
   }
   if (last) {
     while (done.load() < total) {

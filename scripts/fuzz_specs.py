@@ -26,9 +26,12 @@ import glob
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 try:
     import yaml
@@ -273,6 +276,31 @@ def recipe_case(names, docs, rng):
     return "bridge:" + rng.choice(names), sets
 
 
+def run_capped(cmd, stdin_text, max_s):
+    """(exit status or None when killed at the cap, stderr, seconds, peak RSS GB). The child runs in
+    its own session, killed with its process group at the cap; its peak memory comes from wait4."""
+    start = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    timed_out = []
+    timer = threading.Timer(max_s, lambda: (timed_out.append(True), os.killpg(p.pid, signal.SIGKILL)))
+    timer.start()
+    if stdin_text is not None:
+        try:
+            p.stdin.write(stdin_text.encode("utf-8", errors="surrogateescape"))
+            p.stdin.close()
+        except BrokenPipeError:
+            pass
+    err = p.stderr.read().decode("utf-8", errors="replace")
+    _, status, usage = os.wait4(p.pid, 0)
+    timer.cancel()
+    p.stderr.close()
+    seconds = time.monotonic() - start
+    if timed_out:
+        return None, err, seconds, usage.ru_maxrss / 1e6
+    return os.waitstatus_to_exitcode(status), err, seconds, usage.ru_maxrss / 1e6
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--peakcast", default=os.path.join(ROOT, "build", "cli", "peakcast"))
@@ -280,6 +308,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commands", default="predict", help="comma list of predict, rank")
     ap.add_argument("--inputs", default="json", help="comma list of json, yaml, recipe, mlm, hf")
+    ap.add_argument("--max-seconds", type=float, default=20, help="per-case wall-clock cap (issue #27: 20 s)")
+    ap.add_argument("--max-rss-gb", type=float, default=2, help="per-case peak resident memory cap")
     args = ap.parse_args()
     inputs = args.inputs.split(",")
     if "yaml" in inputs and yaml is None:
@@ -299,6 +329,7 @@ def main():
     commands = args.commands.split(",")
     failures = 0
     counts = {}
+    slowest = (0.0, -1, "")
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.cases):
             kind = rng.choice(inputs)
@@ -349,22 +380,26 @@ def main():
             cmd = [args.peakcast, rng.choice(commands), spec] + extra
             if cmd[1] == "rank":
                 cmd += ["--budget-gb", "80"]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                               input=doc["line"] if doc.get("stdin") else None)
-            counts[p.returncode] = counts.get(p.returncode, 0) + 1
-            crashed = any(m in p.stderr for m in CRASH_MARKS)
-            clear_error = p.returncode != 2 or "error" in p.stderr
+            rc, err, seconds, rss_gb = run_capped(cmd, doc["line"] if doc.get("stdin") else None, args.max_seconds)
+            slowest = max(slowest, (seconds, i, cmd[1]))
+            counts[rc] = counts.get(rc, 0) + 1
+            crashed = any(m in err for m in CRASH_MARKS)
+            clear_error = rc != 2 or "error" in err
             # A misspelt defined option is an error naming it, never a prediction.
-            silent_typo = bool(doc.get("misspelt")) and p.returncode == 0
-            if p.returncode not in (0, 2) or crashed or not clear_error or silent_typo:
+            silent_typo = bool(doc.get("misspelt")) and rc == 0
+            over = rc is None or rss_gb > args.max_rss_gb
+            if over:
+                err = (f"over the {args.max_seconds:.0f} s cap" if rc is None else f"peak RSS {rss_gb:.2f} GB over the cap") + "\n" + err
+            if over or rc not in (0, 2) or crashed or not clear_error or silent_typo:
                 failures += 1
                 keep = os.path.join(ROOT, "build", f"fuzz_fail_{args.seed}_{i}.json")
                 os.makedirs(os.path.dirname(keep), exist_ok=True)
                 with open(keep, "w") as f:
                     json.dump(doc, f, indent=1)
-                print(f"FAIL case {i}: {' '.join(cmd[1:2])} exit {p.returncode}; spec kept in {keep}")
-                print("  " + p.stderr.strip()[-1500:].replace("\n", "\n  "))
-    print(f"{args.cases} cases, exit statuses {dict(sorted(counts.items()))}, {failures} failures")
+                print(f"FAIL case {i}: {' '.join(cmd[1:2])} exit {rc}; spec kept in {keep}")
+                print("  " + err.strip()[-1500:].replace("\n", "\n  "))
+    print(f"{args.cases} cases, exit statuses {dict(sorted(counts.items(), key=str))}, {failures} failures; "
+          f"slowest case {slowest[1]} ({slowest[2]}) {slowest[0]:.1f} s")
     return 1 if failures else 0
 
 

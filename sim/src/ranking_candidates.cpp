@@ -96,8 +96,6 @@ std::vector<std::int64_t> block_layer_samples(std::int64_t layers_per_chunk) {
   for (std::int64_t k = 1; k < layers_per_chunk; k *= 2) n.insert(k);
   for (std::int64_t k = 1; k * k <= layers_per_chunk; ++k)
     if (layers_per_chunk % k == 0) n.insert({k, layers_per_chunk / k});
-  const std::int64_t step = (layers_per_chunk + 15) / 16;
-  for (std::int64_t k = step; k < layers_per_chunk; k += step) n.insert(k);
   return {n.begin(), n.end()};
 }
 

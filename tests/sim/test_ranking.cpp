@@ -81,13 +81,8 @@ TEST_CASE("block N above 32 layers a chunk: sampled, then bisected to the smalle
   const std::int64_t L = 48;
   REQUIRE(sim::max_layers_per_chunk(spec) == L);
   const auto samples = sim::block_layer_samples(L);
-  // Powers of two below 48, the divisors of 48, steps of 3 (48/16) and 48 itself: every multiple of 3
-  // plus 1, 2, 4, 8, 16, 32 (and 3's multiples already hold 6, 12, 24, 48).
-  std::vector<std::int64_t> expected{1, 2, 4, 8, 16, 32};
-  for (std::int64_t k = 3; k <= L; k += 3) expected.push_back(k);
-  std::sort(expected.begin(), expected.end());
-  expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
-  CHECK(samples == expected);
+  // The powers of two below 48 (1, 2, 4, 8, 16, 32) and the divisors of 48 (1, 2, 3, 4, 6, 8, 12, 16, 24, 48).
+  CHECK(samples == std::vector<std::int64_t>{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48});
   CHECK(sim::enumerate_candidates(spec).block_layers_per_chunk_sampled == L);
   CHECK(sim::block_layer_samples(32) == sim::block_layer_counts(32));
 
@@ -119,11 +114,11 @@ TEST_CASE("block N above 32 layers a chunk: sampled, then bisected to the smalle
         found = *c.choice.num_layers;
     INFO("budget at block N=" << target << "'s peak");
     CHECK(found == smallest);
-    // Bisection adds at most ceil(log2(gap)) candidates to the sampled ones.
+    // Bisection adds at most ceil(log2(gap)) candidates to the sampled ones: 4 in the widest gap, 32..48.
     const auto block_count = std::count_if(r.candidates.begin(), r.candidates.end(), [](const auto& c) {
       return c.choice.granularity == model::RecomputeGranularity::full && c.choice.method == model::RecomputeMethod::block;
     });
-    CHECK(block_count <= static_cast<std::ptrdiff_t>(samples.size()) + 2);
+    CHECK(block_count <= static_cast<std::ptrdiff_t>(samples.size()) + 4);
   }
 }
 

@@ -11,7 +11,11 @@ The optimizer is whatever get_megatron_optimizer picks: TE's FusedAdam when TE i
 Adam case's optimizer.implementation is set to "te_fused_adam".
 
   python3 run_case_te.py --names dense_gqa8b_none,moe_moonlight4_none --out records.jsonl
+  python3 run_case_te.py --names 'moe_moonlight4_none@moe_grouped_gemm=true' --out records.jsonl
   python3 run_case_te.py --case CASE.json --out records.jsonl      # one expanded case (internal)
+
+A name may carry model-key overrides, `NAME@key=value@key=value` (value as JSON, else a string); the
+record's case name is NAME, then each override as `_key-value`, then `_te`.
 
 Needs the environment of `source te_carry/build_te_on_device.sh env`, run from the repo root.
 """
@@ -68,10 +72,20 @@ def main():
     from corpus_lib import expand
     with open(os.path.join(HARNESS, "corpus.json")) as f:
         cases = {c["name"]: c for c in expand(json.load(f))}
-    for name in args.names.split(","):
+    for item in args.names.split(","):
+        name, *sets = item.split("@")
         case = json.loads(json.dumps(cases[name]))
-        case["name"] = name + "_te"
         case["spec"]["model"].update(TE_MODEL_KEYS)
+        case["spec"].setdefault("cluster", {})["transformer_engine_available"] = True  # what ran
+        for kv in sets:
+            key, _, text = kv.partition("=")
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                value = text
+            case["spec"]["model"][key] = value
+            name += "_" + key + "-" + "".join(ch for ch in text if ch.isalnum() or ch in "_.")
+        case["name"] = name + "_te"
         if case["spec"].get("optimizer", {}).get("optimizer", "adam") == "adam":
             case["spec"]["optimizer"]["implementation"] = "te_fused_adam"
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tf:

@@ -130,22 +130,8 @@ def _rk(dist, group):
     return dist.get_rank(group) if group is not None else dist.get_rank()
 
 
-def install_fake_collectives():
-    import torch
-    import torch.distributed as dist
-
-    def _ret(async_op):
-        return _DoneWork() if async_op else None
-
-    def all_reduce(tensor, op=None, group=None, async_op=False):
-        return _ret(async_op)
-
-    def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
-        return _ret(async_op)
-
-    def barrier(group=None, async_op=False, device_ids=None):
-        return _ret(async_op)
-
+def _fake_gather_scatter(torch, dist, _ret):
+    """install_fake_collectives' all-gathers, reduce-scatters and all-to-all (symmetric ranks)."""
     def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
         w = _ws(dist, group)
         # In place (the distributed optimizer's param all-gather: the input is this rank's slot of
@@ -216,7 +202,11 @@ def install_fake_collectives():
                         dst.zero_()
                 off += out_sizes[j]
         return _ret(async_op)
+    return all_gather_into_tensor, all_gather, reduce_scatter_tensor, reduce_scatter, all_to_all_single
 
+
+def _fake_point_to_point(torch):
+    """install_fake_collectives' point-to-point stand-ins: receives filled with random values."""
     def batch_isend_irecv(p2p_op_list):
         from torch.distributed import distributed_c10d as c10d
         with torch.no_grad():
@@ -243,6 +233,28 @@ def install_fake_collectives():
     def recv(tensor, src=None, group=None, tag=0, group_src=None):
         irecv(tensor)
         return 0
+    return batch_isend_irecv, isend, irecv, send, recv
+
+
+def install_fake_collectives():
+    import torch
+    import torch.distributed as dist
+
+    def _ret(async_op):
+        return _DoneWork() if async_op else None
+
+    def all_reduce(tensor, op=None, group=None, async_op=False):
+        return _ret(async_op)
+
+    def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+        return _ret(async_op)
+
+    def barrier(group=None, async_op=False, device_ids=None):
+        return _ret(async_op)
+
+    (all_gather_into_tensor, all_gather, reduce_scatter_tensor, reduce_scatter,
+     all_to_all_single) = _fake_gather_scatter(torch, dist, _ret)
+    batch_isend_irecv, isend, irecv, send, recv = _fake_point_to_point(torch)
 
     repl = dict(all_reduce=all_reduce, broadcast=broadcast, barrier=barrier,
                 all_gather_into_tensor=all_gather_into_tensor,

@@ -15,7 +15,6 @@ import argparse
 import datetime
 import fcntl
 import json
-import math
 import os
 import subprocess
 import sys
@@ -27,6 +26,9 @@ sys.path.insert(0, HERE)
 
 import alloc_trace  # noqa: E402
 import megatron_env  # noqa: E402  (puts .megatron on sys.path)
+from run_case_memory import (alive_blocks_by_source, optimizer_tensor_bytes,  # noqa: E402,F401
+                             peak_blocks_by_source, source_of)
+from run_case_steps import _build_ddp, _build_optimizer, _iterate, _prepare_iterations  # noqa: E402
 
 PHASE = {"name": None, "iteration": None}
 STATE = {"allocated_at_loss": None, "loss_value": None}
@@ -88,6 +90,8 @@ def init_distributed(torch, case):
 
 
 def run(case, rec):
+    """Measure one case into rec. The model build stays inline: a partly built model stays alive
+    after an out-of-memory error until finish() has read the allocator, as before the split."""
     import torch
     from functools import partial
 
@@ -123,32 +127,10 @@ def run(case, rec):
     from megatron.core.pipeline_parallel import schedules
     from megatron.core.transformer.module import Float16Module
 
-    tp = config.tensor_model_parallel_size
-    pp = config.pipeline_model_parallel_size
-    vpp = config.virtual_pipeline_model_parallel_size
-    parallel_state.initialize_model_parallel(
-        tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp,
-        virtual_pipeline_model_parallel_size=vpp,
-        context_parallel_size=config.context_parallel_size,
-        expert_model_parallel_size=config.expert_model_parallel_size,
-        expert_tensor_parallel_size=config.expert_tensor_parallel_size,
-        create_gloo_process_groups=False)
-    # Megatron's local CUDA graphs need a graph-safe RNG tracker (CudaGraphManager asserts it).
-    tensor_parallel.model_parallel_cuda_manual_seed(
-        1234, use_cudagraphable_rng=(config.cuda_graph_impl in ("local", "full_iteration")))
-    if any(t in (config.recompute_modules or []) for t in ("layernorm", "moe_act", "mla_up_proj")) \
-            and config.recompute_granularity == "selective":
-        megatron_env.ensure_share_storage()
+    vpp = _init_model_parallel(config, parallel_state, tensor_parallel)
 
-    rec["rank"] = {
-        "pp_rank": parallel_state.get_pipeline_model_parallel_rank(),
-        "tp_rank": parallel_state.get_tensor_model_parallel_rank(),
-        "ep_rank": parallel_state.get_expert_model_parallel_rank(),
-        "dp_rank": parallel_state.get_data_parallel_rank(),
-        "world_size": world,
-        "fake_process_group": fake,
-    }
-    rec["provenance"] = provenance(torch)
+    rec["rank"] = _rank_record(parallel_state, world, fake)
+    rec["provenance"] = provenance(torch)  # late-bound: scripts/run_case_te.py replaces run_case.provenance
     dp = parallel_state.get_data_parallel_world_size()
     mbs, gbs = int(train["micro_batch_size"]), int(train["global_batch_size"])
     assert gbs % (mbs * dp) == 0, f"global_batch_size {gbs} not divisible by mbs*dp {mbs * dp}"
@@ -160,45 +142,8 @@ def run(case, rec):
     m = {"oom": False, "oom_phase": None, "oom_iteration": None, "iterations": []}
     rec["measured"] = m
     peaks, rpeaks = [], []
-    # PEAKCAST_MEMORY_HISTORY=1: record every allocation's Python stack and summarise the blocks alive
-    # at two moments (loss of iteration 1, after its optimizer step) by the allocating source line.
-    history = os.environ.get("PEAKCAST_MEMORY_HISTORY") == "1"
-    # PEAKCAST_ALLOC_TRACE=DIR: record the allocator's own event stream (no stacks) and write it,
-    # with the phase marks, to DIR/<case>_r<rank>.json.gz at the end (alloc_trace.py).
-    trace_dir = os.environ.get("PEAKCAST_ALLOC_TRACE")
-    marks = []
-    if history:
-        torch.cuda.memory._record_memory_history(max_entries=1_000_000)
-    elif trace_dir:
-        torch.cuda.memory._record_memory_history(context=None, stacks="python", max_entries=4_000_000)
-    if trace_dir:
-        marks.append(alloc_trace.mark(torch, "start", None))
-
-    def sync():
-        torch.cuda.synchronize()
-
-    def take_peak():
-        sync()
-        a, r = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
-        peaks.append(a)
-        rpeaks.append(r)
-        return a
-
-    def reset():
-        sync()
-        torch.cuda.reset_peak_memory_stats()
-        if trace_dir:
-            marks.append(alloc_trace.mark(torch, PHASE["name"], PHASE["iteration"]))
-
-    def finish():
-        try:
-            take_peak()
-        except Exception:
-            pass
-        if trace_dir:
-            alloc_trace.write(torch, trace_dir, rec, marks)
-        m["max_allocated_bytes"] = max(peaks) if peaks else None
-        m["max_reserved_bytes"] = max(rpeaks) if rpeaks else None
+    history, trace_dir, marks = _start_recording(torch)
+    take_peak, reset, finish = _meters(torch, rec, m, peaks, rpeaks, trace_dir, marks)
 
     try:
         # ---- model build -------------------------------------------------------------------
@@ -239,239 +184,19 @@ def run(case, rec):
         m["allocated_after_model_build_bytes"] = torch.cuda.memory_allocated()
         m["parameters_on_rank"] = sum(p.numel() for c in chunks for p in c.parameters())
 
-        PHASE["name"] = "ddp_build"
-        reset()
-        # Full-iteration graphs: DDP is built on the capture stream, as Megatron-LM's get_model does
-        # (training.py:1891-1900), so its AccumulateGrad nodes reference no other stream.
-        import contextlib
-        ddp_stream_ctx = contextlib.nullcontext()
-        if config.cuda_graph_impl == "full_iteration":
-            from megatron.core.full_cuda_graph import get_shared_capture_stream
-            ddp_stream = get_shared_capture_stream()
-            ddp_stream.wait_stream(torch.cuda.current_stream())
-            ddp_stream_ctx = torch.cuda.stream(ddp_stream)
-        with ddp_stream_ctx:
-            ddp_chunks = [DistributedDataParallel(config=config, ddp_config=ddp_config, module=c,
-                                                  disable_bucketing=(i > 0))
-                          for i, c in enumerate(chunks)]
-        m["ddp_build_peak_bytes"] = take_peak()
-        m["allocated_after_ddp_bytes"] = torch.cuda.memory_allocated()
+        ddp_chunks = _build_ddp(PHASE, torch, config, ddp_config, chunks, m, take_peak, reset,
+                                DistributedDataParallel)
+        optimizer = _build_optimizer(PHASE, torch, opt_config, ddp_chunks, rec, m, take_peak, reset,
+                                     get_megatron_optimizer)
 
-        PHASE["name"] = "optimizer_build"
-        reset()
-        optimizer = get_megatron_optimizer(opt_config, ddp_chunks, use_gloo_process_groups=False)
-        m["optimizer_build_peak_bytes"] = take_peak()
-        m["allocated_after_optimizer_build_bytes"] = torch.cuda.memory_allocated()
-        inner = []
-        for o in getattr(optimizer, "chained_optimizers", [optimizer]):
-            try:
-                io = o.optimizer
-            except Exception:
-                io = None
-            inner.append(f"{type(o).__name__}({type(io).__module__}.{type(io).__name__})")
-        rec["provenance"]["optimizer_class"] = inner
-
-        config.grad_scale_func = optimizer.scale_loss
-        config.finalize_model_grads_func = None
-        if config.pipeline_dtype is None:
-            config.pipeline_dtype = config.params_dtype
-
-        # ---- phase tracking for OOM attribution ----------------------------------------------
-        orig_fwd, orig_bwd = schedules.forward_step, schedules.backward_step
-
-        def fwd_wrapper(*a, **k):
-            PHASE["name"] = "forward"
-            return orig_fwd(*a, **k)
-
-        def bwd_wrapper(*a, **k):
-            PHASE["name"] = "backward"
-            return orig_bwd(*a, **k)
-
-        schedules.forward_step = fwd_wrapper
-        schedules.backward_step = bwd_wrapper
-
-        gen = torch.Generator(device="cuda")
-        gen.manual_seed(4321 + rank)
-
-        def batches():
-            while True:
-                tokens = torch.randint(0, vocab, (mbs, seq), device="cuda", generator=gen)
-                labels = torch.randint(0, vocab, (mbs, seq), device="cuda", generator=gen)
-                pos = torch.arange(seq, device="cuda").unsqueeze(0).expand(mbs, -1)
-                yield {"tokens": tokens, "labels": labels, "position_ids": pos}
-
-        def loss_func(output_tensor):
-            losses = output_tensor.float()
-            loss = losses.sum()
-            # A fill on the device, not a host-to-device copy: capturable by a full-iteration CUDA graph.
-            ntok = torch.full((), losses.numel(), dtype=torch.int, device=losses.device)
-            STATE["last_loss"] = loss.detach()
-            if PHASE["iteration"] == 1 and STATE["allocated_at_loss"] is None:
-                STATE["allocated_at_loss"] = torch.cuda.memory_allocated()
-                if history:
-                    m["alive_at_loss_by_source"] = alive_blocks_by_source(torch)
-                STATE["loss_value"] = float(loss.detach() / losses.numel())
-            return loss, ntok, {"lm loss": torch.stack([loss.detach(), ntok.float()])}
-
-        def forward_step(data_iterator, model):
-            b = next(data_iterator)
-            out = model(b["tokens"], b["position_ids"], None, labels=b["labels"])
-            return out, loss_func
-
-        # Routed rows per MoE layer in each forward (not recompute) pass: the rows this rank's
-        # router sends (tokens x top-k), the rows its local experts receive after the dispatch, and
-        # the per-expert counts of its own routing. Dropless routing makes activation memory
-        # follow the received rows, so a record carries the routing its peak came from.
-        routing = []
-
-        def _router_hook(module, inputs, output):
-            if PHASE["name"] != "forward":
-                return
-            routing_map = output[1]
-            counts = routing_map.sum(dim=0)
-            routing.append({"routed_rows": int(counts.sum().item()),
-                            "expert_counts": [int(x) for x in counts.tolist()]})
-
-        def _experts_hook(module, inputs):
-            if PHASE["name"] != "forward" or not routing:
-                return
-            if "received_rows" not in routing[-1]:
-                routing[-1]["received_rows"] = int(inputs[0].shape[0])
-
-        try:
-            from megatron.core.transformer.moe.moe_layer import MoELayer
-            for c in ddp_chunks:
-                for mod in c.modules():
-                    if isinstance(mod, MoELayer):
-                        mod.router.register_forward_hook(_router_hook)
-                        mod.experts.register_forward_pre_hook(_experts_hook)
-        except ImportError:
-            pass
-
-        # memory_allocated() after each module of the first forward pass: the embedding, every
-        # decoder layer, the final norm. Compared with the simulator's per-module timeline it
-        # shows which module's saved tensors differ.
-        module_marks = []
-
-        def _mark(label):
-            def hook(module, inputs, output):
-                if PHASE["name"] == "forward" and PHASE["iteration"] == 1 and torch.is_grad_enabled():
-                    torch.cuda.synchronize()
-                    module_marks.append({"module": label, "allocated_bytes": torch.cuda.memory_allocated()})
-            return hook
-
-        for ci, c in enumerate(ddp_chunks):
-            core = c
-            while not hasattr(core, "decoder") and hasattr(core, "module"):
-                core = core.module
-            emb = getattr(core, "embedding", None)
-            if emb is not None:
-                emb.register_forward_hook(_mark(f"chunk{ci}.embedding"))
-            dec = getattr(core, "decoder", None)
-            if dec is not None:
-                for layer in getattr(dec, "layers", []):
-                    layer.register_forward_hook(_mark(f"chunk{ci}.layer{layer.layer_number - 1}"))
-                fln = getattr(dec, "final_layernorm", None)
-                if fln is not None:
-                    fln.register_forward_hook(_mark(f"chunk{ci}.final_layernorm"))
-
-        data_iter = [batches() for _ in ddp_chunks] if vpp else batches()
-        fwd_bwd = get_forward_backward_func()
-        if config.cuda_graph_impl == "full_iteration":
-            # As Megatron-LM's train() does (training.py:3657-3662): eager for
-            # cuda_graph_warmup_steps calls, then one graph of the whole forward-backward.
-            from megatron.core.full_cuda_graph import FullCudaGraphWrapper
-            fwd_bwd = FullCudaGraphWrapper(fwd_bwd, cuda_graph_warmup_steps=config.cuda_graph_warmup_steps,
-                                           use_single_mempool=config.cuda_graph_use_single_mempool)
+        fwd_bwd, forward_step, data_iter, routing, module_marks = _prepare_iterations(
+            PHASE, STATE, torch, config, optimizer, ddp_chunks, rank, vocab, mbs, seq, vpp, history, m,
+            schedules, get_forward_backward_func)
         iterations = int(case.get("iterations", 3))
 
-        for it in range(1, iterations + 1):
-            PHASE["iteration"] = it
-            rec_it = {"iteration": it}
-            m["iterations"].append(rec_it)
-            for c in ddp_chunks:
-                c.zero_grad_buffer()
-            optimizer.zero_grad()
-            rec_it["allocated_before_fwd_bwd_bytes"] = torch.cuda.memory_allocated()
-
-            PHASE["name"] = "forward"
-            reset()
-            t0 = time.perf_counter()
-            # The schedules clear and drain the deferred output-layer wgrad only when they finalize
-            # the gradients themselves (schedules.py:2064-2068, :2217-2221); the harness times the
-            # gradient sync apart, so it calls the same two functions around the schedule.
-            defer_module = None
-            if getattr(config, "defer_embedding_wgrad_compute", False):
-                defer_module = schedules.clear_embedding_activation_buffer(
-                    config, ddp_chunks, parallel_state.is_pipeline_last_stage(ignore_virtual=True))
-            fwd_bwd(forward_step_func=forward_step, data_iterator=data_iter, model=ddp_chunks,
-                    num_microbatches=num_mb, seq_length=seq, micro_batch_size=mbs,
-                    decoder_seq_length=seq, forward_only=False)
-            if defer_module is not None:
-                entries = (len(defer_module.embedding_activation_buffer), len(defer_module.grad_output_buffer))
-                before = torch.cuda.memory_allocated()
-                # no_grad: the fake process group's all-gather writes into the global buffer's view
-                # with autograd's in-place check, which NCCL's does not (the flush has no autograd ops).
-                with torch.no_grad():
-                    schedules.finish_embedding_wgrad_compute(
-                        config, defer_module, True, parallel_state.get_tensor_model_parallel_group())
-                rec_it["deferred_wgrad"] = {
-                    "entries": list(entries), "allocated_before_flush_bytes": before,
-                    "allocated_after_flush_bytes": torch.cuda.memory_allocated(),
-                    "left": [len(defer_module.embedding_activation_buffer), len(defer_module.grad_output_buffer)]}
-            elif getattr(config, "defer_embedding_wgrad_compute", False):
-                rec_it["deferred_wgrad"] = {"flush": "not the last stage"}
-            rec_it["fwd_bwd_peak_bytes"] = take_peak()
-            rec_it["fwd_bwd_peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
-            rec_it["fwd_bwd_peak_requested_bytes"] = torch.cuda.memory_stats().get("requested_bytes.all.peak")
-            if history and it == 1:
-                m["alive_at_first_fwd_bwd_peak_by_source"] = peak_blocks_by_source(torch)
-            if routing:
-                rec_it["moe_routing"] = list(routing)
-                routing.clear()
-            if STATE.get("last_loss") is not None:
-                # A diverged run (nan loss) routes every token to the first experts.
-                v = float(STATE["last_loss"])
-                rec_it["last_microbatch_loss_sum"] = v if math.isfinite(v) else None
-            rec_it["fwd_bwd_time_s"] = time.perf_counter() - t0
-            rec_it["allocated_after_fwd_bwd_bytes"] = torch.cuda.memory_allocated()
-            if it == 1:
-                m["allocated_at_loss_bytes"] = STATE["allocated_at_loss"]
-                if module_marks:
-                    m["first_forward_module_allocated"] = list(module_marks)
-                lv = STATE["loss_value"]
-                m["loss_at_iteration_1"] = lv if lv is None or math.isfinite(lv) else None
-
-            PHASE["name"] = "grad_sync"
-            reset()
-            t0 = time.perf_counter()
-            finalize_model_grads(ddp_chunks)
-            rec_it["grad_sync_peak_bytes"] = take_peak()
-            rec_it["grad_sync_time_s"] = time.perf_counter() - t0
-
-            PHASE["name"] = "optimizer"
-            reset()
-            t0 = time.perf_counter()
-            step_ret = optimizer.step()
-            rec_it["optimizer_peak_bytes"] = take_peak()
-            if config.fp16:
-                # fp16: whether the step ran (a found inf/nan skips it before Adam, optimizer.py:820-822,
-                # so no moments are created) and the dynamic loss scale after it.
-                ok = step_ret[0] if isinstance(step_ret, tuple) else step_ret
-                rec_it["optimizer_update_successful"] = bool(ok)
-                rec_it["loss_scale_after_step"] = float(optimizer.get_loss_scale().item())
-            rec_it["optimizer_time_s"] = time.perf_counter() - t0
-            rec_it["allocated_after_step_bytes"] = torch.cuda.memory_allocated()
-            rec_it["optimizer_peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
-            rec_it["reserved_after_step_bytes"] = torch.cuda.memory_reserved()
-            # What the tensors asked for, before the allocator's rounding and unsplit remainders.
-            stats = torch.cuda.memory_stats()
-            rec_it["optimizer_peak_requested_bytes"] = stats.get("requested_bytes.all.peak")
-            rec_it["requested_after_step_bytes"] = stats.get("requested_bytes.all.current")
-            if it == 1:
-                m["optimizer_tensors_after_first_step"] = optimizer_tensor_bytes(optimizer)
-                if history:
-                    m["alive_after_first_step_by_source"] = alive_blocks_by_source(torch)
+        _iterate(PHASE, STATE, torch, config, iterations, ddp_chunks, optimizer, m, take_peak, reset,
+                 fwd_bwd, forward_step, data_iter, num_mb, seq, mbs, history, routing, module_marks,
+                 parallel_state, schedules, finalize_model_grads)
     except torch.OutOfMemoryError as e:
         m["oom"] = True
         m["oom_phase"] = PHASE["name"]
@@ -484,105 +209,88 @@ def run(case, rec):
         m.setdefault("allocated_at_loss_bytes", STATE["allocated_at_loss"])
 
 
-def source_of(frames):
-    """The innermost Megatron / harness frame of an allocation's stack, as 'file:line function'."""
-    for f in frames or []:
-        fn = f.get("filename", "")
-        if "megatron" in fn or "harness" in fn:
-            return fn.split("/megatron/")[-1] + ":" + str(f.get("line")) + " " + f.get("name", "")
-    return "?"
+def _init_model_parallel(config, parallel_state, tensor_parallel):
+    """Megatron's process groups and RNG for the config's layout; returns the virtual pipeline size."""
+    tp = config.tensor_model_parallel_size
+    pp = config.pipeline_model_parallel_size
+    vpp = config.virtual_pipeline_model_parallel_size
+    parallel_state.initialize_model_parallel(
+        tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp,
+        virtual_pipeline_model_parallel_size=vpp,
+        context_parallel_size=config.context_parallel_size,
+        expert_model_parallel_size=config.expert_model_parallel_size,
+        expert_tensor_parallel_size=config.expert_tensor_parallel_size,
+        create_gloo_process_groups=False)
+    # Megatron's local CUDA graphs need a graph-safe RNG tracker (CudaGraphManager asserts it).
+    tensor_parallel.model_parallel_cuda_manual_seed(
+        1234, use_cudagraphable_rng=(config.cuda_graph_impl in ("local", "full_iteration")))
+    if any(t in (config.recompute_modules or []) for t in ("layernorm", "moe_act", "mla_up_proj")) \
+            and config.recompute_granularity == "selective":
+        megatron_env.ensure_share_storage()
+    return vpp
 
 
-def peak_blocks_by_source(torch, top=60):
-    """Replay the allocator's recorded alloc / free events from the start of the run, find the
-    moment the allocated total was largest, and sum the blocks alive then by allocating source.
-    Valid while the trace has not wrapped (fewer events than max_entries)."""
-    snap = torch.cuda.memory._snapshot()
-    traces = snap.get("device_traces") or [[]]
-    events = traces[torch.cuda.current_device()] if len(traces) > torch.cuda.current_device() else []
-    live, cur, best, best_at = {}, 0, -1, -1
-    for i, e in enumerate(events):
-        a = e.get("action")
-        if a == "alloc":
-            live[e["addr"]] = e
-            cur += e["size"]
-        elif a == "free_completed" and e["addr"] in live:
-            cur -= live.pop(e["addr"])["size"]
-        if cur > best:
-            best, best_at = cur, i
-    live = {}
-    for e in events[:best_at + 1]:
-        a = e.get("action")
-        if a == "alloc":
-            live[e["addr"]] = e
-        elif a == "free_completed":
-            live.pop(e["addr"], None)
-    by = {}
-    for e in live.values():
-        k = source_of(e.get("frames"))
-        v = by.setdefault(k, [0, 0, set()])
-        v[0] += e["size"]
-        v[1] += 1
-        v[2].add(e["size"])
-    items = sorted(by.items(), key=lambda kv: -kv[1][0])[:top]
-    at = source_of(events[best_at].get("frames")) if best_at >= 0 else None
-    return {"traced_peak_bytes": best, "events": len(events), "peak_event_source": at,
-            "sources": [{"source": k, "bytes": v[0], "blocks": v[1], "sizes": sorted(v[2])[:6]}
-                        for k, v in items]}
+def _rank_record(parallel_state, world, fake):
+    """The record's "rank": this process's coordinates in Megatron's process groups."""
+    return {
+        "pp_rank": parallel_state.get_pipeline_model_parallel_rank(),
+        "tp_rank": parallel_state.get_tensor_model_parallel_rank(),
+        "ep_rank": parallel_state.get_expert_model_parallel_rank(),
+        "dp_rank": parallel_state.get_data_parallel_rank(),
+        "world_size": world,
+        "fake_process_group": fake,
+    }
 
 
-def alive_blocks_by_source(torch, top=40):
-    """Allocated blocks now alive, summed by the innermost Megatron / harness frame that allocated
-    them (torch.cuda.memory._snapshot() with recorded history); the largest `top` sources."""
-    snap = torch.cuda.memory._snapshot()
-    by = {}
-    for seg in snap.get("segments", []):
-        for b in seg.get("blocks", []):
-            if b.get("state") != "active_allocated":
-                continue
-            frames = b.get("frames") or []
-            key = "?"
-            for f in frames:
-                fn = f.get("filename", "")
-                if "megatron" in fn or "harness" in fn:
-                    key = fn.split("/megatron/")[-1] + ":" + str(f.get("line")) + " " + f.get("name", "")
-                    break
-            e = by.setdefault(key, [0, 0])
-            e[0] += int(b.get("size", 0))
-            e[1] += 1
-    items = sorted(by.items(), key=lambda kv: -kv[1][0])[:top]
-    return [{"source": k, "bytes": v[0], "blocks": v[1]} for k, v in items]
+def _start_recording(torch):
+    """The allocator recordings the environment asks for; returns (history, trace_dir, marks)."""
+    # PEAKCAST_MEMORY_HISTORY=1: record every allocation's Python stack and summarise the blocks alive
+    # at two moments (loss of iteration 1, after its optimizer step) by the allocating source line.
+    history = os.environ.get("PEAKCAST_MEMORY_HISTORY") == "1"
+    # PEAKCAST_ALLOC_TRACE=DIR: record the allocator's own event stream (no stacks) and write it,
+    # with the phase marks, to DIR/<case>_r<rank>.json.gz at the end (alloc_trace.py).
+    trace_dir = os.environ.get("PEAKCAST_ALLOC_TRACE")
+    marks = []
+    if history:
+        torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+    elif trace_dir:
+        torch.cuda.memory._record_memory_history(context=None, stacks="python", max_entries=4_000_000)
+    if trace_dir:
+        marks.append(alloc_trace.mark(torch, "start", None))
+    return history, trace_dir, marks
 
 
-def optimizer_tensor_bytes(optimizer):
-    """CUDA bytes the optimizer holds after a step, by kind: Adam state per name (exp_avg, ...),
-    the parameters it updates (master copies or the model's own), and their .grad tensors."""
-    import torch
-    out, seen = {}, set()
+def _meters(torch, rec, m, peaks, rpeaks, trace_dir, marks):
+    """The phase meters: take_peak() reads (and keeps) the peaks since the last reset(); finish()
+    writes the allocator trace (PEAKCAST_ALLOC_TRACE) and the run's overall peaks into m."""
 
-    def add(kind, t):
-        if torch.is_tensor(t) and t.is_cuda:
-            key = (t.untyped_storage().data_ptr(), t.data_ptr(), t.numel())
-            if key in seen:
-                return
-            seen.add(key)
-            out[kind] = out.get(kind, 0) + t.numel() * t.element_size()
-            out[kind + ".tensors"] = out.get(kind + ".tensors", 0) + 1
+    def sync():
+        torch.cuda.synchronize()
 
-    parts = getattr(optimizer, "chained_optimizers", [optimizer])
-    for i, part in enumerate(parts):
-        inner = getattr(part, "optimizer", None)
-        if inner is None:
-            continue
-        for st in inner.state.values():
-            for name, t in st.items():
-                add(f"opt{i}.state.{name}", t)
-        for g in inner.param_groups:
-            for p in g["params"]:
-                add(f"opt{i}.params.{str(p.dtype).replace('torch.', '')}", p)
-                if p.grad is not None:
-                    add(f"opt{i}.grads.{str(p.grad.dtype).replace('torch.', '')}", p.grad)
-    return out
+    def take_peak():
+        sync()
+        a, r = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+        peaks.append(a)
+        rpeaks.append(r)
+        return a
+
+    def reset():
+        sync()
+        torch.cuda.reset_peak_memory_stats()
+        if trace_dir:
+            marks.append(alloc_trace.mark(torch, PHASE["name"], PHASE["iteration"]))
+
+    def finish():
+        try:
+            take_peak()
+        except Exception:
+            pass
+        if trace_dir:
+            alloc_trace.write(torch, trace_dir, rec, marks)
+        m["max_allocated_bytes"] = max(peaks) if peaks else None
+        m["max_reserved_bytes"] = max(rpeaks) if rpeaks else None
+
+    return take_peak, reset, finish
 
 
 def main():

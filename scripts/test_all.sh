@@ -34,7 +34,7 @@ fuzz_inputs=(
 )
 for f in "${fuzz_inputs[@]}"; do
   # shellcheck disable=SC2086
-  sanitized python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast $f --max-seconds 120
+  sanitized python3 scripts/fuzz_specs.py --peakcast build-asan/cli/peakcast $f --max-seconds 120 --max-rss-gb 8
   # shellcheck disable=SC2086
   python3 scripts/fuzz_specs.py --peakcast build/cli/peakcast $f --max-seconds 20 --max-rss-gb 2
 done

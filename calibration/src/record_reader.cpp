@@ -2,7 +2,10 @@
 // (calibration/harness/run_case.py: per-phase peaks per iteration) and the summary keys written by
 // the ingested tables; derives the summary from the per-phase figures when it is not given.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -25,9 +28,14 @@ struct LineError : std::runtime_error {
 std::optional<std::int64_t> opt_int(const json& o, const char* key, const std::string& where) {
   if (!o.contains(key) || o.at(key).is_null()) return std::nullopt;
   const auto& v = o.at(key);
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    throw LineError(where + "." + key + " is larger than 2^63 - 1, got " + v.dump());
   if (v.is_number_integer()) return v.get<std::int64_t>();
-  if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<std::int64_t>(v.get<double>())))
-    return static_cast<std::int64_t>(v.get<double>());
+  // A float that holds a whole number inside int64's range (casting one outside it is undefined).
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d >= -9.2e18 && d <= 9.2e18 && d == std::trunc(d)) return static_cast<std::int64_t>(d);
+  }
   throw LineError(where + "." + key + " must be an integer (bytes or count), got " + v.dump());
 }
 

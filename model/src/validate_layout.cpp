@@ -1,4 +1,6 @@
 // Parallel layout: Megatron's divisibility rules for TP/PP/VPP/CP/EP, pipeline splits and batches.
+#include <limits>
+
 #include "layer_plan_internal.hpp"
 #include "validate_detail.hpp"
 
@@ -53,13 +55,21 @@ void pipeline_split(const ModelSpec& m, RuleSink& sink) {
       if (*n <= 0) {
         sink.error(std::string("model.") + key, "uneven_pp_stage_positive",
                    std::string(key) + " must be larger than 0 (transformer_config.py:" + std::to_string(line_pos) + ")");
+      } else if (*n > m.num_layers) {
+        // Megatron's __post_init__ lets this pass when the middle count's sign matches (transformer_config.py:2062:
+        // bool(-1) is true); the first (last) stage then builds n layers and a middle one a negative count
+        // (transformer_block.py:114-140), a model of more than num_layers layers that peakcast does not simulate.
+        sink.error(std::string("model.") + key, "uneven_pp_stage_exceeds_num_layers",
+                   std::string(key) + " " + str(*n) + " is more than num_layers " + str(m.num_layers) +
+                       ": the stage would build more layers than the model has (transformer_block.py:114-140)");
       } else if (vpp && *n % *vpp != 0) {
         sink.error(std::string("model.") + key, "uneven_pp_stage_divisible_by_vpp",
                    std::string("number of layers at ") + which + " stage: " + str(*n) +
                        " must be divisible by virtual pipeline parallel degree " + str(*vpp) +
                        " (transformer_config.py:" + std::to_string(line_vpp) + ")");
       }
-      layers -= *n;
+      // Saturating: a stage size near INT64's ends still reads as a mismatch below, never wraps.
+      if (__builtin_sub_overflow(layers, *n, &layers)) layers = *n > 0 ? std::numeric_limits<std::int64_t>::min() : std::numeric_limits<std::int64_t>::max();
       stages -= 1;
     };
     edge(m.num_layers_in_first_pipeline_stage, "num_layers_in_first_pipeline_stage", "first", 2024, 2032);

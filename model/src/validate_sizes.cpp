@@ -182,7 +182,7 @@ void run_sizes(const RunSpec& spec, RuleSink& sink) {
 
   // Tokens per micro-batch and the largest weight matrix must stay exact in int64 byte counts.
   const double tokens = static_cast<double>(m.seq_length) * static_cast<double>(spec.train.micro_batch_size);
-  const double widest = std::max<double>({static_cast<double>(m.hidden_size), static_cast<double>(m.ffn_hidden_size.value_or(4 * m.hidden_size)),
+  const double widest = std::max<double>({static_cast<double>(m.hidden_size), m.ffn_hidden_size ? static_cast<double>(*m.ffn_hidden_size) : 4.0 * static_cast<double>(m.hidden_size),
                                           static_cast<double>(m.vocab_size)});
   if (tokens * widest * 8.0 > 9.0e18 || widest * widest * 8.0 * static_cast<double>(m.num_layers) > 9.0e18) {
     sink.error("model.seq_length", "size_out_of_range",

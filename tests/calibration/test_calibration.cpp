@@ -37,6 +37,21 @@ TEST_CASE("record reader accepts a summary record and derives phase and times fr
   CHECK_FALSE(r.records[0].measured.fwd_bwd_time_s.has_value());
 }
 
+// Found by the field scan under UBSan: a byte count of 1e308 was cast to int64 (undefined).
+TEST_CASE("record reader refuses byte counts outside int64, float or integer, naming the key") {
+  for (const std::string v : {"1e308", "-1e308", "9.3e18", "18446744073709551615"}) {
+    INFO(v);
+    const auto r = read_records(R"({"record_version":1,"case":"a",)" + kSpec + R"(,"measured":{"max_allocated_bytes":)" + v +
+                                R"(,"oom":false}})", "t.jsonl");
+    CHECK(r.records.empty());
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].find("max_allocated_bytes") != std::string::npos);
+  }
+  const auto ok = read_records(R"({"record_version":1,"case":"a",)" + kSpec + R"(,"measured":{"max_allocated_bytes":1e3,"oom":false}})");
+  REQUIRE(ok.records.size() == 1);
+  CHECK(*ok.records[0].measured.peak_allocated_bytes == 1000);
+}
+
 TEST_CASE("record reader takes the routing of the largest forward-backward and drops diverged iterations") {
   const auto routing = [](int routed, int received) {
     return R"("moe_routing":[{"routed_rows":)" + std::to_string(routed) + R"(,"received_rows":)" +

@@ -79,3 +79,27 @@ TEST_CASE("a pipeline layout that expands past 65,536 symbols is an error, in on
   for (int i = 0; i < 3; ++i) many += "(t)*30000|";
   CHECK_THROWS_AS(expand_pipeline_layout(many), std::length_error);  // each repeat fits, their total does not
 }
+
+// Found by the field scan under UBSan (signed overflow, no wrong answer in Release): the widest-matrix
+// check multiplied the hidden size by 4 in int64, and an uneven pipeline split subtracted a stage size of
+// -2^63 from the layer count. Both are errors with their key, computed without overflow.
+TEST_CASE("int64's ends in the hidden size and the uneven stage sizes are errors, without overflow") {
+  constexpr const char* kMax = "9223372036854775807";
+  constexpr const char* kMin = "-9223372036854775808";
+  CHECK(fires({std::string("model.hidden_size=") + kMax}, "size_out_of_range", "model.seq_length"));
+  CHECK(has_errors(diagnostics({std::string("model.hidden_size=") + kMin})));
+  for (const char* key : {"model.num_layers_in_first_pipeline_stage", "model.num_layers_in_last_pipeline_stage"}) {
+    INFO(key);
+    const std::vector<std::string> pp{"model.pipeline_model_parallel_size=2", "train.global_batch_size=8",
+                                      "cluster.num_gpus=2", "model.pipeline_dtype=\"bf16\""};
+    auto low = pp, high = pp;
+    low.push_back(std::string(key) + "=" + kMin);
+    high.push_back(std::string(key) + "=" + kMax);
+    CHECK(fires(low, "uneven_pp_stage_positive", key));
+    CHECK(fires(high, "uneven_pp_stage_exceeds_num_layers", key));
+    // One layer more than the model has: the same rule (a middle stage would get -1 layers).
+    auto nine = pp;
+    nine.push_back(std::string(key) + "=9");
+    CHECK(fires(nine, "uneven_pp_stage_exceeds_num_layers", key));
+  }
+}

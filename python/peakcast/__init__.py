@@ -134,6 +134,10 @@ def _overrides(overrides):
     return list(overrides)
 
 
+def _errors(name, text, ov):
+    return [d for d in _peakcast.check(name, text, ov) if d["severity"] == "error"]
+
+
 def check(spec, overrides=None):
     """Every error and warning of the spec, as dicts (severity, path, rule, message, text)."""
     name, text = _input(spec)
@@ -149,16 +153,12 @@ def predict(spec, overrides=None):
     except ValueError as e:
         if isinstance(e, json.JSONDecodeError):
             raise
-        raise SpecError(str(e), [d for d in _peakcast.check(name, text, ov) if d["severity"] == "error"]) from None
+        raise SpecError(str(e), _errors(name, text, ov)) from None
 
 
 def fits(spec, overrides=None):
     """Whether every rank fits its GPU: the verdict `predict` prints."""
     return bool(predict(spec, overrides)["fits"])
-
-
-def _errors(name, text, ov):
-    return [d for d in _peakcast.check(name, text, ov) if d["severity"] == "error"]
 
 
 def _call(fn, name, text, ov, *args):

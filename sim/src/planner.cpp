@@ -9,7 +9,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <thread>
 #include <tuple>
 
 #include "peakcast/model/layer_plan.hpp"
@@ -204,9 +203,7 @@ void Search::bound_all() {
     for (std::size_t gi = next++; gi < groups_.size(); gi = next++)
       for (const std::size_t i : groups_[gi].layouts) bound_layout(i, groups_[gi]);
   };
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned n = static_cast<unsigned>(std::min<std::size_t>(options_.threads ? options_.threads : hw, std::max<std::size_t>(1, groups_.size())));
-  detail::run_on_workers(n, worker);  // fewer when a thread cannot start (worker_pool.hpp)
+  detail::run_on_workers(detail::worker_count(options_.threads, groups_.size()), worker);  // fewer when a thread cannot start (worker_pool.hpp)
 }
 
 std::size_t Search::policies_of(std::size_t i) const {

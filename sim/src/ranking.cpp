@@ -1,5 +1,6 @@
-// rank_candidates(): evaluates every accepted candidate with one Predictor (shared graphs and
-// profiles), decides viability against the budget and orders the list.
+// rank_candidates(): evaluates every accepted candidate (one Predictor a thread, sharing graphs and
+// profiles within it), refines the block-N boundary, decides viability against the budget and orders
+// the list.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -90,9 +91,7 @@ std::vector<RankedCandidate> evaluate_all(const model::RunSpec& spec, Predictor&
   const auto take = [&](Predictor& p) {
     for (std::size_t i = next++; i < choices.size(); i = next++) out[i] = evaluate(p, choices[i], budget, headroom_sigma, options);
   };
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const auto threads = static_cast<unsigned>(std::min<std::size_t>(hw, std::max<std::size_t>(choices.size(), 1)));
-  std::vector<std::thread> pool = detail::start_workers(threads - 1, [&] {
+  std::vector<std::thread> pool = detail::start_workers(detail::worker_count(0, choices.size()) - 1, [&] {
     Predictor own(spec);
     take(own);
   });
@@ -107,17 +106,16 @@ std::vector<RankedCandidate> evaluate_all(const model::RunSpec& spec, Predictor&
 void refine_block_boundary(const model::RunSpec& spec, Predictor& predictor, const CandidateSet& set, Bytes budget,
                            double headroom_sigma, const PredictOptions& options, Ranking& out) {
   if (set.block_layers_per_chunk_sampled == 0) return;
+  const auto block_n = [](const RankedCandidate& c) -> std::int64_t {
+    const bool block = c.choice.granularity == model::RecomputeGranularity::full && c.choice.method == model::RecomputeMethod::block;
+    return block ? c.choice.num_layers.value_or(0) : 0;
+  };
   std::int64_t lo = 0, hi = 0;  // lo does not fit (0: none), hi fits (0: none)
-  for (const auto& c : out.candidates) {
-    if (c.choice.granularity != model::RecomputeGranularity::full || c.choice.method != model::RecomputeMethod::block) continue;
-    const std::int64_t n = c.choice.num_layers.value_or(0);
-    if (c.viable && (hi == 0 || n < hi)) hi = n;
-  }
+  for (const auto& c : out.candidates)
+    if (block_n(c) > 0 && c.viable && (hi == 0 || block_n(c) < hi)) hi = block_n(c);
   if (hi == 0) return;
   for (const auto& c : out.candidates)
-    if (c.choice.granularity == model::RecomputeGranularity::full && c.choice.method == model::RecomputeMethod::block &&
-        !c.viable && c.choice.num_layers.value_or(0) < hi)
-      lo = std::max(lo, c.choice.num_layers.value_or(0));
+    if (block_n(c) > 0 && !c.viable && block_n(c) < hi) lo = std::max(lo, block_n(c));
   while (hi - lo > 1) {
     RecomputeChoice c;
     c.granularity = model::RecomputeGranularity::full;

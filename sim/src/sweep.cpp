@@ -117,8 +117,7 @@ SweepResult run_sweep(std::string_view spec_text, const std::vector<std::string>
       ++done;
     }
   };
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned n = static_cast<unsigned>(std::min<std::size_t>(options.threads ? options.threads : hw, std::max<std::size_t>(total, 1)));
+  const unsigned n = detail::worker_count(options.threads, total);
   // A thread that cannot start only means fewer workers (worker_pool.hpp).
   std::vector<std::thread> pool = detail::start_workers(n - 1, worker);
   std::optional<std::thread> last;

@@ -3,12 +3,21 @@
 // process or container thread limit, RLIMIT_NPROC, an exhausted address space for its stack) only
 // means fewer workers: the work is taken from a shared counter, so whoever runs finishes it all,
 // the calling thread at least (issue #27: sweep aborted with exit 134 when it could not start one).
+#include <algorithm>
+#include <cstddef>
 #include <functional>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 namespace peakcast::sim::detail {
+
+// Threads for `items` pieces of work: `requested` (0: every hardware thread), never more than the
+// pieces, at least one.
+inline unsigned worker_count(unsigned requested, std::size_t items) {
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::min<std::size_t>(requested ? requested : hw, std::max<std::size_t>(items, 1)));
+}
 
 // How a worker is started; std::thread's constructor unless a test stands in for a thread limit.
 using ThreadStarter = std::function<std::thread(const std::function<void()>&)>;

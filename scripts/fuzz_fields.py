@@ -21,12 +21,11 @@ import concurrent.futures
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+from fuzz_run import run_capped
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRASH_MARKS = ["Sanitizer", "terminate called", "Segmentation", "Assertion", "Aborted", "runtime error:", "internal error"]
@@ -159,25 +158,17 @@ def corpus_cases(rng, tmp):
 
 def run_case(peakcast, name, args, max_s, max_rss_kb):
     """One case: None when it passed, else (name, args, why, stderr tail). The child's peak resident
-    memory comes from wait4; a child over the time cap is killed with its process group."""
-    p = subprocess.Popen([peakcast] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    timed_out = []
-    timer = threading.Timer(max_s, lambda: (timed_out.append(True), os.killpg(p.pid, signal.SIGKILL)))
-    timer.start()
-    err = p.stderr.read().decode("utf-8", errors="replace")
-    _, status, usage = os.wait4(p.pid, 0)
-    timer.cancel()
-    p.returncode = os.waitstatus_to_exitcode(status)
-    p.stderr.close()
-    if timed_out:
+    memory comes from wait4; a child over the time cap is killed with its process group (fuzz_run.py)."""
+    rc, err, _, rss_gb = run_capped([peakcast] + args, None, max_s)
+    if rc is None:
         return name, args, f"over the {max_s:.0f} s cap", ""
-    if usage.ru_maxrss > max_rss_kb:
-        return name, args, f"peak RSS {usage.ru_maxrss / 1e6:.2f} GB over the cap", ""
-    if p.returncode not in (0, 2):
-        return name, args, f"exit {p.returncode}", err[-1200:]
+    if rss_gb * 1e6 > max_rss_kb:
+        return name, args, f"peak RSS {rss_gb:.2f} GB over the cap", ""
+    if rc not in (0, 2):
+        return name, args, f"exit {rc}", err[-1200:]
     if any(m in err for m in CRASH_MARKS):
         return name, args, "crash marker", err[-1200:]
-    if p.returncode == 2 and "error" not in err:
+    if rc == 2 and "error" not in err:
         return name, args, "exit 2 without an error message", err[-1200:]
     return None
 

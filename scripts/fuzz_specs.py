@@ -26,12 +26,10 @@ import glob
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
+
+from fuzz_run import run_capped
 
 try:
     import yaml
@@ -274,31 +272,6 @@ def recipe_case(names, docs, rng):
         key = rng.choice(keys) if keys and rng.random() < 0.8 else "unknown_" + str(rng.randrange(10))
         sets += ["--set", f"{section}.{key}={json.dumps(rng.choice(BAD_VALUES + ODD_NUMBERS))}"]
     return "bridge:" + rng.choice(names), sets
-
-
-def run_capped(cmd, stdin_text, max_s):
-    """(exit status or None when killed at the cap, stderr, seconds, peak RSS GB). The child runs in
-    its own session, killed with its process group at the cap; its peak memory comes from wait4."""
-    start = time.monotonic()
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    timed_out = []
-    timer = threading.Timer(max_s, lambda: (timed_out.append(True), os.killpg(p.pid, signal.SIGKILL)))
-    timer.start()
-    if stdin_text is not None:
-        try:
-            p.stdin.write(stdin_text.encode("utf-8", errors="surrogateescape"))
-            p.stdin.close()
-        except BrokenPipeError:
-            pass
-    err = p.stderr.read().decode("utf-8", errors="replace")
-    _, status, usage = os.wait4(p.pid, 0)
-    timer.cancel()
-    p.stderr.close()
-    seconds = time.monotonic() - start
-    if timed_out:
-        return None, err, seconds, usage.ru_maxrss / 1e6
-    return os.waitstatus_to_exitcode(status), err, seconds, usage.ru_maxrss / 1e6
 
 
 def main():

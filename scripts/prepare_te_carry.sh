@@ -35,8 +35,10 @@ git -C "$MIRRORS/NVIDIA+cudnn-frontend/repo" archive "$fe_commit" include cmake 
   | tar -x -C "$stage/TransformerEngine/3rdparty/cudnn-frontend"
 # CUTLASS: only the header trees TE's CMakeLists puts on the include path
 # (CUTLASS_INCLUDE_DIR = cutlass/include, CUTLASS_TOOLS_INCLUDE_DIR = cutlass/tools/util/include).
-git -C "$MIRRORS/NVIDIA+cutlass/repo" archive "$cutlass_commit" include tools/util/include \
-  | tar -x -C "$stage/TransformerEngine/3rdparty/cutlass"
+# Checked out through a scratch index, not `git archive`: a mirror may lack its largest blobs (media/
+# images), which `git archive` reads even under a pathspec, and these two trees do not need them.
+GIT_INDEX_FILE="$stage/cutlass.index" git --git-dir="$MIRRORS/NVIDIA+cutlass/repo" \
+  --work-tree="$stage/TransformerEngine/3rdparty/cutlass" checkout "$cutlass_commit" -- include tools/util/include
 # googletest is only used by TE's C++ tests: not carried.
 
 git -C "$MIRRORS/NVIDIA+Megatron-LM/repo" archive "$MEGATRON_REV" megatron/core \

@@ -14,8 +14,10 @@ Adam case's optimizer.implementation is set to "te_fused_adam".
   python3 run_case_te.py --names 'moe_moonlight4_none@moe_grouped_gemm=true' --out records.jsonl
   python3 run_case_te.py --case CASE.json --out records.jsonl      # one expanded case (internal)
 
-A name may carry model-key overrides, `NAME@key=value@key=value` (value as JSON, else a string); the
-record's case name is NAME, then each override as `_key-value`, then `_te`.
+A name may carry overrides, `NAME@key=value@key=value` (value as JSON, else a string): a model key, a
+`section.key` of another section (`train.global_batch_size=2`), or `iterations`; the record's case name is
+NAME, then each override as `_key-value`, then `_te`; `LABEL:NAME@...` names it LABEL_te instead. `--specs-only --out DIR` writes the expanded run
+specs and runs nothing, to predict them before they are measured.
 
 Needs the environment of `source te_carry/build_te_on_device.sh env`, run from the repo root.
 """
@@ -59,21 +61,18 @@ def run_one(case_path, out):
     return run_case.main()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--case")
-    ap.add_argument("--names")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--timeout-s", type=int, default=180)
-    args = ap.parse_args()
-    if args.case:
-        return run_one(args.case, args.out)
+def expand_names(names):
+    """The corpus cases NAME@key=value@... names, as run on the TE stack (see the module docstring)."""
     sys.path.insert(0, HARNESS)
     from corpus_lib import expand
     with open(os.path.join(HARNESS, "corpus.json")) as f:
         cases = {c["name"]: c for c in expand(json.load(f))}
-    for item in args.names.split(","):
-        name, *sets = item.split("@")
+    out = []
+    for item in names.split(","):
+        label, sep, rest = item.partition(":")
+        if not sep or "@" in label:
+            label, rest = None, item
+        name, *sets = rest.split("@")
         case = json.loads(json.dumps(cases[name]))
         case["spec"]["model"].update(TE_MODEL_KEYS)
         case["spec"].setdefault("cluster", {})["transformer_engine_available"] = True  # what ran
@@ -83,18 +82,46 @@ def main():
                 value = json.loads(text)
             except json.JSONDecodeError:
                 value = text
-            case["spec"]["model"][key] = value
-            name += "_" + key + "-" + "".join(ch for ch in text if ch.isalnum() or ch in "_.")
-        case["name"] = name + "_te"
+            if key == "iterations":
+                case["iterations"] = value
+            elif "." in key:  # section.key: another section of the run spec (train.global_batch_size)
+                section, _, field = key.partition(".")
+                case["spec"].setdefault(section, {})[field] = value
+            else:
+                case["spec"]["model"][key] = value
+            name += "_" + key.rpartition(".")[2] + "-" + "".join(ch for ch in text if ch.isalnum() or ch in "_.")
+        case["name"] = (label or name) + "_te"
         if case["spec"].get("optimizer", {}).get("optimizer", "adam") == "adam":
             case["spec"]["optimizer"]["implementation"] = "te_fused_adam"
+        out.append(case)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--case")
+    ap.add_argument("--names")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--timeout-s", type=int, default=180)
+    ap.add_argument("--specs-only", action="store_true",
+                    help="write each expanded case's run spec to OUT/NAME.json and run nothing "
+                         "(to predict before measuring)")
+    args = ap.parse_args()
+    if args.case:
+        return run_one(args.case, args.out)
+    for case in expand_names(args.names):
+        if args.specs_only:
+            os.makedirs(args.out, exist_ok=True)
+            with open(os.path.join(args.out, case["name"] + ".json"), "w") as f:
+                json.dump(case["spec"], f, indent=1)
+            continue
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tf:
             json.dump(case, tf)
         try:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--case", tf.name,
                             "--out", args.out], timeout=args.timeout_s)
         except subprocess.TimeoutExpired:
-            print(f"[run_case_te] {name}: timeout {args.timeout_s}s", flush=True)
+            print(f"[run_case_te] {case['name']}: timeout {args.timeout_s}s", flush=True)
     return 0
 
 

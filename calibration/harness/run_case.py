@@ -28,7 +28,7 @@ import alloc_trace  # noqa: E402
 import megatron_env  # noqa: E402  (puts .megatron on sys.path)
 from run_case_memory import (alive_blocks_by_source, optimizer_tensor_bytes,  # noqa: E402,F401
                              peak_blocks_by_source, source_of)
-from run_case_steps import _build_ddp, _build_optimizer, _iterate, _prepare_iterations  # noqa: E402
+from run_case_steps import _build_ddp, _build_optimizer, _iterate, _prepare_iterations, te_cuda_graph_helper  # noqa: E402
 
 PHASE = {"name": None, "iteration": None}
 STATE = {"allocated_at_loss": None, "loss_value": None}
@@ -127,7 +127,7 @@ def run(case, rec):
     from megatron.core.pipeline_parallel import schedules
     from megatron.core.transformer.module import Float16Module
 
-    vpp = _init_model_parallel(config, parallel_state, tensor_parallel)
+    vpp = _init_model_parallel(config, parallel_state, tensor_parallel, model_spec.get("transformer_impl", "local"))
 
     rec["rank"] = _rank_record(parallel_state, world, fake)
     rec["provenance"] = provenance(torch)  # late-bound: scripts/run_case_te.py replaces run_case.provenance
@@ -189,6 +189,8 @@ def run(case, rec):
         optimizer = _build_optimizer(PHASE, torch, opt_config, ddp_chunks, rec, m, take_peak, reset,
                                      get_megatron_optimizer)
 
+        if config.cuda_graph_impl == "transformer_engine":  # read by _iterate
+            STATE["te_cuda_graph_helper"] = te_cuda_graph_helper(config, ddp_chunks, optimizer, rank, seq, mbs, gbs, dp)
         fwd_bwd, forward_step, data_iter, routing, module_marks = _prepare_iterations(
             PHASE, STATE, torch, config, optimizer, ddp_chunks, rank, vocab, mbs, seq, vpp, history, m,
             schedules, get_forward_backward_func)
@@ -209,7 +211,7 @@ def run(case, rec):
         m.setdefault("allocated_at_loss_bytes", STATE["allocated_at_loss"])
 
 
-def _init_model_parallel(config, parallel_state, tensor_parallel):
+def _init_model_parallel(config, parallel_state, tensor_parallel, transformer_impl):
     """Megatron's process groups and RNG for the config's layout; returns the virtual pipeline size."""
     tp = config.tensor_model_parallel_size
     pp = config.pipeline_model_parallel_size
@@ -221,9 +223,14 @@ def _init_model_parallel(config, parallel_state, tensor_parallel):
         expert_model_parallel_size=config.expert_model_parallel_size,
         expert_tensor_parallel_size=config.expert_tensor_parallel_size,
         create_gloo_process_groups=False)
-    # Megatron's local CUDA graphs need a graph-safe RNG tracker (CudaGraphManager asserts it).
+    # Megatron's local CUDA graphs need a graph-safe RNG tracker (CudaGraphManager asserts it), and
+    # Megatron-LM turns the TE RNG tracker on for any CUDA graph with the TE layer spec or TE's graphs
+    # (arguments.py:1867-1873); run_case_te.py sets transformer_impl to say the TE spec ran.
+    te_rng_tracker = config.cuda_graph_impl != "none" and "transformer_engine" in (
+        transformer_impl, config.cuda_graph_impl)
     tensor_parallel.model_parallel_cuda_manual_seed(
-        1234, use_cudagraphable_rng=(config.cuda_graph_impl in ("local", "full_iteration")))
+        1234, te_rng_tracker=te_rng_tracker,
+        use_cudagraphable_rng=(config.cuda_graph_impl in ("local", "full_iteration")))
     if any(t in (config.recompute_modules or []) for t in ("layernorm", "moe_act", "mla_up_proj")) \
             and config.recompute_granularity == "selective":
         megatron_env.ensure_share_storage()

@@ -74,6 +74,34 @@ def _prepare_iterations(PHASE, STATE, torch, config, optimizer, ddp_chunks, rank
     return fwd_bwd, forward_step, data_iter, routing, module_marks
 
 
+def te_cuda_graph_helper(config, ddp_chunks, optimizer, rank, seq, mbs, gbs, dp):
+    """Transformer Engine's per-layer graphs, as Megatron-LM's train() builds them
+    (training.py:3754-3761): a TECudaGraphHelper over the model chunks and the optimizer. Its capture
+    reads get_num_microbatches() (cuda_graphs.py:2520-2526), so the micro-batch calculator is set up
+    first, as initialize_megatron() does (global batch, micro batch, data-parallel size)."""
+    from megatron.core.num_microbatches_calculator import init_num_microbatches_calculator
+    from megatron.core.transformer.cuda_graphs import TECudaGraphHelper
+    init_num_microbatches_calculator(rank, None, gbs, mbs, dp)
+    return TECudaGraphHelper(model=ddp_chunks, config=config, seq_length=seq, micro_batch_size=mbs,
+                             optimizers=[optimizer])
+
+
+def _capture_te_graphs(PHASE, torch, helper, it, m, take_peak, reset):
+    """As train() does before the iteration whose count of finished iterations equals
+    cuda_graph_warmup_steps (training.py:3825-3835): capture every layer's graphs, one phase."""
+    PHASE["name"] = "cuda_graph_capture"
+    reset()
+    t0 = time.perf_counter()
+    helper.create_cudagraphs()
+    m["cuda_graph_capture"] = {
+        "before_iteration": it, "peak_bytes": take_peak(),
+        "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
+        "allocated_after_bytes": torch.cuda.memory_allocated(),
+        "reserved_after_bytes": torch.cuda.memory_reserved(),
+        "microbatches_captured": helper.num_microbatches,
+        "layers_captured": len(helper.flattened_callables), "time_s": time.perf_counter() - t0}
+
+
 def _track_phases(PHASE, schedules):
     """Name the phase (forward / backward) the schedules are in, for OOM attribution."""
     # ---- phase tracking for OOM attribution ----------------------------------------------
@@ -193,8 +221,11 @@ def _iterate(PHASE, STATE, torch, config, iterations, ddp_chunks, optimizer, m, 
              fwd_bwd, forward_step, data_iter, num_mb, seq, mbs, history, routing, module_marks,
              parallel_state, schedules, finalize_model_grads):
     """The measured iterations: forward-backward, gradient sync and optimizer step, each a phase."""
+    te_graphs = STATE.get("te_cuda_graph_helper")
     for it in range(1, iterations + 1):
         PHASE["iteration"] = it
+        if te_graphs is not None and not te_graphs.capture_finished() and it - 1 == config.cuda_graph_warmup_steps:
+            _capture_te_graphs(PHASE, torch, te_graphs, it, m, take_peak, reset)
         rec_it = {"iteration": it}
         m["iterations"].append(rec_it)
         for c in ddp_chunks:

@@ -17,9 +17,12 @@ def _build_ddp(PHASE, torch, config, ddp_config, chunks, m, take_peak, reset, Di
     # (training.py:1891-1900), so its AccumulateGrad nodes reference no other stream.
     import contextlib
     ddp_stream_ctx = contextlib.nullcontext()
-    if config.cuda_graph_impl == "full_iteration":
+    # Every other implementation gets a fresh side stream there; the harness does so for TE's graphs
+    # only (their backward capture fails on AccumulateGrad nodes of the legacy stream), and keeps the
+    # default stream elsewhere, as every earlier record was measured.
+    if config.cuda_graph_impl in ("full_iteration", "transformer_engine"):
         from megatron.core.full_cuda_graph import get_shared_capture_stream
-        ddp_stream = get_shared_capture_stream()
+        ddp_stream = get_shared_capture_stream() if config.cuda_graph_impl == "full_iteration" else torch.cuda.Stream()
         ddp_stream.wait_stream(torch.cuda.current_stream())
         ddp_stream_ctx = torch.cuda.stream(ddp_stream)
     with ddp_stream_ctx:
@@ -61,7 +64,8 @@ def _prepare_iterations(PHASE, STATE, torch, config, optimizer, ddp_chunks, rank
     _track_phases(PHASE, schedules)
     batches, forward_step = _batches_and_loss(PHASE, STATE, torch, rank, vocab, mbs, seq, history, m)
     routing = _routing_hooks(PHASE, ddp_chunks)
-    module_marks = _module_mark_hooks(PHASE, torch, ddp_chunks)
+    # TE's make_graphed_callables refuses a layer with hooks (TE graph.py:334-343): no layer marks then.
+    module_marks = _module_mark_hooks(PHASE, torch, ddp_chunks, config.cuda_graph_impl != "transformer_engine")
 
     data_iter = [batches() for _ in ddp_chunks] if vpp else batches()
     fwd_bwd = get_forward_backward_func()
@@ -186,7 +190,7 @@ def _routing_hooks(PHASE, ddp_chunks):
     return routing
 
 
-def _module_mark_hooks(PHASE, torch, ddp_chunks):
+def _module_mark_hooks(PHASE, torch, ddp_chunks, mark_layers):
     """Hooks after the embedding, each decoder layer and the final norm; returns their marks."""
     # memory_allocated() after each module of the first forward pass: the embedding, every
     # decoder layer, the final norm. Compared with the simulator's per-module timeline it
@@ -209,7 +213,7 @@ def _module_mark_hooks(PHASE, torch, ddp_chunks):
             emb.register_forward_hook(_mark(f"chunk{ci}.embedding"))
         dec = getattr(core, "decoder", None)
         if dec is not None:
-            for layer in getattr(dec, "layers", []):
+            for layer in getattr(dec, "layers", []) if mark_layers else []:
                 layer.register_forward_hook(_mark(f"chunk{ci}.layer{layer.layer_number - 1}"))
             fln = getattr(dec, "final_layernorm", None)
             if fln is not None:

@@ -30,7 +30,8 @@ std::string deepseek_v3_text(int global_batch) {
     "virtual_pipeline_model_parallel_size":4,"expert_model_parallel_size":64,"expert_tensor_parallel_size":1,
     "sequence_parallel":true,"seq_length":4096,"bf16":true,"moe_grouped_gemm":true,
     "moe_router_score_function":"sigmoid","moe_token_dispatcher_type":"alltoall",
-    "pipeline_model_parallel_layout":")" + deepseek_v3_layout() + R"("},
+    "pipeline_model_parallel_layout":")" +
+         deepseek_v3_layout() + R"("},
     "train":{"micro_batch_size":1,"global_batch_size":)" +
          std::to_string(global_batch) + R"(},
     "optimizer":{"use_distributed_optimizer":true},"ddp":{"use_distributed_optimizer":true,"overlap_grad_reduce":true},

@@ -12,12 +12,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "../model/src/static_memory_internal.hpp"
 #include "peakcast/model/layer_plan.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/static_memory.hpp"
 #include "peakcast/sim/planner.hpp"
 #include "peakcast/sim/prediction.hpp"
-#include "../model/src/static_memory_internal.hpp"
 
 namespace {
 

@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "input_file.hpp"
-#include "peakcast/model/spec_parser.hpp"
 #include "corpus_loading.hpp"
+#include "input_file.hpp"
 #include "peakcast/calibration/profile_build.hpp"
 #include "peakcast/calibration/validation.hpp"
+#include "peakcast/model/spec_parser.hpp"
 
 namespace peakcast::cli {
 

@@ -8,10 +8,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "output_file.hpp"
 #include "peakcast/model/diagnostics.hpp"
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/model/spec_parser.hpp"
-#include "output_file.hpp"
 
 namespace peakcast::cli {
 

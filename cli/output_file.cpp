@@ -1,11 +1,11 @@
 #include "output_file.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
-#include <iostream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
 
 #include "peakcast/model/diagnostics.hpp"
 

@@ -4,10 +4,10 @@
 #include <iostream>
 #include <memory>
 
+#include <nlohmann/json.hpp>
 #include "commands.hpp"
 #include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/sim/prediction.hpp"
-#include <nlohmann/json.hpp>
 
 #include "report_html.hpp"
 #include "report_spec.hpp"

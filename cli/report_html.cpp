@@ -88,7 +88,7 @@ bool write_predict_html(const std::string& path, const model::RunSpec& spec, con
                                         : (v.kind == sim::FitKind::does_not_fit
                                                ? (v.cause == sim::FitCause::reservation ? "DOES NOT FIT (the allocator's reservation)"
                                                                                         : "DOES NOT FIT")
-                                                                                : "AT RISK: fits by allocated bytes, not with the reservation"))
+                                               : "AT RISK: fits by allocated bytes, not with the reservation"))
        << "</b> (" << html::escape(v.reason) << "). Step " << num(p.step_time_s, "%.3f")
        << " s, of which replay " << num(p.replay_time_s, "%.4f") << " s. Calibration profile: "
        << html::escape(p.calibration_profile) << ".</p>";
@@ -105,10 +105,9 @@ bool write_rank_html(const std::string& path, const model::RunSpec& spec, const 
        << " viable, " << r.rejected.size() << " rejected by Megatron's rules. Narrowest viable: <b>"
        << (r.narrowest_viable ? html::escape(r.candidates[*r.narrowest_viable].label) : std::string("none"))
        << "</b>.</p>";
-  body << "<p>Order: " << (r.order == sim::RankOrder::narrowest
-                               ? "viable selective boundaries first, then whole-layer recompute and CPU offloading (the "
-                                 "seed's escalation rule), each by replay time, then peak"
-                               : "viable by replay time, then peak");
+  body << "<p>Order: " << (r.order == sim::RankOrder::narrowest ? "viable selective boundaries first, then whole-layer recompute and CPU offloading (the "
+                                                                  "seed's escalation rule), each by replay time, then peak"
+                                                                : "viable by replay time, then peak");
   if (r.cheapest_viable && r.cheapest_viable != r.narrowest_viable)
     body << ". Least replay time: <b>" << html::escape(r.candidates[*r.cheapest_viable].label) << "</b> ("
          << num(r.candidates[*r.cheapest_viable].replay_time_s, "%.4f") << " s)";

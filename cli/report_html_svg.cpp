@@ -123,8 +123,14 @@ std::string timeline_svg(const sim::RankPrediction& r, Bytes capacity, Bytes bud
       Bytes lo = ev[i].live, hi = ev[i].live;
       std::size_t ilo = i, ihi = i;
       for (std::size_t k = i; k < std::min(n, i + per); ++k) {
-        if (ev[k].live < lo) { lo = ev[k].live; ilo = k; }
-        if (ev[k].live > hi) { hi = ev[k].live; ihi = k; }
+        if (ev[k].live < lo) {
+          lo = ev[k].live;
+          ilo = k;
+        }
+        if (ev[k].live > hi) {
+          hi = ev[k].live;
+          ihi = k;
+        }
       }
       const std::size_t a = std::min(ilo, ihi), b = std::max(ilo, ihi);
       pts << f(fr.x(static_cast<double>(a))) << "," << f(fr.y(ev[a].live.gb())) << " ";
@@ -278,7 +284,10 @@ std::string sweep_heatmap_svg(const sim::SweepResult& r, bool headroom) {
   static const std::vector<std::string> one{""};
   const auto& ys = r.axes.size() > 1 ? r.axes[1].values : one;
   // Cells aggregate over the remaining axes: how many valid points fit, and the best headroom.
-  struct Cell { int valid = 0, fit = 0, risk = 0; double best = -1e300; };
+  struct Cell {
+    int valid = 0, fit = 0, risk = 0;
+    double best = -1e300;
+  };
   std::map<std::pair<std::size_t, std::size_t>, Cell> cells;
   const std::size_t inner = r.points.size() / std::max<std::size_t>(1, xs.size() * ys.size());
   for (std::size_t i = 0; i < r.points.size(); ++i) {

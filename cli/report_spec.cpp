@@ -59,9 +59,7 @@ std::string resolved_spec_json(const std::string& input, const LoadedSpec& loade
                         {"input_kind", r.input_kind},
                         {"defaults", model::to_string(r.defaults)},
                         {"keys", keys},
-                        {"parameters", {{"total", model::total_parameters(loaded.spec, d, false)},
-                                        {"total_with_mtp", model::total_parameters(loaded.spec, d, true)},
-                                        {"per_rank", ranks}}},
+                        {"parameters", {{"total", model::total_parameters(loaded.spec, d, false)}, {"total_with_mtp", model::total_parameters(loaded.spec, d, true)}, {"per_rank", ranks}}},
                         {"ignored", r.ignored},
                         {"warnings", warnings}}
       .dump();

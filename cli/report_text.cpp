@@ -73,7 +73,8 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
   }
   // The allocator's reserved memory at the largest peak, as our measured runs reserved over allocated.
   const sim::RankPrediction* largest = nullptr;
-  for (const auto& r : p.ranks) if (!largest || r.peak_allocated > largest->peak_allocated) largest = &r;
+  for (const auto& r : p.ranks)
+    if (!largest || r.peak_allocated > largest->peak_allocated) largest = &r;
   if (largest && largest->estimated_peak_reserved.value > 0) {
     std::snprintf(line, sizeof line,
                   "reserved by the caching allocator at that peak (estimate from measured runs): %s GB, %s GB at the "
@@ -95,7 +96,8 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
   }
   // The busiest rank's step, split as the time model builds it.
   const sim::RankPrediction* busiest = nullptr;
-  for (const auto& r : p.ranks) if (!busiest || r.step_time_s > busiest->step_time_s) busiest = &r;
+  for (const auto& r : p.ranks)
+    if (!busiest || r.step_time_s > busiest->step_time_s) busiest = &r;
   if (busiest) {
     const auto& t = busiest->time;
     std::snprintf(line, sizeof line,

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "input_file.hpp"
-#include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/model/megatron_args.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
+#include "peakcast/sim/moe_routing.hpp"
 
 namespace peakcast::cli {
 

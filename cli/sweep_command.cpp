@@ -79,7 +79,8 @@ void print_sweep_table(std::ostream& os, const sim::SweepResult& r) {
     fits += p.valid && p.verdict == sim::FitKind::fits ? 1 : 0;
     risk += p.valid && p.verdict == sim::FitKind::fits_without_reservation_margin ? 1 : 0;
   }
-  os << "\n" << r.points.size() << " points, " << r.invalid_count() << " invalid (skipped), " << fits << " fit, " << risk
+  os << "\n"
+     << r.points.size() << " points, " << r.invalid_count() << " invalid (skipped), " << fits << " fit, " << risk
      << " at risk (RISK: allocated fits, the caching allocator's reservation does not)\n";
 }
 

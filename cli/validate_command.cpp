@@ -49,23 +49,20 @@ void print_time_text(const calibration::TimeReport& t) {
     std::printf("\n");
   }
   const auto& s = t.errors;
-  std::printf("\nforward-backward time: %d records, median |error| %.1f %%, p90 %.1f %%, worst %.1f %%; "
-              "policy order agrees on %d of %d resolved pairs\n",
-              s.n, 100 * s.median, 100 * s.p90, 100 * s.worst, t.order_agrees, t.resolved_pairs);
+  std::printf(
+      "\nforward-backward time: %d records, median |error| %.1f %%, p90 %.1f %%, worst %.1f %%; "
+      "policy order agrees on %d of %d resolved pairs\n",
+      s.n, 100 * s.median, 100 * s.p90, 100 * s.worst, t.order_agrees, t.resolved_pairs);
 }
 
 nlohmann::json time_json(const calibration::TimeReport& t) {
   nlohmann::json jr = nlohmann::json::array(), jp = nlohmann::json::array(), js = nlohmann::json::array();
   for (const auto& r : t.rows)
-    jr.push_back({{"case", r.eval->record->name}, {"measured_s", r.measured_s}, {"min_s", r.min_s}, {"max_s", r.max_s},
-                  {"predicted_s", r.predicted_s}, {"relative_error", r.rel_error}});
+    jr.push_back({{"case", r.eval->record->name}, {"measured_s", r.measured_s}, {"min_s", r.min_s}, {"max_s", r.max_s}, {"predicted_s", r.predicted_s}, {"relative_error", r.rel_error}});
   for (const auto& p : t.pairs)
-    jp.push_back({{"a", p.a->record->name}, {"b", p.b->record->name}, {"measured_delta_s", p.measured_delta_s},
-                  {"predicted_delta_s", p.predicted_delta_s}, {"spread_s", p.spread_s}, {"resolved", p.resolved()},
-                  {"order_agrees", p.order_agrees()}});
+    jp.push_back({{"a", p.a->record->name}, {"b", p.b->record->name}, {"measured_delta_s", p.measured_delta_s}, {"predicted_delta_s", p.predicted_delta_s}, {"spread_s", p.spread_s}, {"resolved", p.resolved()}, {"order_agrees", p.order_agrees()}});
   for (const auto& r : t.steps) {
-    nlohmann::json row{{"case", r.e->record->name}, {"measured_step_s", r.measured_s}, {"predicted_step_s", r.predicted_s},
-                       {"relative_error", r.predicted_s / r.measured_s - 1.0}};
+    nlohmann::json row{{"case", r.e->record->name}, {"measured_step_s", r.measured_s}, {"predicted_step_s", r.predicted_s}, {"relative_error", r.predicted_s / r.measured_s - 1.0}};
     if (r.control) {
       row["control"] = r.control->record->name;
       row["measured_overhead"] = r.measured_overhead;
@@ -73,8 +70,7 @@ nlohmann::json time_json(const calibration::TimeReport& t) {
     }
     js.push_back(row);
   }
-  return {{"records", jr}, {"pairs", jp}, {"step_records", js}, {"median", t.errors.median}, {"p90", t.errors.p90},
-          {"worst", t.errors.worst}, {"resolved_pairs", t.resolved_pairs}, {"order_agrees", t.order_agrees}};
+  return {{"records", jr}, {"pairs", jp}, {"step_records", js}, {"median", t.errors.median}, {"p90", t.errors.p90}, {"worst", t.errors.worst}, {"resolved_pairs", t.resolved_pairs}, {"order_agrees", t.order_agrees}};
 }
 
 nlohmann::json row_json(const calibration::ValidationRow& row) {
@@ -136,13 +132,8 @@ nlohmann::json report_json(const calibration::ValidationReport& v) {
   nlohmann::json records = nlohmann::json::array(), groups = nlohmann::json::object();
   for (const auto& row : v.rows) records.push_back(row_json(row));
   for (const auto& [g, s] : v.groups)
-    groups[g] = {{"n", s.errors.n}, {"median", s.errors.median}, {"p90", s.errors.p90}, {"worst", s.errors.worst},
-                 {"phase_agree", s.phase_agree}, {"phase_compared", s.phase_compared}, {"fit_agree", s.fit_agree},
-                 {"fit_compared", s.fit_compared}, {"fit_edge", s.fit_edge}, {"within_bounds", s.within_bounds}};
-  return {{"records", records}, {"groups", groups}, {"within_bounds", v.within_bounds}, {"cross_validate", v.cross_validate},
-          {"reserved", {{"n", v.reserved.n}, {"median", v.reserved.median}, {"p90", v.reserved.p90}, {"worst", v.reserved.worst},
-                        {"within_p90_estimate", v.reserved_within_p90}}},
-          {"reserved_by_allocator", by_allocator_json(v)}};
+    groups[g] = {{"n", s.errors.n}, {"median", s.errors.median}, {"p90", s.errors.p90}, {"worst", s.errors.worst}, {"phase_agree", s.phase_agree}, {"phase_compared", s.phase_compared}, {"fit_agree", s.fit_agree}, {"fit_compared", s.fit_compared}, {"fit_edge", s.fit_edge}, {"within_bounds", s.within_bounds}};
+  return {{"records", records}, {"groups", groups}, {"within_bounds", v.within_bounds}, {"cross_validate", v.cross_validate}, {"reserved", {{"n", v.reserved.n}, {"median", v.reserved.median}, {"p90", v.reserved.p90}, {"worst", v.reserved.worst}, {"within_p90_estimate", v.reserved_within_p90}}}, {"reserved_by_allocator", by_allocator_json(v)}};
 }
 
 const char* fit_word(const calibration::ValidationRow& row) {
@@ -169,10 +160,11 @@ void print_report_text(const calibration::ValidationReport& v) {
                 fit_word(row));
   }
   if (v.reserved.n > 0)
-    std::printf("\nreserved memory, the simulator's estimate (allocated peaks x the measured reserved / allocated median, plus "
-                "any CUDA-graph pool; in-sample ratios): %d records, median %.2f %%, p90 %.2f %%, worst %.2f %%; measured at "
-                "most the p90 estimate on %d\n",
-                v.reserved.n, 100 * v.reserved.median, 100 * v.reserved.p90, 100 * v.reserved.worst, v.reserved_within_p90);
+    std::printf(
+        "\nreserved memory, the simulator's estimate (allocated peaks x the measured reserved / allocated median, plus "
+        "any CUDA-graph pool; in-sample ratios): %d records, median %.2f %%, p90 %.2f %%, worst %.2f %%; measured at "
+        "most the p90 estimate on %d\n",
+        v.reserved.n, 100 * v.reserved.median, 100 * v.reserved.p90, 100 * v.reserved.worst, v.reserved_within_p90);
   for (int k = 0; k < 2; ++k) {
     const auto& a = v.reserved_by_allocator[k];
     const auto& b = v.reserved_replayed[k];

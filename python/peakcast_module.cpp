@@ -136,16 +136,19 @@ std::string sweep_json(const std::string& name, const std::string& text, const s
 
 PYBIND11_MODULE(_peakcast, m) {
   m.doc() = "peakcast's C++ core; use the peakcast package";
-  m.def("check", [](const std::string& name, const std::string& text, const std::vector<std::string>& overrides) {
-    return to_python(check_input(name, text, overrides).diagnostics);
-  }, py::arg("name"), py::arg("text"), py::arg("overrides"));
+  m.def(
+      "check", [](const std::string& name, const std::string& text, const std::vector<std::string>& overrides) {
+        return to_python(check_input(name, text, overrides).diagnostics);
+      },
+      py::arg("name"), py::arg("text"), py::arg("overrides"));
   m.def("predict_json", &predict_json, py::arg("name"), py::arg("text"), py::arg("overrides"));
   m.def("rank_json", &rank_json, py::arg("name"), py::arg("text"), py::arg("overrides"), py::arg("budget_gb"),
         py::arg("headroom_sigma"), py::arg("order"), py::arg("balanced"));
-  m.def("sweep_key_errors", [](const std::string& name, const std::string& text, const std::vector<std::string>& overrides,
-                               const std::vector<std::string>& vary) {
-    return to_python(sim::sweep_axis_key_errors(text, name, overrides, sweep_axes(vary)));
-  }, py::arg("name"), py::arg("text"), py::arg("overrides"), py::arg("vary"));
+  m.def(
+      "sweep_key_errors", [](const std::string& name, const std::string& text, const std::vector<std::string>& overrides, const std::vector<std::string>& vary) {
+        return to_python(sim::sweep_axis_key_errors(text, name, overrides, sweep_axes(vary)));
+      },
+      py::arg("name"), py::arg("text"), py::arg("overrides"), py::arg("vary"));
   m.def("sweep_json", &sweep_json, py::arg("name"), py::arg("text"), py::arg("overrides"), py::arg("vary"), py::arg("budget_gb"),
         py::arg("threads"));
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages peakcast builds against, when any is missing.
 set -euo pipefail
+# --test: also what only the test suite uses (clang-format checks the formatting).
 pkgs=(g++ cmake ninja-build libeigen3-dev libboost-graph-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev catch2 libbenchmark-dev python3 python3-yaml python3-dev pybind11-dev)
+[ "${1:-}" = "--test" ] && pkgs+=(clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -82,8 +82,7 @@ std::string with_fused_attention(const std::string& time_profile_json, const Att
        "Engine's FusedAttention runs), causal, batch 1, at the presets' per-rank shapes. Per call: s_per_call + "
        "forward FLOPs / (efficiency x the preset's bf16 dense peak), forward and backward separately (the backward "
        "rate counts forward FLOPs), relative least squares."},
-      {"source", {{"file", source}, {"device", fit.device}, {"driver", fit.driver}, {"torch", fit.torch}, {"cuda", fit.cuda},
-                  {"backend", fit.backend}, {"cases", fit.cases}}},
+      {"source", {{"file", source}, {"device", fit.device}, {"driver", fit.driver}, {"torch", fit.torch}, {"cuda", fit.cuda}, {"backend", fit.backend}, {"cases", fit.cases}}},
       {"forward_efficiency", fit.forward.efficiency},
       {"forward_s_per_call", fit.forward.s_per_call},
       {"forward_worst_relative_error", fit.forward.worst_relative_error},

@@ -37,7 +37,10 @@ std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not)
     if (why_not) {
       *why_not = "spec does not parse";
       for (const auto& d : parsed.diagnostics)
-        if (d.severity == model::Severity::error) { *why_not += ": " + model::format(d); break; }
+        if (d.severity == model::Severity::error) {
+          *why_not += ": " + model::format(d);
+          break;
+        }
     }
     return std::nullopt;
   }
@@ -61,7 +64,10 @@ std::optional<model::RunSpec> record_spec(const Record& r, std::string* why_not)
     if (why_not) {
       *why_not = "spec does not validate";
       for (const auto& d : diags)
-        if (d.severity == model::Severity::error) { *why_not += ": " + model::format(d); break; }
+        if (d.severity == model::Severity::error) {
+          *why_not += ": " + model::format(d);
+          break;
+        }
     }
     return std::nullopt;
   }

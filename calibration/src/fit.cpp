@@ -130,7 +130,8 @@ std::string profile_json(const std::vector<StackFit>& fits, const std::string& d
       "Written by `peakcast calibrate`. cublas_workspace_bytes: PyTorch's cuBLAS workspace on sm90 "
       "(CUBLAS_WORKSPACE_CONFIG default :4096:8 = 8 x 4 MiB through the caching allocator). "
       "framework_fixed_bytes: least-squares constant of measured - simulated whole-run peaks, per "
-      "transformer_impl (memory.by_transformer_impl); the top-level value is the '" + default_stack +
+      "transformer_impl (memory.by_transformer_impl); the top-level value is the '" +
+      default_stack +
       "' stack's (0 when that stack has no measured records). peak_relative_sigma: residual spread "
       "(one sigma, relative) for prediction intervals; OOM-safe bound = prediction + 2 sigma.";
   j["corpus"] = corpus_files;
@@ -147,14 +148,19 @@ std::string profile_json(const std::vector<StackFit>& fits, const std::string& d
          "allocator, default settings, no expandable_segments): quantiles over the records. predict "
          "multiplies a rank's allocated peak by them for its reserved estimate and warns when the p90 "
          "one no longer fits."},
-        {"median", reserved.median}, {"p90", reserved.p90}, {"max", reserved.max}, {"records", reserved.records}};
+        {"median", reserved.median},
+        {"p90", reserved.p90},
+        {"max", reserved.max},
+        {"records", reserved.records}};
   }
   if (reserved_expandable.records > 0) {
     j["memory"]["reserved_over_allocated_expandable"] = {
         {"description",
          "The same ratio for runs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the spec's "
          "cluster.expandable_segments); predict uses it for such specs."},
-        {"median", reserved_expandable.median}, {"p90", reserved_expandable.p90}, {"max", reserved_expandable.max},
+        {"median", reserved_expandable.median},
+        {"p90", reserved_expandable.p90},
+        {"max", reserved_expandable.max},
         {"records", reserved_expandable.records}};
   }
   if (!routing.by_score_function.empty()) {
@@ -179,7 +185,8 @@ std::string profile_json(const std::vector<StackFit>& fits, const std::string& d
 namespace peakcast::calibration {
 
 double StackTerms::for_stack(const std::string& stack) const {
-  for (const auto& [s, v] : by_stack) if (s == stack) return v;
+  for (const auto& [s, v] : by_stack)
+    if (s == stack) return v;
   return top_level;
 }
 

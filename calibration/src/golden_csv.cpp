@@ -28,12 +28,16 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   for (std::size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
     if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') { cur += '"'; ++i; }
-      else if (c == '"') quoted = false;
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') quoted = false;
       else cur += c;
     } else if (c == '"') quoted = true;
-    else if (c == ',') { out.push_back(cur); cur.clear(); }
-    else if (c != '\r') cur += c;
+    else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') cur += c;
   }
   out.push_back(cur);
   return out;
@@ -41,7 +45,9 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 
 std::optional<double> number(const std::string& s) {
   if (s.empty() || s == "nan") return std::nullopt;
-  try { return std::stod(s); } catch (const std::exception&) { return std::nullopt; }
+  try {
+    return std::stod(s);
+  } catch (const std::exception&) { return std::nullopt; }
 }
 
 // The test platforms' GPUs (tests/test_utils/recipes).
@@ -129,9 +135,9 @@ const nlohmann::json& case_tokenizers() {
 }
 
 struct RowLine {
-  std::string line;                         // the launch line
-  model::MegatronLineOptions options;       // world size, GPU, the tokenizer's length
-  std::string skip;                         // why the row cannot be imported, else empty
+  std::string line;                    // the launch line
+  model::MegatronLineOptions options;  // world size, GPU, the tokenizer's length
+  std::string skip;                    // why the row cannot be imported, else empty
 };
 
 RowLine launch_line(const std::string& case_key, const std::string& alloc_conf, const std::vector<std::string>& args,
@@ -145,7 +151,8 @@ RowLine launch_line(const std::string& case_key, const std::string& alloc_conf, 
   if (listed) {
     script = tok.value("training_script", "");
     if (script != "pretrain_gpt.py" && script != "pretrain_hybrid.py" && script != "pretrain_mamba.py") {
-      out.skip = "training script " + script + " (configs/tokenizers.json functional_tests): its arguments are not "
+      out.skip = "training script " + script +
+                 " (configs/tokenizers.json functional_tests): its arguments are not "
                  "pretrain_gpt.py's / pretrain_hybrid.py's";
       return out;
     }
@@ -201,7 +208,7 @@ std::vector<std::string> row_arguments(const std::vector<std::string>& header, c
   // experts over a larger ETP did start, so their MODEL_ARGS had --disable-bias-linear.
   if (!row["num-experts"].empty()) {
     const std::string& etp = row["expert-tensor-parallel-size"].empty() ? row["tensor-model-parallel-size"]
-                                                                         : row["expert-tensor-parallel-size"];
+                                                                        : row["expert-tensor-parallel-size"];
     if (!etp.empty() && etp != "1") args.push_back("--disable-bias-linear");
   }
   // --num-query-groups only takes effect with --group-query-attention (argument_utils.py:330-333),
@@ -214,6 +221,41 @@ std::vector<std::string> row_arguments(const std::vector<std::string>& header, c
   return args;
 }
 
+// The interleaved schedule refuses the default micro-batch group size (PP) for some micro-batch counts
+// (accepted_group_sizes). Where exactly one size is accepted, the run must have used it: the launch line
+// takes it and is imported again. Returns why the row cannot be imported, else empty.
+std::string derive_vpp_group_size(std::map<std::string, std::string>& row, const WorldSize& world, RowLine& launch,
+                                  model::MegatronLineImport& imported, model::ParseResult& parsed) {
+  const auto& ms = parsed.spec->model;
+  if (!ms.virtual_pipeline_model_parallel_size || ms.pipeline_model_parallel_size <= 1 || ms.microbatch_group_size_per_vp_stage) return "";
+  const std::int64_t pp = ms.pipeline_model_parallel_size;
+  const std::int64_t dp = world.gpus / std::max<std::int64_t>(1, ms.tensor_model_parallel_size * pp * ms.context_parallel_size);
+  const std::int64_t mbs = parsed.spec->train.micro_batch_size;
+  const std::int64_t gbs = parsed.spec->train.global_batch_size.value_or(mbs * dp);
+  if (dp < 1 || mbs < 1 || gbs % (mbs * dp) != 0) return "";
+  const std::int64_t micro = gbs / (mbs * dp);
+  const auto sizes = accepted_group_sizes(pp, micro);
+  if (!sizes.empty() && sizes.front() == pp) return "";
+  if (sizes.size() != 1) {
+    std::string list;
+    for (const auto n : sizes) list += (list.empty() ? "" : ", ") + std::to_string(n);
+    const std::string head = "interleaved schedule with M=" + std::to_string(micro) +
+                             " micro-batches refuses the default group size PP=" + std::to_string(pp) + "; ";
+    if (sizes.empty())
+      return head + "no group size is accepted, so the run's batch was not " +
+             (row["global-batch-size"].empty() ? std::string("Megatron's default MBS x DP (the CSV has no global-batch-size)")
+                                               : "the CSV's");
+    return head + "--microbatch-group-size-per-virtual-pipeline-stage is not a CSV column and sizes {" + list +
+           "} are all accepted";
+  }
+  launch.line += " --microbatch-group-size-per-virtual-pipeline-stage " + std::to_string(sizes.front());
+  imported = model::import_megatron_line(launch.line, launch.options);
+  if (model::has_errors(imported.diagnostics)) return "import: " + first_error(imported.diagnostics);
+  parsed = model::parse_run_spec(imported.spec_json);
+  if (!parsed.spec) return "spec: with the derived group size";
+  return "";
+}
+
 }  // namespace
 
 CsvIngest ingest_golden_memory_csv(const std::string& text) {
@@ -223,11 +265,15 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
   std::getline(in, line);
   const auto header = split_csv_line(line);
   std::size_t first_arg = 0;
-  for (std::size_t i = 0; i < header.size(); ++i) if (header[i] == "num-layers") first_arg = i;
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (header[i] == "num-layers") first_arg = i;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     const auto cells = split_csv_line(line);
-    if (cells.size() != header.size()) { out.skipped.push_back("malformed CSV line: " + line.substr(0, 60)); continue; }
+    if (cells.size() != header.size()) {
+      out.skipped.push_back("malformed CSV line: " + line.substr(0, 60));
+      continue;
+    }
     std::map<std::string, std::string> row;
     for (std::size_t i = 0; i < header.size(); ++i) row[header[i]] = cells[i];
     const std::string id = row["model"] + "/" + row["test_case"] + " (" + row["env_platform"] + ")";
@@ -235,16 +281,28 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     ++out.rows;
     // A row without a measured peak cannot be compared, whatever else it holds.
     const auto final_gb = number(row["max_alloc_final_GB"]);
-    if (!final_gb) { skip("max_alloc_final_GB is missing or NaN"); continue; }
+    if (!final_gb) {
+      skip("max_alloc_final_GB is missing or NaN");
+      continue;
+    }
     ++out.rows_with_value;
     const std::string& m = row["model"];
     const std::string& tc = row["test_case"];
-    if (m == "t5" || m == "bert" || m == "multimodal-llava" || m == "mimo") { skip("not a GPT/Mamba decoder model"); continue; }
+    if (m == "t5" || m == "bert" || m == "multimodal-llava" || m == "mimo") {
+      skip("not a GPT/Mamba decoder model");
+      continue;
+    }
     // A resumed run loads its optimizer state before the first step, so its first iteration is already
     // the steady state: compare the whole-run peak only (checkpoint-loading buffers are not modelled).
     const bool resume = tc.find("resume") != std::string::npos;
-    if (tc.find("grpo") != std::string::npos) { skip("GRPO case: includes RL inference memory (KV cache)"); continue; }
-    if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) { skip("FSDP is not modelled"); continue; }
+    if (tc.find("grpo") != std::string::npos) {
+      skip("GRPO case: includes RL inference memory (KV cache)");
+      continue;
+    }
+    if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) {
+      skip("FSDP is not modelled");
+      continue;
+    }
 
     // Not modelled: the momentum of Muon and the layer-wise distributed optimizer (the run spec would
     // treat them as Adam with a warning), and fine-grained activation offloading (read, and warned
@@ -253,52 +311,38 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
       skip("--optimizer " + o + " is not modelled (adam and sgd are)");
       continue;
     }
-    if (!row["fine-grained-activation-offloading"].empty()) { skip("--fine-grained-activation-offloading is not modelled"); continue; }
+    if (!row["fine-grained-activation-offloading"].empty()) {
+      skip("--fine-grained-activation-offloading is not modelled");
+      continue;
+    }
     const std::vector<std::string> args = row_arguments(header, cells, first_arg, row);
-    if (row["num-layers"].empty()) { skip("the CSV has no num-layers for this row (the layer stack is unknown)"); continue; }
+    if (row["num-layers"].empty()) {
+      skip("the CSV has no num-layers for this row (the layer stack is unknown)");
+      continue;
+    }
     const WorldSize world = world_size_for(tc, row["env_platform"]);
     RowLine launch = launch_line(m + "/" + tc, row["alloc_conf"], args, world.gpus, gpu_for(row["env_platform"]));
-    if (!launch.skip.empty()) { skip(launch.skip); continue; }
+    if (!launch.skip.empty()) {
+      skip(launch.skip);
+      continue;
+    }
     auto imported = model::import_megatron_line(launch.line, launch.options);
-    if (model::has_errors(imported.diagnostics)) { skip("import: " + first_error(imported.diagnostics)); continue; }
+    if (model::has_errors(imported.diagnostics)) {
+      skip("import: " + first_error(imported.diagnostics));
+      continue;
+    }
     auto parsed = model::parse_run_spec(imported.spec_json);
     if (!parsed.spec) {
       for (const auto& d : parsed.diagnostics)
-        if (d.severity == model::Severity::error) { skip("spec: " + model::format(d)); break; }
+        if (d.severity == model::Severity::error) {
+          skip("spec: " + model::format(d));
+          break;
+        }
       continue;
     }
-    if (const auto& ms = parsed.spec->model; ms.virtual_pipeline_model_parallel_size &&
-                                             ms.pipeline_model_parallel_size > 1 && !ms.microbatch_group_size_per_vp_stage) {
-      const std::int64_t pp = ms.pipeline_model_parallel_size;
-      const std::int64_t dp = world.gpus / std::max<std::int64_t>(1, ms.tensor_model_parallel_size * pp * ms.context_parallel_size);
-      const std::int64_t mbs = parsed.spec->train.micro_batch_size;
-      const std::int64_t gbs = parsed.spec->train.global_batch_size.value_or(mbs * dp);
-      if (dp >= 1 && mbs >= 1 && gbs % (mbs * dp) == 0) {
-        const std::int64_t micro = gbs / (mbs * dp);
-        const auto sizes = accepted_group_sizes(pp, micro);
-        const bool default_ok = !sizes.empty() && sizes.front() == pp;
-        if (!default_ok) {
-          if (sizes.size() != 1) {
-            std::string list;
-            for (const auto n : sizes) list += (list.empty() ? "" : ", ") + std::to_string(n);
-            const std::string head = "interleaved schedule with M=" + std::to_string(micro) +
-                                     " micro-batches refuses the default group size PP=" + std::to_string(pp) + "; ";
-            if (sizes.empty())
-              skip(head + "no group size is accepted, so the run's batch was not " +
-                   (row["global-batch-size"].empty() ? std::string("Megatron's default MBS x DP (the CSV has no global-batch-size)")
-                                                     : "the CSV's"));
-            else
-              skip(head + "--microbatch-group-size-per-virtual-pipeline-stage is not a CSV column and sizes {" + list +
-                   "} are all accepted");
-            continue;
-          }
-          launch.line += " --microbatch-group-size-per-virtual-pipeline-stage " + std::to_string(sizes.front());
-          imported = model::import_megatron_line(launch.line, launch.options);
-          if (model::has_errors(imported.diagnostics)) { skip("import: " + first_error(imported.diagnostics)); continue; }
-          parsed = model::parse_run_spec(imported.spec_json);
-          if (!parsed.spec) { skip("spec: with the derived group size"); continue; }
-        }
-      }
+    if (const std::string why = derive_vpp_group_size(row, world, launch, imported, parsed); !why.empty()) {
+      skip(why);
+      continue;
     }
     const auto diags = model::validate(*parsed.spec);
     if (model::has_errors(diags)) {

@@ -72,7 +72,10 @@ std::vector<std::pair<std::int64_t, std::int64_t>> routing_rows(const json& it) 
 // received / routed rows summed over the layers, or nothing without routed rows.
 std::optional<double> routing_imbalance(const std::vector<std::pair<std::int64_t, std::int64_t>>& rows) {
   std::int64_t routed = 0, received = 0;
-  for (const auto& [a, b] : rows) { routed += a; received += b; }
+  for (const auto& [a, b] : rows) {
+    routed += a;
+    received += b;
+  }
   if (routed == 0) return std::nullopt;
   return static_cast<double>(received) / static_cast<double>(routed);
 }
@@ -84,7 +87,10 @@ void derive_from_phases(const json& m, Measurement& out) {
   const auto consider = [&](const json& o, const char* key, const char* phase, bool first_iteration) {
     const auto v = opt_int(o, key, "measured");
     if (!v) return;
-    if (*v > best) { best = *v; best_phase = phase; }
+    if (*v > best) {
+      best = *v;
+      best_phase = phase;
+    }
     if (first_iteration) first = std::max(first, *v);
   };
   consider(m, "model_build_peak_bytes", "setup", true);
@@ -93,7 +99,7 @@ void derive_from_phases(const json& m, Measurement& out) {
   double time_sum = 0;
   int timed = 0;
   std::int64_t routed_best_peak = -1;
-  bool diverged = false;               // a later iteration's loss was not finite (recorded as null)
+  bool diverged = false;  // a later iteration's loss was not finite (recorded as null)
   std::optional<double> first_routing;
   std::vector<std::pair<int, double>> fb_times, opt_times;
   if (m.contains("iterations")) {
@@ -131,14 +137,20 @@ void derive_from_phases(const json& m, Measurement& out) {
       }
       if (const auto r = imbalance; r) {
         const std::int64_t peak = opt_int(it, "fwd_bwd_peak_bytes", "measured.iterations[]").value_or(0);
-        if (peak > routed_best_peak) { routed_best_peak = peak; out.moe_routing_imbalance = r; }
+        if (peak > routed_best_peak) {
+          routed_best_peak = peak;
+          out.moe_routing_imbalance = r;
+        }
       }
       consider(it, "grad_sync_peak_bytes", "grad_sync", n == 1);
       consider(it, "optimizer_peak_bytes", "optimizer", n == 1);
       const auto a = opt_number(it, "fwd_bwd_time_s", "measured.iterations[]");
       const auto b = opt_number(it, "grad_sync_time_s", "measured.iterations[]");
       const auto c = opt_number(it, "optimizer_time_s", "measured.iterations[]");
-      if (n >= 2 && a && b && c) { time_sum += *a + *b + *c; ++timed; }
+      if (n >= 2 && a && b && c) {
+        time_sum += *a + *b + *c;
+        ++timed;
+      }
       if (n >= 2 && a) fb_times.emplace_back(n, *a);
       if (n >= 2 && c) opt_times.emplace_back(n, *c);
     }
@@ -161,8 +173,12 @@ void derive_from_phases(const json& m, Measurement& out) {
   };
   const auto steady = [](const std::vector<std::pair<int, double>>& v) {
     std::vector<double> later;
-    for (const auto& [n, t] : v) if (n >= 3) later.push_back(t);
-    if (later.size() < 2) { later.clear(); for (const auto& p : v) later.push_back(p.second); }
+    for (const auto& [n, t] : v)
+      if (n >= 3) later.push_back(t);
+    if (later.size() < 2) {
+      later.clear();
+      for (const auto& p : v) later.push_back(p.second);
+    }
     std::sort(later.begin(), later.end());
     return later;
   };

@@ -16,8 +16,8 @@ using nlohmann::json;
 
 struct Row {
   std::vector<std::string> modules;
-  std::optional<double> peak_gb;         // whole-run peak (after iteration 2 or later)
-  std::optional<double> first_iter_gb;   // peak reported after iteration 1 (Nemotron OOM rows, Llama rows)
+  std::optional<double> peak_gb;        // whole-run peak (after iteration 2 or later)
+  std::optional<double> first_iter_gb;  // peak reported after iteration 1 (Nemotron OOM rows, Llama rows)
   std::optional<double> step_ms;
   bool oom = false;
   std::optional<int> oom_iteration;

@@ -36,7 +36,9 @@ double predicted_step(const Timed& t, const sim::FittedConstants& c) {
   return p.run(time_only).step_time_s;
 }
 
-struct Best { double scale = 1, checkpoint_s = 0, error = std::numeric_limits<double>::infinity(); };
+struct Best {
+  double scale = 1, checkpoint_s = 0, error = std::numeric_limits<double>::infinity();
+};
 
 double objective(const std::vector<Timed>& ts, const std::vector<bool>& use, const sim::FittedConstants& local, double k, double c) {
   const auto consts = with_stack_host_terms(local, k, c);

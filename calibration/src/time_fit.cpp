@@ -69,14 +69,13 @@ std::string time_profile_json(const TimeFit& f, const std::string& source, const
   j["description"] =
       "Written by `peakcast calibrate --microbench`. Each efficiency = least-squares rate of "
       "(median time = work / rate) over that op class of the CUDA replay microbenchmark, divided by "
-      "the " + gpu_preset + " preset's datasheet peak (bf16 dense FLOP/s for gemm and attention, HBM "
+      "the " +
+      gpu_preset +
+      " preset's datasheet peak (bf16 dense FLOP/s for gemm and attention, HBM "
       "bytes/s for memory). gemm: cuBLASLt GEMMs; attention: the unfused core's batched GEMMs; memory: "
       "softmax, RMSNorm, SwiGLU, elementwise, copy (bytes read + written). Checked: every fitted rate "
       "is at most the measured ceilings below.";
-  j["source"] = {{"file", source}, {"device", f.device}, {"driver", f.driver}, {"cuda", f.cuda},
-                 {"gpu_preset", gpu_preset},
-                 {"measured_ceiling_gemm_bf16_tflops", f.ceiling_gemm_flops / 1e12},
-                 {"measured_ceiling_copy_gbps", f.ceiling_copy_bytes / 1e9}};
+  j["source"] = {{"file", source}, {"device", f.device}, {"driver", f.driver}, {"cuda", f.cuda}, {"gpu_preset", gpu_preset}, {"measured_ceiling_gemm_bf16_tflops", f.ceiling_gemm_flops / 1e12}, {"measured_ceiling_copy_gbps", f.ceiling_copy_bytes / 1e9}};
   j["gemm_efficiency"] = f.gemm.efficiency;
   j["attention_efficiency"] = f.attention.efficiency;
   j["memory_efficiency"] = f.memory.efficiency;

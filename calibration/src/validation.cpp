@@ -9,12 +9,12 @@ namespace peakcast::calibration {
 
 const std::vector<std::string>& fitted_corpus_files() {
   static const std::vector<std::string> files = {
-      "calibration/data/h200_corpus.jsonl",        "calibration/data/h200_multi_gpu.jsonl",
-      "calibration/data/h200_seedlike.jsonl",      "calibration/data/h200_routing.jsonl",
-      "calibration/data/h200_seedllama.jsonl",     "calibration/data/h200_variants.jsonl",
-      "calibration/data/h200_distribute.jsonl",    "calibration/data/h200_cross_entropy.jsonl",
-      "calibration/data/h200_etp.jsonl",           "calibration/data/h200_fp8_store.jsonl",
-      "calibration/data/h200_expandable.jsonl",    "calibration/data/h200_cuda_graphs.jsonl",
+      "calibration/data/h200_corpus.jsonl", "calibration/data/h200_multi_gpu.jsonl",
+      "calibration/data/h200_seedlike.jsonl", "calibration/data/h200_routing.jsonl",
+      "calibration/data/h200_seedllama.jsonl", "calibration/data/h200_variants.jsonl",
+      "calibration/data/h200_distribute.jsonl", "calibration/data/h200_cross_entropy.jsonl",
+      "calibration/data/h200_etp.jsonl", "calibration/data/h200_fp8_store.jsonl",
+      "calibration/data/h200_expandable.jsonl", "calibration/data/h200_cuda_graphs.jsonl",
       "calibration/data/h200_defer.jsonl"};
   return files;
 }

@@ -17,9 +17,9 @@ namespace peakcast::model {
 
 namespace {
 
-constexpr std::size_t kIntervals = 16;           // kRoundUpPowerOfTwoIntervals (1 MiB .. 64 GiB)
+constexpr std::size_t kIntervals = 16;  // kRoundUpPowerOfTwoIntervals (1 MiB .. 64 GiB)
 constexpr std::int64_t kMiB = 1 << 20;
-constexpr std::int64_t kMinSplitMb = 20;         // kLargeBuffer / kMB: the least max_split_size_mb
+constexpr std::int64_t kMinSplitMb = 20;  // kLargeBuffer / kMB: the least max_split_size_mb
 
 std::vector<std::string> lex(const std::string& env) {
   std::vector<std::string> out;
@@ -50,12 +50,18 @@ struct Lexed {
   std::size_t i = 0;
   std::string error;
   bool take(const char* what) {
-    if (i < t.size() && t[i] == what) { ++i; return true; }
+    if (i < t.size() && t[i] == what) {
+      ++i;
+      return true;
+    }
     if (error.empty()) error = std::string("expected '") + what + "'" + (i < t.size() ? " before '" + t[i] + "'" : " at the end");
     return false;
   }
   bool value(std::string& v) {
-    if (i < t.size()) { v = t[i++]; return true; }
+    if (i < t.size()) {
+      v = t[i++];
+      return true;
+    }
     if (error.empty()) error = "a value is missing at the end";
     return false;
   }

@@ -61,8 +61,9 @@ json decode(const json& v) {
   const std::string target = v["_target_"].is_string() ? v["_target_"].get<std::string>() : "";
   if (v.contains("_name_") && v["_name_"].is_string()) return v["_name_"];   // enum member
   if (v.contains("_partial_") || v.contains("_call_")) return json(target);  // partial, function, dtype, object
-  json out = json::object();  // a dataclass nested in a section
-  for (const auto& [k, e] : v.items()) if (k.empty() || k[0] != '_') out[k] = decode(e);
+  json out = json::object();                                                 // a dataclass nested in a section
+  for (const auto& [k, e] : v.items())
+    if (k.empty() || k[0] != '_') out[k] = decode(e);
   return out;
 }
 
@@ -108,8 +109,7 @@ struct Converter {
 void Converter::top_level() {
   const json& doc = d.doc;
   if (string_or(doc, "_target_", kContainer) != kContainer)
-    error("_target_", "bridge_not_container", "the document's _target_ is not " + std::string(kContainer) +
-                                                  ": not a Megatron-Bridge run_config.yaml");
+    error("_target_", "bridge_not_container", "the document's _target_ is not " + std::string(kContainer) + ": not a Megatron-Bridge run_config.yaml");
   std::vector<std::string> known(mapped_sections().begin(), mapped_sections().end());
   known.insert(known.end(), ignored_sections().begin(), ignored_sections().end());
   std::string ignored;
@@ -288,7 +288,7 @@ BridgeConversion convert_bridge_container(const BridgeDocument& d, Diagnostics& 
     if (const auto it = d.origins.find("cluster." + k); it != d.origins.end()) c.result.origins["cluster." + k] = it->second;
   }
   c.result.ignored.push_back(!d.emulated ? "mixed_precision and comm_overlap: already applied to model, optimizer and ddp before the file was written"
-                                        : "mixed_precision and comm_overlap: applied to model, optimizer and ddp as runtime_config_update does");
+                                         : "mixed_precision and comm_overlap: applied to model, optimizer and ddp as runtime_config_update does");
   return c.result;
 }
 

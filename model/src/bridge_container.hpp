@@ -18,12 +18,12 @@
 namespace peakcast::model::detail {
 
 struct BridgeDocument {
-  nlohmann::json doc;                 // the ConfigContainer mapping
-  std::string file;                   // for messages: "run_config.yaml" or "bridge:<recipe>"
-  std::map<std::string, int> lines;   // key path ("model.seq_length") -> line, when read from YAML
-  bool emulated = false;              // apply_bridge_runtime ran the runtime steps on it
-  bool resolved = true;               // written after runtime_config_update (run_config.yaml): mixed
-                                      // precision and comm overlap are already applied to the sections
+  nlohmann::json doc;                // the ConfigContainer mapping
+  std::string file;                  // for messages: "run_config.yaml" or "bridge:<recipe>"
+  std::map<std::string, int> lines;  // key path ("model.seq_length") -> line, when read from YAML
+  bool emulated = false;             // apply_bridge_runtime ran the runtime steps on it
+  bool resolved = true;              // written after runtime_config_update (run_config.yaml): mixed
+                                     // precision and comm overlap are already applied to the sections
   // Where a value came from when not the file itself ("model.hidden_size" -> Hugging Face config, a
   // recipe assignment, a runtime step); the file's own values are named by their line.
   std::map<std::string, KeyOrigin> origins;

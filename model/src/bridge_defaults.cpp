@@ -88,11 +88,8 @@ std::map<std::string, BridgeDefault> section_fields(const std::string& section) 
 // autocast_dtype): those keep the spec's own values or the model class's defaults.
 const std::map<std::string, std::set<std::string>>& precision_copies() {
   static const std::map<std::string, std::set<std::string>> m = {
-      {"model", {"fp8", "fp8_recipe", "first_last_layers_bf16", "fp8_margin", "fp8_amax_history_len", "fp8_amax_compute_algo",
-                 "fp8_wgrad", "fp8_dot_product_attention", "fp8_multi_head_attention", "fp8_param", "fp4", "fp4_recipe",
-                 "fp4_param", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"}},
-      {"optimizer", {"fp8_recipe", "loss_scale", "initial_loss_scale", "min_loss_scale", "loss_scale_window", "hysteresis",
-                     "reuse_grad_buf_for_mxfp8_param_ag"}},
+      {"model", {"fp8", "fp8_recipe", "first_last_layers_bf16", "fp8_margin", "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_wgrad", "fp8_dot_product_attention", "fp8_multi_head_attention", "fp8_param", "fp4", "fp4_recipe", "fp4_param", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"}},
+      {"optimizer", {"fp8_recipe", "loss_scale", "initial_loss_scale", "min_loss_scale", "loss_scale_window", "hysteresis", "reuse_grad_buf_for_mxfp8_param_ag"}},
       {"ddp", {"grad_reduce_in_fp32", "fp8_param_gather", "fp4_param_gather", "reuse_grad_buf_for_mxfp8_param_ag"}}};
   return m;
 }

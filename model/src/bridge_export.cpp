@@ -24,8 +24,7 @@ const std::set<std::string>& dtype_fields() {
 }
 
 json torch_dtype(const std::string& name) {
-  static const std::map<std::string, std::string> t = {{"bf16", "torch.bfloat16"}, {"bfloat16", "torch.bfloat16"}, {"fp16", "torch.float16"},
-                                                       {"float16", "torch.float16"}, {"fp32", "torch.float32"}, {"float32", "torch.float32"}};
+  static const std::map<std::string, std::string> t = {{"bf16", "torch.bfloat16"}, {"bfloat16", "torch.bfloat16"}, {"fp16", "torch.float16"}, {"float16", "torch.float16"}, {"fp32", "torch.float32"}, {"float32", "torch.float32"}};
   const auto it = t.find(name);
   if (it == t.end()) return json(name);
   return json{{"_call_", false}, {"_target_", it->second}};
@@ -81,7 +80,9 @@ void emit_map(std::string& out, const json& m, int indent) {
       out += "\n";
       emit(out, e, e.is_array() ? indent : indent + 2);
     } else {
-      out += " " + (e.is_object() ? std::string("{}") : e.is_array() ? std::string("[]") : scalar(e)) + "\n";
+      out += " " + (e.is_object() ? std::string("{}") : e.is_array() ? std::string("[]")
+                                                                     : scalar(e)) +
+             "\n";
     }
   }
 }
@@ -98,7 +99,9 @@ void emit(std::string& out, const json& v, int indent) {
       out += "\n";
       emit(out, e, indent + 2);
     } else {
-      out += " " + (e.is_object() ? std::string("{}") : e.is_array() ? std::string("[]") : scalar(e)) + "\n";
+      out += " " + (e.is_object() ? std::string("{}") : e.is_array() ? std::string("[]")
+                                                                     : scalar(e)) +
+             "\n";
     }
   }
 }
@@ -132,8 +135,8 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
   const auto size = [&](const char* k) { return m.contains(k) && m[k].is_number_integer() ? m[k].get<std::int64_t>() : std::int64_t{1}; };
   doc["comm_overlap"] = {{"_target_", "megatron.bridge.training.comm_overlap.CommOverlapConfig"},
                          {"data_parallel_size", world / std::max<std::int64_t>(1, size("tensor_model_parallel_size") *
-                                                                                    size("pipeline_model_parallel_size") *
-                                                                                    size("context_parallel_size"))}};
+                                                                                      size("pipeline_model_parallel_size") *
+                                                                                      size("context_parallel_size"))}};
   if (alloc_conf.empty() && expandable) alloc_conf = "expandable_segments:True";
   doc["env_vars"] = alloc_conf.empty() ? json::object() : json{{"PYTORCH_CUDA_ALLOC_CONF", alloc_conf}};
   doc["mixed_precision"] = nullptr;  // its effect is in the sections already

@@ -9,8 +9,8 @@
 
 #include "bridge_container.hpp"
 #include "hf_config.hpp"
-#include "peakcast/model/recipes.hpp"
 #include "peakcast/model/embedded_configs.hpp"
+#include "peakcast/model/recipes.hpp"
 #include "spec_parser_detail.hpp"
 #include "spec_suggest.hpp"
 
@@ -39,7 +39,7 @@ std::string full_class(const std::string& name) {
 
 // Whether `key` is a dataclass field of the provider class (any class of its MRO declares it).
 bool is_model_field(const std::string& cls, const std::string& key) {
-  static const json& bases = [] () -> const json& {
+  static const json& bases = []() -> const json& {
     static json b;
     const auto text = embedded_config("bridge/defaults.json");
     json j = text ? json::parse(text->begin(), text->end(), nullptr, false) : json();
@@ -50,7 +50,8 @@ bool is_model_field(const std::string& cls, const std::string& key) {
   if (!providers.contains(cls)) return true;
   for (const auto& c : providers[cls]["mro"]) {
     const std::string n = c.get<std::string>();
-    const json* e = providers.contains(n) ? &providers[n] : bases.contains(n) ? &bases[n] : nullptr;
+    const json* e = providers.contains(n) ? &providers[n] : bases.contains(n) ? &bases[n]
+                                                                              : nullptr;
     if (e && e->contains("fields") && (*e)["fields"].contains(key)) return true;
   }
   // A builder config (BridgeGPTModelConfig) carries TransformerConfig's fields under transformer:.
@@ -219,7 +220,7 @@ std::optional<std::int64_t> tokenizer_vocab(const std::string& name) {
   if (!t.contains("tokenizers") || !t["tokenizers"].contains(name)) return std::nullopt;
   const json& e = t["tokenizers"][name];
   return e.contains("vocab_size") && e["vocab_size"].is_number_integer() ? std::optional<std::int64_t>(e["vocab_size"].get<std::int64_t>())
-                                                                          : std::nullopt;
+                                                                         : std::nullopt;
 }
 
 // setup(): the tokenizer's vocabulary when use_tokenizer_vocab_size (or no model vocabulary), padded
@@ -244,8 +245,7 @@ void RecipeBuilder::vocabulary() {
     m["should_pad_vocab"] = true;
     origins["model.vocab_size"] = origins["model.should_pad_vocab"] = setup;
   } else {
-    error("config.tokenizer", "recipe_vocab_unknown", "the vocabulary comes from tokenizer " + string_or(tok, "tokenizer_model", "?") +
-                                                          ", whose size the catalogue does not record; give --set model.vocab_size=V");
+    error("config.tokenizer", "recipe_vocab_unknown", "the vocabulary comes from tokenizer " + string_or(tok, "tokenizer_model", "?") + ", whose size the catalogue does not record; give --set model.vocab_size=V");
   }
 }
 
@@ -310,7 +310,8 @@ std::vector<RecipeInfo> recipe_catalogue() {
     i.source = detail::string_or(*r, "source");
     i.gpu = detail::string_or(*r, "gpu");
     i.num_gpus = detail::int_or(*r, "num_gpus", 0);
-    i.task = name.find("_peft_") != std::string::npos ? "peft" : name.find("_sft_") != std::string::npos ? "sft" : "pretrain";
+    i.task = name.find("_peft_") != std::string::npos ? "peft" : name.find("_sft_") != std::string::npos ? "sft"
+                                                                                                         : "pretrain";
     const auto& mp = (*r)["model_provider"];
     i.model = detail::string_or(mp, "hf_model_id", detail::string_or(mp, "provider_class"));
     out.push_back(std::move(i));

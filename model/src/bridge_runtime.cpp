@@ -67,7 +67,8 @@ std::optional<json> mixed_precision_fields(const json& mp, Diagnostics& out) {
   for (const auto& [k, f] : defaults_table()["sections"]["mixed_precision"]["fields"].items()) fields[k] = plain(f.value("default", json()));
   if (mp.is_string()) {
     std::string name = mp.get<std::string>();
-    for (char& c : name) if (c == '-') c = '_';
+    for (char& c : name)
+      if (c == '-') c = '_';
     const json& presets = defaults_table()["mixed_precision_presets"];
     if (!presets.contains(name)) {
       std::vector<std::string> names;
@@ -102,12 +103,8 @@ void mixed_precision_setup(BridgeDocument& d, Diagnostics& out) {
   const auto fields = mixed_precision_fields(doc["mixed_precision"], out);
   if (!fields) return;
   static const std::map<std::string, std::vector<const char*>> copies = {
-      {"model", {"fp16", "bf16", "params_dtype", "pipeline_dtype", "autocast_dtype", "fp8", "fp8_recipe", "first_last_layers_bf16",
-                 "fp8_margin", "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_wgrad", "fp8_dot_product_attention",
-                 "fp8_multi_head_attention", "fp8_param", "fp4", "fp4_recipe", "fp4_param", "num_layers_at_start_in_bf16",
-                 "num_layers_at_end_in_bf16"}},
-      {"optimizer", {"fp16", "bf16", "params_dtype", "fp8_recipe", "loss_scale", "initial_loss_scale", "min_loss_scale",
-                     "loss_scale_window", "hysteresis", "reuse_grad_buf_for_mxfp8_param_ag"}},
+      {"model", {"fp16", "bf16", "params_dtype", "pipeline_dtype", "autocast_dtype", "fp8", "fp8_recipe", "first_last_layers_bf16", "fp8_margin", "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_wgrad", "fp8_dot_product_attention", "fp8_multi_head_attention", "fp8_param", "fp4", "fp4_recipe", "fp4_param", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"}},
+      {"optimizer", {"fp16", "bf16", "params_dtype", "fp8_recipe", "loss_scale", "initial_loss_scale", "min_loss_scale", "loss_scale_window", "hysteresis", "reuse_grad_buf_for_mxfp8_param_ag"}},
       {"ddp", {"grad_reduce_in_fp32", "fp8_param_gather", "fp4_param_gather", "reuse_grad_buf_for_mxfp8_param_ag"}}};
   const std::string what = doc["mixed_precision"].is_string() ? "mixed_precision preset " + doc["mixed_precision"].get<std::string>()
                                                               : std::string("mixed_precision");
@@ -137,9 +134,7 @@ void comm_overlap_setup(BridgeDocument& d) {
   const std::int64_t tp = model_int(m, "tensor_model_parallel_size", 1), pp = model_int(m, "pipeline_model_parallel_size", 1);
   const std::int64_t vp = model_int(m, "virtual_pipeline_model_parallel_size", 1);
   const std::int64_t dp = co.contains("data_parallel_size") && co["data_parallel_size"].is_number_integer() ? co["data_parallel_size"].get<std::int64_t>() : 1;
-  json model_cfg = {{"tp_comm_overlap", false}, {"tp_comm_overlap_cfg", nullptr}, {"defer_embedding_wgrad_compute", false},
-                    {"wgrad_deferral_limit", -1}, {"overlap_moe_expert_parallel_comm", false}, {"delay_wgrad_compute", false},
-                    {"overlap_p2p_comm", pp > 1 && vp > 1}, {"batch_p2p_comm", pp > 1 && vp <= 1}};
+  json model_cfg = {{"tp_comm_overlap", false}, {"tp_comm_overlap_cfg", nullptr}, {"defer_embedding_wgrad_compute", false}, {"wgrad_deferral_limit", -1}, {"overlap_moe_expert_parallel_comm", false}, {"delay_wgrad_compute", false}, {"overlap_p2p_comm", pp > 1 && vp > 1}, {"batch_p2p_comm", pp > 1 && vp <= 1}};
   for (const auto& [k, v] : model_cfg.items())
     if (co.contains(k) && !co[k].is_null()) model_cfg[k] = co[k];
   if (model_cfg["tp_comm_overlap"] == true && (tp < 2 || !model_flag(m, "sequence_parallel"))) model_cfg["tp_comm_overlap"] = false;
@@ -150,9 +145,7 @@ void comm_overlap_setup(BridgeDocument& d) {
     d.origins["model." + k] = setup;
   }
   if (!detail::is_true(doc["ddp"], "use_distributed_optimizer")) return;
-  json opt_cfg = {{"bucket_size", dp > 1 ? json(134217728) : json(nullptr)}, {"overlap_grad_reduce", dp > 1},
-                  {"overlap_param_gather", dp > 1}, {"overlap_param_gather_with_optimizer_step", false},
-                  {"align_param_gather", dp > 1 && pp > 1 && vp > 1}};
+  json opt_cfg = {{"bucket_size", dp > 1 ? json(134217728) : json(nullptr)}, {"overlap_grad_reduce", dp > 1}, {"overlap_param_gather", dp > 1}, {"overlap_param_gather_with_optimizer_step", false}, {"align_param_gather", dp > 1 && pp > 1 && vp > 1}};
   for (const auto& [k, v] : opt_cfg.items())
     if (co.contains(k) && !co[k].is_null()) opt_cfg[k] = co[k];
   for (const char* k : {"overlap_param_gather", "overlap_param_gather_with_optimizer_step"}) {

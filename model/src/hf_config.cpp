@@ -58,7 +58,8 @@ struct Mapper {
 
 std::vector<std::pair<std::string, std::string>> pairs_of(const json& list) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& p : list) if (p.is_array() && p.size() == 2) out.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+  for (const auto& p : list)
+    if (p.is_array() && p.size() == 2) out.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
   return out;
 }
 
@@ -85,8 +86,10 @@ void Mapper::post_process(bool mla) {
   if (mla) {
     if (rope_type == "yarn") {
       for (const auto& [h, m] : std::vector<std::pair<std::string, std::string>>{{"factor", "rotary_scaling_factor"},
-                                                                                 {"mscale", "mscale"}, {"mscale_all_dim", "mscale_all_dim"},
-                                                                                 {"beta_fast", "beta_fast"}, {"beta_slow", "beta_slow"}})
+                                                                                 {"mscale", "mscale"},
+                                                                                 {"mscale_all_dim", "mscale_all_dim"},
+                                                                                 {"beta_fast", "beta_fast"},
+                                                                                 {"beta_slow", "beta_slow"}})
         if (rs->contains(h)) model.fields[m] = (*rs)[h];
     } else {
       model.fields["rotary_scaling_factor"] = 1.0;
@@ -96,8 +99,10 @@ void Mapper::post_process(bool mla) {
     if (rope_type == "yarn")
       for (const auto& [h, m] : std::vector<std::pair<std::string, std::string>>{{"factor", "yarn_rotary_scaling_factor"},
                                                                                  {"original_max_position_embeddings", "yarn_original_max_position_embeddings"},
-                                                                                 {"beta_fast", "yarn_beta_fast"}, {"beta_slow", "yarn_beta_slow"},
-                                                                                 {"mscale", "yarn_mscale"}, {"mscale_all_dim", "yarn_mscale_all_dim"}})
+                                                                                 {"beta_fast", "yarn_beta_fast"},
+                                                                                 {"beta_slow", "yarn_beta_slow"},
+                                                                                 {"mscale", "yarn_mscale"},
+                                                                                 {"mscale_all_dim", "yarn_mscale_all_dim"}})
         if (rs->contains(h)) model.fields[m] = (*rs)[h];
   }
   // make_vocab_size_divisible_by: the largest power of two <= 128 dividing the vocabulary (:634-637, :1716-1747).
@@ -109,7 +114,8 @@ void Mapper::post_process(bool mla) {
   // torch_dtype (TF 5: dtype) -> params_dtype, bf16, fp16; fp32 when absent (:639-643, :1660-1714).
   const json* dt = hf.contains("torch_dtype") ? get("torch_dtype") : get("dtype");
   const std::string dtype = dt && dt->is_string() ? dt->get<std::string>() : "float32";
-  model.fields["params_dtype"] = dtype == "bfloat16" ? "bf16" : dtype == "float16" ? "fp16" : "fp32";
+  model.fields["params_dtype"] = dtype == "bfloat16" ? "bf16" : dtype == "float16" ? "fp16"
+                                                                                   : "fp32";
   model.fields["bf16"] = dtype == "bfloat16";
   model.fields["fp16"] = dtype == "float16";
   // hidden_act, else hidden_activation, else silu (:645-647); an unknown name raises there.
@@ -245,8 +251,7 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   for (const auto& p : pairs_of(table()["base_mapping"])) m.known.insert(p.first);
   for (const auto& [k, v] : hf.items())
     if (!m.known.count(k))
-      m.error(k, "hf_unknown_key", "\"" + k.substr(0, 60) + "\" is not read by Bridge's " + m.model.bridge +
-                                       " and peakcast cannot tell whether it changes shapes (docs/hf-config-mapping.md)");
+      m.error(k, "hf_unknown_key", "\"" + k.substr(0, 60) + "\" is not read by Bridge's " + m.model.bridge + " and peakcast cannot tell whether it changes shapes (docs/hf-config-mapping.md)");
   if (has_errors(out)) return std::nullopt;
   for (const auto& [k, v] : hf.items())
     if (!read.count(k)) m.model.ignored.push_back(k);

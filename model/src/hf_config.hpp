@@ -15,10 +15,10 @@ namespace peakcast::model::detail {
 
 struct HfModel {
   nlohmann::json fields = nlohmann::json::object();  // provider field -> value, run-spec names and encodings
-  std::string provider_class;                         // "megatron.bridge.models.mla_provider.MLAModelProvider"
-  std::string architecture, bridge;                   // the dispatch key and the bridge class that maps it
-  std::vector<std::string> sources;                   // where the mapping and the constants are
-  std::vector<std::string> ignored;                   // keys of the config no mapping read (no shape effect)
+  std::string provider_class;                        // "megatron.bridge.models.mla_provider.MLAModelProvider"
+  std::string architecture, bridge;                  // the dispatch key and the bridge class that maps it
+  std::vector<std::string> sources;                  // where the mapping and the constants are
+  std::vector<std::string> ignored;                  // keys of the config no mapping read (no shape effect)
 };
 
 // `file` names the config in messages ("config.json", "configs/hf/Qwen--Qwen3-8B.json").

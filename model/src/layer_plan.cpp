@@ -1,8 +1,8 @@
 // build_layer_plan: decoder layers in order, then dealt to virtual stages (vpp_chunk * PP +
 // pp_rank) in that order, which reproduces Megatron's layer offsets for even, uneven, VPP and
 // layout splits (transformer_layer.py:57-210 get_transformer_layer_offset).
-#include "layer_plan_internal.hpp"
 #include "peakcast/model/layer_plan.hpp"
+#include "layer_plan_internal.hpp"
 
 namespace peakcast::model {
 

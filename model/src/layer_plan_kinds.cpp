@@ -29,7 +29,8 @@ LayerSpec hybrid_layer(char c) {
     case kMamba: l.mixer = MixerKind::mamba; break;
     case kGdn: l.mixer = MixerKind::gdn; break;
     case kAttention: l.mixer = MixerKind::attention; break;
-    case kDsAttention: case kMla: l.mixer = MixerKind::mla; break;
+    case kDsAttention:
+    case kMla: l.mixer = MixerKind::mla; break;
     case kMlp: l.ffn = FfnKind::dense; break;
     case kMoe: l.ffn = FfnKind::moe; break;
     default: throw std::invalid_argument(std::string("unknown hybrid layer symbol '") + c + "'");

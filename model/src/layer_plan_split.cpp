@@ -36,7 +36,8 @@ std::size_t repeat_count(const std::string& s, std::size_t& j, bool& digits) {
 // Repeat each "(body)*n" (non-nested, as the pinned regex r'\(([^)]+)\)\*(\d+)' does), then "x*n".
 std::string unroll(const std::string& in) {
   std::string s;
-  for (char c : in) if (c != ',' && c != ' ') s += c;
+  for (char c : in)
+    if (c != ',' && c != ' ') s += c;
   std::string out;
   for (std::size_t i = 0; i < s.size();) {
     if (s[i] == '(') {
@@ -108,8 +109,14 @@ std::vector<VirtualStage> from_counts(const ModelSpec& m, std::int64_t pp, std::
       // First/last stages take the given counts; the rest split evenly (:95-125).
       std::int64_t middle_layers = m.num_layers;
       std::int64_t middle_stages = pp;
-      if (m.num_layers_in_first_pipeline_stage) { middle_layers -= *m.num_layers_in_first_pipeline_stage; --middle_stages; }
-      if (m.num_layers_in_last_pipeline_stage) { middle_layers -= *m.num_layers_in_last_pipeline_stage; --middle_stages; }
+      if (m.num_layers_in_first_pipeline_stage) {
+        middle_layers -= *m.num_layers_in_first_pipeline_stage;
+        --middle_stages;
+      }
+      if (m.num_layers_in_last_pipeline_stage) {
+        middle_layers -= *m.num_layers_in_last_pipeline_stage;
+        --middle_stages;
+      }
       per_rank = middle_stages > 0 ? middle_layers / middle_stages : 0;
       if (r == 0 && m.num_layers_in_first_pipeline_stage) per_rank = *m.num_layers_in_first_pipeline_stage;
       if (r == pp - 1 && m.num_layers_in_last_pipeline_stage) per_rank = *m.num_layers_in_last_pipeline_stage;
@@ -182,7 +189,8 @@ std::string pipeline_layout_problem(const ModelSpec& m) {
   // The layout fixes the virtual stages per rank; an explicit VPP size must agree (transformer_config.py:2000).
   if (m.virtual_pipeline_model_parallel_size && static_cast<std::size_t>(*m.virtual_pipeline_model_parallel_size) != vpp)
     return "virtual_pipeline_model_parallel_size conflicts with pipeline_model_parallel_layout "
-           "(virtual_pipeline_model_parallel_size=" + std::to_string(*m.virtual_pipeline_model_parallel_size) +
+           "(virtual_pipeline_model_parallel_size=" +
+           std::to_string(*m.virtual_pipeline_model_parallel_size) +
            ", the layout gives " + std::to_string(vpp) + " virtual stages per rank) (transformer_config.py:2000)";
   for (std::size_t r = 0; r < pp; ++r)
     for (std::size_t v = 0; v + 1 < vpp; ++v)

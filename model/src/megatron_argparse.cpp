@@ -119,9 +119,9 @@ json default_of(const ArgDef& d, bool* is_expr) {
 }
 
 struct Token {
-  char kind = 'A';            // 'O' a defined option, 'U' an undefined one, 'A' a value, 'D' the first "--"
+  char kind = 'A';  // 'O' a defined option, 'U' an undefined one, 'A' a value, 'D' the first "--"
   std::size_t def = 0;
-  std::string option;         // as written, before '='
+  std::string option;  // as written, before '='
   std::optional<std::string> explicit_value;
 };
 
@@ -150,10 +150,14 @@ std::string suggestion(const Table& tab, const std::string& option) {
   if (dashed != option && tab.by_option.count(dashed)) return "; did you mean " + dashed + "?";
   std::string prefix_of;
   for (const auto& o : tab.option_names)
-    if (o.rfind(option, 0) == 0 && o != option) { prefix_of = o; break; }
+    if (o.rfind(option, 0) == 0 && o != option) {
+      prefix_of = o;
+      break;
+    }
   if (!prefix_of.empty())
     return "; Megatron-LM's parser takes no abbreviations (allow_abbrev=False, arguments.py:119): write the whole "
-           "option, e.g. " + prefix_of;
+           "option, e.g. " +
+           prefix_of;
   if (auto c = closest_name(option, tab.option_names)) return "; did you mean " + *c + "?";
   return "";
 }
@@ -206,16 +210,20 @@ class Parser {
       const ArgDef& d = tab_.defs[tab_.by_option.at(last_option_)];
       if (!takes_value(d))
         error(last_option_, "flag_given_value",
-              last_option_ + " is a flag and takes no value; '" + s + "' is left over, and Megatron-LM's parser exits "
-                             "with 'unrecognized arguments: " + s + "'" +
+              last_option_ + " is a flag and takes no value; '" + s +
+                  "' is left over, and Megatron-LM's parser exits "
+                  "with 'unrecognized arguments: " +
+                  s + "'" +
                   (d.action == "store_true" || d.action == "store_false" ? " (leave the flag out to keep its default)" : ""));
       else
         error(last_option_, "unexpected_value",
               "'" + s + "' follows " + last_option_ + ", which takes " + (d.nargs.empty() ? "one value" : d.nargs + " values") +
                   "; Megatron-LM's parser exits with 'unrecognized arguments: " + s + "'");
     } else {
-      error(s, "not_an_argument", "'" + s + "' is not an option (Megatron-LM's parser takes no positional arguments: "
-                                       "'unrecognized arguments: " + s + "')");
+      error(s, "not_an_argument", "'" + s +
+                                      "' is not an option (Megatron-LM's parser takes no positional arguments: "
+                                      "'unrecognized arguments: " +
+                                      s + "')");
     }
     return i + 1;
   }
@@ -226,8 +234,10 @@ class Parser {
     while (j < tokens_.size() && classes_[j].kind == 'A') values += " " + tokens_[j++];
     const std::string& opt = classes_[i].option;
     error(opt, "unknown_argument",
-          opt + " is not an argument of Megatron-LM 24bad8e6 (configs/schema/megatron_args.json); its parser exits with "
-                "'unrecognized arguments: " + tokens_[i] + values + "'" + suggestion(tab_, opt));
+          opt +
+              " is not an argument of Megatron-LM 24bad8e6 (configs/schema/megatron_args.json); its parser exits with "
+              "'unrecognized arguments: " +
+              tokens_[i] + values + "'" + suggestion(tab_, opt));
     last_option_.clear();
     return j;
   }
@@ -275,15 +285,19 @@ class Parser {
     if (t.explicit_value) {
       raw.push_back(*t.explicit_value);
     } else {
-      const std::size_t most = d.nargs.empty() ? 1 : (d.nargs == "+" || d.nargs == "*") ? tokens_.size() : std::stoul(d.nargs);
+      const std::size_t most = d.nargs.empty() ? 1 : (d.nargs == "+" || d.nargs == "*") ? tokens_.size()
+                                                                                        : std::stoul(d.nargs);
       while (j < tokens_.size() && classes_[j].kind == 'A' && raw.size() < most) raw.push_back(tokens_[j++]);
     }
-    const std::size_t need = d.nargs.empty() ? 1 : d.nargs == "+" ? 1 : d.nargs == "*" ? 0 : std::stoul(d.nargs);
+    const std::size_t need = d.nargs.empty() ? 1 : d.nargs == "+" ? 1
+                                               : d.nargs == "*"   ? 0
+                                                                  : std::stoul(d.nargs);
     const bool exact = d.nargs.empty() || (d.nargs != "+" && d.nargs != "*");
     if (raw.size() < need || (exact && raw.size() != need)) {
       error(t.option, "missing_value",
             "argument " + t.option + ": expected " +
-                (d.nargs.empty() ? "one argument" : d.nargs == "+" ? "at least one argument" : d.nargs + " arguments"));
+                (d.nargs.empty() ? "one argument" : d.nargs == "+" ? "at least one argument"
+                                                                   : d.nargs + " arguments"));
       return j;
     }
     json converted = json::array();

@@ -161,7 +161,11 @@ void transformer_config(Emitter& e) {
 void yarn(Emitter& e) {
   const Namespace& ns = e.ns();
   if (ns.str("position_embedding_type") != "yarn" || ns.flag("multi_latent_attention")) return;
-  const struct { const char* key; const char* dest; json fallback; } map[] = {
+  const struct {
+    const char* key;
+    const char* dest;
+    json fallback;
+  } map[] = {
       {"yarn_rotary_scaling_factor", "rotary_scaling_factor", 1.0},
       {"yarn_original_max_position_embeddings", "yarn_original_max_position_embeddings", 4096},
       {"yarn_beta_fast", "yarn_beta_fast", 32.0},

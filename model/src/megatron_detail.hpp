@@ -28,12 +28,12 @@ namespace peakcast::model::detail {
 // ---- megatron_line.cpp ----
 struct LaunchLine {
   std::vector<std::pair<std::string, std::string>> env;  // the launched process's environment assignments
-  std::string launcher;                                   // "torchrun", "python -m torch.distributed.run", "python", ""
-  std::string script;                                     // basename of the training script, "" for bare arguments
-  std::vector<std::string> args;                          // the script's arguments
-  std::optional<std::int64_t> world_size;                 // from the launcher or WORLD_SIZE=
+  std::string launcher;                                  // "torchrun", "python -m torch.distributed.run", "python", ""
+  std::string script;                                    // basename of the training script, "" for bare arguments
+  std::vector<std::string> args;                         // the script's arguments
+  std::optional<std::int64_t> world_size;                // from the launcher or WORLD_SIZE=
   std::string world_size_from;
-  std::vector<std::string> ignored;                       // launcher options and environment read as no memory effect
+  std::vector<std::string> ignored;  // launcher options and environment read as no memory effect
 };
 
 // Shell words of one command line (continuations, quotes, comments). `allow_variables` keeps $VAR as
@@ -48,7 +48,7 @@ bool read_launcher(const std::vector<std::string>& words, LaunchLine& line, Diag
 
 // ---- megatron_argparse.cpp ----
 struct ArgDef {
-  const nlohmann::json* j = nullptr;     // the argument's record in megatron_args.json
+  const nlohmann::json* j = nullptr;      // the argument's record in megatron_args.json
   std::string dest, action, type, nargs;  // nargs "" = one value
   std::vector<std::string> options;
   std::string group;
@@ -56,12 +56,12 @@ struct ArgDef {
 };
 
 struct Namespace {
-  std::map<std::string, nlohmann::json> v;       // every dest: the parsed value, else the default
-  std::map<std::string, std::string> given;      // dest -> the option as written (last occurrence)
-  std::set<std::string> expr_default;            // dests whose default is a Python expression
+  std::map<std::string, nlohmann::json> v;   // every dest: the parsed value, else the default
+  std::map<std::string, std::string> given;  // dest -> the option as written (last occurrence)
+  std::set<std::string> expr_default;        // dests whose default is a Python expression
   const nlohmann::json& at(const std::string& dest) const;
   bool has(const std::string& dest) const { return given.count(dest) > 0; }
-  bool flag(const std::string& dest) const;      // truthy as Python would read it
+  bool flag(const std::string& dest) const;  // truthy as Python would read it
   std::int64_t integer(const std::string& dest, std::int64_t fallback = 0) const;
   std::string str(const std::string& dest) const;  // "" for None
   bool none(const std::string& dest) const { return at(dest).is_null(); }
@@ -115,9 +115,9 @@ inline void set_derived(Namespace& ns, ImportContext& ctx, const std::string& de
   ctx.derived[dest] = arguments_source(line);
 }
 
-void apply_validate_args(Namespace& ns, ImportContext& ctx);         // parallelism, batch, precision, graphs
-void apply_validate_model_args(Namespace& ns, ImportContext& ctx);   // shape, layers, MoE, rope, optimizer
-void apply_hybrid_pattern(Namespace& ns, ImportContext& ctx);        // --hybrid-layer-pattern and VPP
+void apply_validate_args(Namespace& ns, ImportContext& ctx);        // parallelism, batch, precision, graphs
+void apply_validate_model_args(Namespace& ns, ImportContext& ctx);  // shape, layers, MoE, rope, optimizer
+void apply_hybrid_pattern(Namespace& ns, ImportContext& ctx);       // --hybrid-layer-pattern and VPP
 
 // ---- megatron_effects.cpp ----
 // Arguments set away from their default that peakcast refuses (a different model or training loop),

@@ -16,24 +16,32 @@ struct Refusal {
 
 // Each changes what a rank holds in a way no run-spec key describes.
 const Refusal kRefused[] = {
-    {"yaml_cfg", "the run is then described by the YAML file, which replaces the parsed arguments "
-                 "(mcore:megatron/training/arguments.py:136-139); peakcast does not read it"},
-    {"heterogeneous_layers_config_path", "a heterogeneous model (per-layer shapes from a Hugging Face config; "
-                                         "mcore:megatron/training/argument_utils.py:295-297) is not modelled"},
-    {"heterogeneous_layers_config_encoded_json", "a heterogeneous model (per-layer shapes; "
-                                                 "mcore:megatron/training/argument_utils.py:295-297) is not modelled"},
-    {"use_torch_fsdp2", "PyTorch FSDP2 replaces DDP and the distributed optimizer "
-                        "(TorchFullyShardedDataParallelConfig, mcore:megatron/training/training.py:2001-2003); not modelled"},
-    {"perform_rl_step", "the RL loop runs an inference engine with its KV cache beside training "
-                        "(mcore:megatron/training/training.py:1248); not modelled"},
-    {"te_precision_config_file", "a Transformer Engine quantization recipe read from a file "
-                                 "(mcore:megatron/training/argument_utils.py:365-368) is not modelled"},
+    {"yaml_cfg",
+     "the run is then described by the YAML file, which replaces the parsed arguments "
+     "(mcore:megatron/training/arguments.py:136-139); peakcast does not read it"},
+    {"heterogeneous_layers_config_path",
+     "a heterogeneous model (per-layer shapes from a Hugging Face config; "
+     "mcore:megatron/training/argument_utils.py:295-297) is not modelled"},
+    {"heterogeneous_layers_config_encoded_json",
+     "a heterogeneous model (per-layer shapes; "
+     "mcore:megatron/training/argument_utils.py:295-297) is not modelled"},
+    {"use_torch_fsdp2",
+     "PyTorch FSDP2 replaces DDP and the distributed optimizer "
+     "(TorchFullyShardedDataParallelConfig, mcore:megatron/training/training.py:2001-2003); not modelled"},
+    {"perform_rl_step",
+     "the RL loop runs an inference engine with its KV cache beside training "
+     "(mcore:megatron/training/training.py:1248); not modelled"},
+    {"te_precision_config_file",
+     "a Transformer Engine quantization recipe read from a file "
+     "(mcore:megatron/training/argument_utils.py:365-368) is not modelled"},
     {"kitchen_config_file", "a Kitchen quantization recipe (mcore:megatron/training/argument_utils.py:356-358) is not modelled"},
     {"kitchen_recipe_number", "a Kitchen quantization recipe (mcore:megatron/training/argument_utils.py:359-361) is not modelled"},
-    {"freeze_all_layers", "frozen layers run forward-only without gradients, gradient buffers or optimizer state "
-                          "(mcore:megatron/training/training.py:1727-1728, :2076-2078); not modelled"},
-    {"logits_load_dir", "distillation from stored teacher logits loads them per batch (mcore:pretrain_gpt.py:227, "
-                        "mcore:megatron/training/training.py:2140); not modelled"},
+    {"freeze_all_layers",
+     "frozen layers run forward-only without gradients, gradient buffers or optimizer state "
+     "(mcore:megatron/training/training.py:1727-1728, :2076-2078); not modelled"},
+    {"logits_load_dir",
+     "distillation from stored teacher logits loads them per batch (mcore:pretrain_gpt.py:227, "
+     "mcore:megatron/training/training.py:2140); not modelled"},
     {"logits_save_dir", "saving top-k logits per batch (mcore:megatron/training/training.py:2128-2132) is not modelled"},
 };
 
@@ -79,8 +87,9 @@ void refuse_unmodelled(const Namespace& ns, ImportContext& ctx) {
   }
   if (ns.has("spec") && !default_spec(ns.at("spec"), ctx.hybrid))
     ctx.error("--spec", "megatron_argument_not_modelled",
-              "--spec " + shown(ns.at("spec")) + ": a layer spec module other than the default one "
-              "(mcore:megatron/training/argument_utils.py:456-457, :506-507) builds layers peakcast does not know");
+              "--spec " + shown(ns.at("spec")) +
+                  ": a layer spec module other than the default one "
+                  "(mcore:megatron/training/argument_utils.py:456-457, :506-507) builds layers peakcast does not know");
   for (const auto& def : megatron_arg_defs()) {
     if (!def.conditional || !away_from_default(ns, def)) continue;
     ctx.error(option_of(ns, def.dest), "megatron_argument_not_modelled",

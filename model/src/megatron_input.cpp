@@ -131,8 +131,9 @@ MegatronLineImport import_line(std::string_view text, const MegatronLineOptions&
   cluster_section(*line, options, cluster, r);
   if (!cluster.empty()) built.doc["cluster"] = cluster;
   if (ns->none("global_batch_size"))
-    r.notes.push_back("train.global_batch_size: not given; Megatron-LM takes micro_batch_size x data-parallel size "
-                      "(mcore:megatron/training/arguments.py:684-685), as the run spec does over cluster.num_gpus");
+    r.notes.push_back(
+        "train.global_batch_size: not given; Megatron-LM takes micro_batch_size x data-parallel size "
+        "(mcore:megatron/training/arguments.py:684-685), as the run spec does over cluster.num_gpus");
   built.doc["description"] = "Imported from a Megatron-LM launch line (" + (line->script.empty() ? std::string("arguments") : line->script) + ")";
   r.ignored.insert(r.ignored.begin(), line->ignored.begin(), line->ignored.end());  // after the environment's
   for (const auto& def : megatron_arg_defs())

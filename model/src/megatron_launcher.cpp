@@ -76,7 +76,10 @@ std::optional<std::size_t> skip_torchrun_options(const std::vector<std::string>&
                                                  Diagnostics& out) {
   std::string nnodes, nproc;
   while (k < words.size() && words[k].size() > 1 && words[k][0] == '-') {
-    if (words[k] == "--") { ++k; break; }
+    if (words[k] == "--") {
+      ++k;
+      break;
+    }
     const auto eq = words[k].find('=');
     const std::string written = words[k].substr(0, eq);
     const std::string name = torchrun_name(written);
@@ -158,8 +161,9 @@ bool take_script(const std::vector<std::string>& words, std::size_t k, LaunchLin
   line.script = slash == std::string::npos ? path : path.substr(slash + 1);
   if (line.script != "pretrain_gpt.py" && line.script != "pretrain_hybrid.py" && line.script != "pretrain_mamba.py") {
     const nlohmann::json& others = megatron_args_document()["other_scripts"];
-    std::string why = "peakcast reads the arguments of pretrain_gpt.py, pretrain_hybrid.py and pretrain_mamba.py "
-                      "(Megatron-LM 24bad8e6)";
+    std::string why =
+        "peakcast reads the arguments of pretrain_gpt.py, pretrain_hybrid.py and pretrain_mamba.py "
+        "(Megatron-LM 24bad8e6)";
     for (const auto& [name, _] : others.items())
       if (line.script == name || (path.size() >= name.size() && path.compare(path.size() - name.size(), name.size(), name) == 0))
         why += "; " + name + " adds arguments of its own and builds another model";

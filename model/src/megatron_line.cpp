@@ -81,8 +81,8 @@ class Lexer {
       end = i_ + 2;
     } else if (next == '(' || next == '\'') {
       return fail("shell_command_substitution", std::string("'$") + next +
-                      "' (a command substitution or $'...' quoting) is not read: peakcast takes the line as written; "
-                      "put the value itself in the line");
+                                                    "' (a command substitution or $'...' quoting) is not read: peakcast takes the line as written; "
+                                                    "put the value itself in the line");
     } else {
       add('$', quoted);
       ++i_;
@@ -114,7 +114,10 @@ class Lexer {
     ++i_;
     while (i_ < s_.size()) {
       const char c = s_[i_];
-      if (c == '"') { ++i_; return true; }
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
       if (c == '\\' && i_ + 1 < s_.size() && std::string_view("$`\"\\\n").find(s_[i_ + 1]) != std::string_view::npos) {
         if (s_[i_ + 1] != '\n') add(s_[i_ + 1], true);
         i_ += 2;
@@ -133,9 +136,19 @@ class Lexer {
   bool step() {
     const char c = s_[i_];
     if (c == '\\') {
-      if (i_ + 1 < s_.size() && s_[i_ + 1] == '\n') { i_ += 2; return true; }  // continuation
-      if (i_ + 2 < s_.size() && s_[i_ + 1] == '\r' && s_[i_ + 2] == '\n') { i_ += 3; return true; }
-      if (i_ + 1 < s_.size()) { add(s_[i_ + 1], true); i_ += 2; return true; }
+      if (i_ + 1 < s_.size() && s_[i_ + 1] == '\n') {
+        i_ += 2;
+        return true;
+      }  // continuation
+      if (i_ + 2 < s_.size() && s_[i_ + 1] == '\r' && s_[i_ + 2] == '\n') {
+        i_ += 3;
+        return true;
+      }
+      if (i_ + 1 < s_.size()) {
+        add(s_[i_ + 1], true);
+        i_ += 2;
+        return true;
+      }
       add('\\', true);
       ++i_;
       return true;
@@ -148,7 +161,11 @@ class Lexer {
       while (i_ < s_.size() && s_[i_] != '\n') ++i_;
       return true;
     }
-    if (c == ' ' || c == '\t' || c == '\r') { end_word(); ++i_; return true; }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      end_word();
+      ++i_;
+      return true;
+    }
     if (c == '\n' || c == ';') {
       end_word();
       commands_.emplace_back();
@@ -157,8 +174,8 @@ class Lexer {
     }
     if (std::string_view("|&<>()").find(c) != std::string_view::npos) {
       return fail("shell_operator", std::string("shell operator '") + c +
-                      "' (a pipe, redirection, background job or subshell): peakcast reads one launch command; "
-                      "remove it, or quote a value that contains it");
+                                        "' (a pipe, redirection, background job or subshell): peakcast reads one launch command; "
+                                        "remove it, or quote a value that contains it");
     }
     add(c, false);
     ++i_;
@@ -259,8 +276,14 @@ bool looks_like_launch_line(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {  // skip blank lines and comments
     const char c = text[i];
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') { ++i; continue; }
-    if (c == '#') { while (i < text.size() && text[i] != '\n') ++i; continue; }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+      ++i;
+      continue;
+    }
+    if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
     break;
   }
   std::size_t j = i;

@@ -42,14 +42,17 @@ std::string basename(const std::string& path) {
 Vocabulary stated_or_required(const Namespace& ns, ImportContext& ctx, const std::string& type, const std::string& what) {
   if (!ns.none("vocab_size")) {
     ctx.warning("--vocab-size", "vocab_size_taken_as_tokenizer_length",
-                "Megatron-LM's " + type + " does not read --vocab-size: it sizes the embedding by the tokenizer's own length "
-                "(mcore:megatron/core/tokenizers/utils/build_tokenizer.py:36-76); peakcast cannot open " + what +
-                " and takes --vocab-size " + std::to_string(ns.integer("vocab_size")) + " as that length");
+                "Megatron-LM's " + type +
+                    " does not read --vocab-size: it sizes the embedding by the tokenizer's own length "
+                    "(mcore:megatron/core/tokenizers/utils/build_tokenizer.py:36-76); peakcast cannot open " +
+                    what +
+                    " and takes --vocab-size " + std::to_string(ns.integer("vocab_size")) + " as that length");
     return {ns.at("vocab_size").get<std::int64_t>(), true, "--vocab-size, taken as len(tokenizer) of " + what};
   }
   ctx.error("--vocab-size", "vocabulary_unknown",
-            "the vocabulary size of " + what + " (" + type + ") is not known to peakcast (configs/tokenizers.json); give "
-            "--vocab-size N with the tokenizer's length, or --padded-vocab-size N with the model's embedding rows");
+            "the vocabulary size of " + what + " (" + type +
+                ") is not known to peakcast (configs/tokenizers.json); give "
+                "--vocab-size N with the tokenizer's length, or --padded-vocab-size N with the model's embedding rows");
   return {};
 }
 
@@ -59,19 +62,22 @@ Vocabulary gpt2(const Namespace& ns, ImportContext& ctx) {
   const std::string vocab = ns.str("vocab_file"), merges = ns.str("merge_file");
   std::string why;
   if (vocab.empty() && merges.empty())
-    why = "GPT2BPETokenizer without --vocab-file / --merge-file: Megatron-LM downloads GPT-2's own files "
-          "(mcore:megatron/core/tokenizers/text/libraries/megatron_hf_tokenizer.py:42-46, :97-101)";
+    why =
+        "GPT2BPETokenizer without --vocab-file / --merge-file: Megatron-LM downloads GPT-2's own files "
+        "(mcore:megatron/core/tokenizers/text/libraries/megatron_hf_tokenizer.py:42-46, :97-101)";
   else if (basename(vocab) == "gpt2-vocab.json" && basename(merges) == "gpt2-merges.txt")
-    why = "GPT2BPETokenizer with files named as GPT-2's published gpt2-vocab.json / gpt2-merges.txt "
-          "(the names megatron_hf_tokenizer.py:42-46 downloads)";
+    why =
+        "GPT2BPETokenizer with files named as GPT-2's published gpt2-vocab.json / gpt2-merges.txt "
+        "(the names megatron_hf_tokenizer.py:42-46 downloads)";
   else
-    return stated_or_required(ns, ctx, "GPT2BPETokenizer", "--vocab-file " + (vocab.empty() ? "(none)" : vocab) +
-                                                              " --merge-file " + (merges.empty() ? "(none)" : merges));
+    return stated_or_required(ns, ctx, "GPT2BPETokenizer", "--vocab-file " + (vocab.empty() ? "(none)" : vocab) + " --merge-file " + (merges.empty() ? "(none)" : merges));
   if (!size) return stated_or_required(ns, ctx, "GPT2BPETokenizer", "GPT-2's vocabulary");
   if (!ns.none("vocab_size") && ns.integer("vocab_size") != *size)
     ctx.warning("--vocab-size", "vocab_size_not_read",
-                "--vocab-size " + std::to_string(ns.integer("vocab_size")) + " is not read by GPT2BPETokenizer; the vocabulary is "
-                "GPT-2's " + std::to_string(*size) + " (" + source + ")");
+                "--vocab-size " + std::to_string(ns.integer("vocab_size")) +
+                    " is not read by GPT2BPETokenizer; the vocabulary is "
+                    "GPT-2's " +
+                    std::to_string(*size) + " (" + source + ")");
   return {size, true, why + ": " + std::to_string(*size) + " (" + source + ")"};
 }
 
@@ -82,7 +88,8 @@ Vocabulary huggingface(const Namespace& ns, ImportContext& ctx) {
     if (!ns.none("vocab_size") && ns.integer("vocab_size") != *size)
       ctx.warning("--vocab-size", "vocab_size_not_read",
                   "HuggingFaceTokenizer does not read --vocab-size (mcore:megatron/core/tokenizers/utils/build_tokenizer.py:67-76); "
-                  "the vocabulary is len(tokenizer) of " + name + " = " + std::to_string(*size) + " (" + source + ")");
+                  "the vocabulary is len(tokenizer) of " +
+                      name + " = " + std::to_string(*size) + " (" + source + ")");
     return {size, true, "HuggingFaceTokenizer " + name + ": len(tokenizer) = " + std::to_string(*size) + " (" + source + ")"};
   }
   return stated_or_required(ns, ctx, "HuggingFaceTokenizer", name.empty() ? "the tokenizer (no --tokenizer-model)" : "--tokenizer-model " + name);
@@ -100,14 +107,14 @@ Vocabulary by_type(const Namespace& ns, ImportContext& ctx) {
   if (type == "TikTokenizer") {
     if (!ns.none("vocab_size")) return {ns.integer("vocab_size"), true, "TikTokenizer: --vocab-size (mcore:megatron/core/tokenizers/utils/build_tokenizer.py:63-64)"};
     // DEFAULT_TIKTOKEN_MAX_VOCAB (tiktoken_tokenizer.py:24), the vocabulary when --vocab-size is absent.
-    return {131072, true, "TikTokenizer without --vocab-size: DEFAULT_TIKTOKEN_MAX_VOCAB 131072 "
-                          "(mcore:megatron/core/tokenizers/text/libraries/tiktoken_tokenizer.py:24, :86)"};
+    return {131072, true,
+            "TikTokenizer without --vocab-size: DEFAULT_TIKTOKEN_MAX_VOCAB 131072 "
+            "(mcore:megatron/core/tokenizers/text/libraries/tiktoken_tokenizer.py:24, :86)"};
   }
   if (type == "HuggingFaceTokenizer") return huggingface(ns, ctx);
   if (type == "GPT2BPETokenizer") return gpt2(ns, ctx);
   const std::string model = ns.str("tokenizer_model"), vocab = ns.str("vocab_file");
-  return stated_or_required(ns, ctx, type, !model.empty() ? "--tokenizer-model " + model
-                                                          : (!vocab.empty() ? "--vocab-file " + vocab : "the tokenizer"));
+  return stated_or_required(ns, ctx, type, !model.empty() ? "--tokenizer-model " + model : (!vocab.empty() ? "--vocab-file " + vocab : "the tokenizer"));
 }
 
 }  // namespace
@@ -125,18 +132,19 @@ Vocabulary resolve_vocabulary(const Namespace& ns, ImportContext& ctx) {
                 "(mcore:megatron/training/argument_utils.py:477)");
       return {};
     }
-    return {ns.integer("vocab_size"), true, "--no-pad-vocab-size: --vocab-size, padded by the model builder "
-                                            "(mcore:megatron/training/models/gpt.py:289-294)"};
+    return {ns.integer("vocab_size"), true,
+            "--no-pad-vocab-size: --vocab-size, padded by the model builder "
+            "(mcore:megatron/training/models/gpt.py:289-294)"};
   }
   if (ctx.options.tokenizer_vocab_size)
-    return {ctx.options.tokenizer_vocab_size, true, "len(tokenizer) " + std::to_string(*ctx.options.tokenizer_vocab_size) +
-                                                        " given with the line (" + ctx.options.tokenizer_vocab_source + ")"};
+    return {ctx.options.tokenizer_vocab_size, true, "len(tokenizer) " + std::to_string(*ctx.options.tokenizer_vocab_size) + " given with the line (" + ctx.options.tokenizer_vocab_source + ")"};
   Vocabulary v = by_type(ns, ctx);
   if (v.size && ns.flag("special_tokens") && ns.str("tokenizer_type") != "NullTokenizer")
     ctx.warning("--tokenizer-special-tokens", "special_tokens_not_counted",
                 "special tokens not already in the vocabulary grow len(tokenizer) "
                 "(mcore:megatron/core/tokenizers/text/libraries/huggingface_tokenizer.py:141-181); peakcast cannot tell which "
-                "are new and keeps " + std::to_string(*v.size));
+                "are new and keeps " +
+                    std::to_string(*v.size));
   return v;
 }
 

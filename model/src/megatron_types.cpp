@@ -132,8 +132,10 @@ class PatternEval {
       auto v = expr();
       if (!v) return v;
       out.push_back(*v);
-      if (i_ < s_.size() && s_[i_] == ',') { *had_comma = true; ++i_; }
-      else break;
+      if (i_ < s_.size() && s_[i_] == ',') {
+        *had_comma = true;
+        ++i_;
+      } else break;
     }
     if (i_ >= s_.size() || s_[i_] != close) return fail(std::string("missing '") + close + "'");
     ++i_;
@@ -142,8 +144,17 @@ class PatternEval {
   std::optional<json> factor() {
     if (i_ >= s_.size()) return fail("unexpected end of the pattern");
     const char c = s_[i_];
-    if (c == '+') { ++i_; auto v = factor(); if (v && !v->is_number()) return fail("bad operand for unary +"); return v; }
-    if (c == '[') { ++i_; bool comma = false; return items(']', &comma); }
+    if (c == '+') {
+      ++i_;
+      auto v = factor();
+      if (v && !v->is_number()) return fail("bad operand for unary +");
+      return v;
+    }
+    if (c == '[') {
+      ++i_;
+      bool comma = false;
+      return items(']', &comma);
+    }
     if (c == '(') {
       ++i_;
       bool comma = false;
@@ -171,7 +182,10 @@ class PatternEval {
 std::optional<std::int64_t> python_int(std::string_view text, std::string* why) {
   std::string_view s = strip(text);
   bool negative = false;
-  if (!s.empty() && (s[0] == '+' || s[0] == '-')) { negative = s[0] == '-'; s.remove_prefix(1); }
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
   std::string digits;
   if (s.empty() || digit_part(s, 0, digits) != s.size() || digits.empty()) {
     if (why) *why = "invalid int value: '" + std::string(text) + "'";
@@ -192,7 +206,7 @@ std::optional<double> python_float(std::string_view text, std::string* why) {
   std::string lowered;
   for (char c : s) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const std::string_view bare = !lowered.empty() && (lowered[0] == '+' || lowered[0] == '-') ? std::string_view(lowered).substr(1)
-                                                                                              : std::string_view(lowered);
+                                                                                             : std::string_view(lowered);
   if (bare == "inf" || bare == "infinity" || bare == "nan") {
     if (why) *why = "'" + std::string(text) + "' is not a finite number (Python reads it; a run spec holds finite numbers)";
     return std::nullopt;

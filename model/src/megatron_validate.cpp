@@ -44,9 +44,12 @@ void check_parallel(Namespace& ns, ImportContext& ctx) {
 
 // Deprecated options validate_args refuses (:572-587) or rewrites (:589-623).
 void check_deprecated(Namespace& ns, ImportContext& ctx) {
-  const struct { const char* dest; const char* use; int line; } refused[] = {
-      {"batch_size", "--micro-batch-size", 573}, {"warmup", "--lr-warmup-fraction", 576},
-      {"model_parallel_size", "--tensor-model-parallel-size", 579}};
+  const struct {
+    const char* dest;
+    const char* use;
+    int line;
+  } refused[] = {
+      {"batch_size", "--micro-batch-size", 573}, {"warmup", "--lr-warmup-fraction", 576}, {"model_parallel_size", "--tensor-model-parallel-size", 579}};
   for (const auto& r : refused)
     if (!ns.none(r.dest))
       ctx.error(option_of(ns, r.dest), "deprecated_argument_refused",
@@ -55,7 +58,8 @@ void check_deprecated(Namespace& ns, ImportContext& ctx) {
   if (ns.flag("checkpoint_activations"))
     ctx.error("--checkpoint-activations", "deprecated_argument_refused",
               "--checkpoint-activations is no longer valid, use --recompute-activations, or --recompute-granularity "
-              "and --recompute-method (validate_args prints this and exits, " + arguments_source(583) + ")");
+              "and --recompute-method (validate_args prints this and exits, " +
+                  arguments_source(583) + ")");
   if (ns.flag("recompute_activations")) set_derived(ns, ctx, "recompute_granularity", "selective", 590);
 }
 
@@ -71,8 +75,7 @@ void check_cuda_graph_flags(Namespace& ns, ImportContext& ctx) {
                 "--enable-cuda-graph and --external-cuda-graph cannot be enabled at the same time (" + arguments_source(599) + ")");
     else {
       const char* impl = enable ? "local" : "transformer_engine";
-      ctx.warning(opt, "deprecated_argument", opt + " is deprecated, use --cuda-graph-impl=" + impl + " instead (" +
-                                                  arguments_source(enable ? 603 : 609) + ")");
+      ctx.warning(opt, "deprecated_argument", opt + " is deprecated, use --cuda-graph-impl=" + impl + " instead (" + arguments_source(enable ? 603 : 609) + ")");
       set_derived(ns, ctx, "cuda_graph_impl", impl, enable ? 605 : 612);
       ns.v.erase(enable ? "enable_cuda_graph" : "external_cuda_graph");  // del args.X (:606, :613)
     }
@@ -106,10 +109,10 @@ void normalize_cuda_graph_modules(Namespace& ns, ImportContext& ctx) {
     } else if (std::find(normalized.begin(), normalized.end(), s) == normalized.end()) normalized.push_back(s);
   }
   if (full) {
-    if (scopes.size() != 1) ctx.error(opt, "cuda_graph_full_with_others", "full scope cannot be used with other scopes "
-                                                                           "(mcore:megatron/core/transformer/cuda_graph_config.py:41)");
-    ctx.warning(opt, "deprecated_value", "full scope is deprecated. Use empty cuda_graph_modules to capture the whole layer (" +
-                                             arguments_source(273) + ")");
+    if (scopes.size() != 1) ctx.error(opt, "cuda_graph_full_with_others",
+                                      "full scope cannot be used with other scopes "
+                                      "(mcore:megatron/core/transformer/cuda_graph_config.py:41)");
+    ctx.warning(opt, "deprecated_value", "full scope is deprecated. Use empty cuda_graph_modules to capture the whole layer (" + arguments_source(273) + ")");
     normalized = json::array();
   }
   const std::string impl = ns.str("cuda_graph_impl");
@@ -118,12 +121,16 @@ void normalize_cuda_graph_modules(Namespace& ns, ImportContext& ctx) {
       ctx.error(opt, "cuda_graph_modules_migration",
                 "cuda_graph_modules='full_iteration' cannot be combined with cuda_graph_impl='" + impl +
                     "' (mcore:megatron/core/transformer/cuda_graph_config.py:112)");
-    ctx.warning(opt, "deprecated_value", "--cuda-graph-modules 'full_iteration' is deprecated. Setting "
-                                         "--cuda-graph-impl=full_iteration instead (" + arguments_source(288) + ")");
+    ctx.warning(opt, "deprecated_value",
+                "--cuda-graph-modules 'full_iteration' is deprecated. Setting "
+                "--cuda-graph-impl=full_iteration instead (" +
+                    arguments_source(288) + ")");
     set_derived(ns, ctx, "cuda_graph_impl", "full_iteration", 291);
   } else if (deprecated == "full_iteration_inference") {
-    ctx.warning(opt, "deprecated_value", "--cuda-graph-modules 'full_iteration_inference' is deprecated: it sets the "
-                                         "inference CUDA-graph scope only (no training effect) (" + arguments_source(280) + ")");
+    ctx.warning(opt, "deprecated_value",
+                "--cuda-graph-modules 'full_iteration_inference' is deprecated: it sets the "
+                "inference CUDA-graph scope only (no training effect) (" +
+                    arguments_source(280) + ")");
   }
   if (ns.at("cuda_graph_modules") != normalized) set_derived(ns, ctx, "cuda_graph_modules", normalized, 293);
   const std::string now = ns.str("cuda_graph_impl");
@@ -171,8 +178,10 @@ void check_param_gather(Namespace& ns, ImportContext& ctx) {
     if (!ns.flag("use_distributed_optimizer") || !ns.flag("overlap_param_gather") ||
         ns.none("virtual_pipeline_model_parallel_size") || ns.str("ckpt_format") != "torch")
       ctx.error(opt, "overlap_param_gather_with_optimizer_step",
-                opt + " needs --use-distributed-optimizer, --overlap-param-gather, an interleaved pipeline schedule and "
-                      "no distributed checkpointing (--ckpt-format torch) (" + arguments_source(1034) + "-" + std::to_string(1040) + ")");
+                opt +
+                    " needs --use-distributed-optimizer, --overlap-param-gather, an interleaved pipeline schedule and "
+                    "no distributed checkpointing (--ckpt-format torch) (" +
+                    arguments_source(1034) + "-" + std::to_string(1040) + ")");
   }
 }
 
@@ -191,8 +200,7 @@ void check_low_precision(Namespace& ns, ImportContext& ctx) {
   if (!ns.none("fp4") && !ns.none("fp8"))
     ctx.error("--fp4-format", "fp4_with_fp8", "--fp4-format and --fp8-format cannot be used simultaneously (" + arguments_source(1066) + ")");
   if (ns.flag("fp4_param_gather") && ns.none("fp4"))
-    ctx.error("--fp4-param-gather", "fp4_param_gather_needs_fp4", "--fp4-param-gather must be used together with --fp4-format (" +
-                                                                      arguments_source(1070) + ")");
+    ctx.error("--fp4-param-gather", "fp4_param_gather_needs_fp4", "--fp4-param-gather must be used together with --fp4-format (" + arguments_source(1070) + ")");
 }
 
 // Megatron-FSDP (:1083-1149): the memory-relevant settings and the assertions on arguments.
@@ -256,7 +264,8 @@ void check_params_dtype(Namespace& ns, ImportContext& ctx) {
       (ns.str("transformer_impl") != "inference_optimized" || ns.str("fp8_recipe") != "mxfp8"))
     ctx.error("--inference-cuda-graph-scope", "inference_block_graphs_fp8",
               "fp8 with --inference-cuda-graph-scope=block is only supported with --transformer-impl=inference_optimized and "
-              "--fp8-recipe=mxfp8 (" + arguments_source(1190) + ")");
+              "--fp8-recipe=mxfp8 (" +
+                  arguments_source(1190) + ")");
   if (ns.str("cuda_graph_impl") == "local") {
     const auto n = ns.integer("inference_dynamic_batching_num_cuda_graphs", 16);
     if (!(n > 0 || n == -1))

@@ -19,7 +19,7 @@ const char* kHybrid = "mcore:megatron/core/models/hybrid/hybrid_layer_allocation
 
 std::string option(const Namespace& ns) {
   return ns.has("hybrid_override_pattern") && !ns.has("hybrid_layer_pattern") ? option_of(ns, "hybrid_override_pattern")
-                                                                                : "--hybrid-layer-pattern";
+                                                                              : "--hybrid-layer-pattern";
 }
 
 // _validate_pattern (hybrid_layer_allocation.py:284-300): layer symbols only, '|' in the main pattern.
@@ -28,8 +28,10 @@ bool valid_symbols(const std::string& pattern, bool allow_pipe, const std::strin
     if (std::string("MG*D+-E").find(c) != std::string::npos || (allow_pipe && c == '|')) continue;
     const std::string shown = c >= 0x20 && c < 0x7f ? std::string(1, c) : "?";
     ctx.error(opt, "hybrid_pattern_symbol",
-              "In " + std::string(allow_pipe ? "main" : "MTP") + " pattern, '" + shown + "' is not a valid layer symbol; "
-              "valid symbols are M G * D + - E" + (allow_pipe ? " and |" : "") + " (" + kHybrid + "294)");
+              "In " + std::string(allow_pipe ? "main" : "MTP") + " pattern, '" + shown +
+                  "' is not a valid layer symbol; "
+                  "valid symbols are M G * D + - E" +
+                  (allow_pipe ? " and |" : "") + " (" + kHybrid + "294)");
     return false;
   }
   if (pattern.find('*') != std::string::npos && (pattern.find('D') != std::string::npos || pattern.find('+') != std::string::npos)) {
@@ -46,7 +48,8 @@ void fold_deprecated_patterns(Namespace& ns, ImportContext& ctx) {
     if (!ns.none("hybrid_layer_pattern"))
       ctx.error("--hybrid-override-pattern", "hybrid_pattern_twice",
                 "--hybrid-override-pattern and --hybrid-layer-pattern cannot both be specified. --hybrid-override-pattern "
-                "is deprecated; use --hybrid-layer-pattern instead (" + arguments_source(722) + ")");
+                "is deprecated; use --hybrid-layer-pattern instead (" +
+                    arguments_source(722) + ")");
     ctx.warning("--hybrid-override-pattern", "deprecated_argument",
                 "--hybrid-override-pattern is deprecated. Use --hybrid-layer-pattern instead (" + arguments_source(726) + ")");
     set_derived(ns, ctx, "hybrid_layer_pattern", ns.at("hybrid_override_pattern"), 730);
@@ -78,7 +81,12 @@ void read_pattern(Namespace& ns, ImportContext& ctx) {
                     ") and using the layer count derived from the pattern (" + std::to_string(layers) + ") (" + arguments_source(767) + ")");
   set_derived(ns, ctx, "num_layers", layers, 771);
   const bool pipes = main.find('|') != std::string::npos;
-  const struct { const char* dest; const char* text; int line; bool applies; } refused[] = {
+  const struct {
+    const char* dest;
+    const char* text;
+    int line;
+    bool applies;
+  } refused[] = {
       {"decoder_first_pipeline_num_layers", "--decoder-first-pipeline-num-layers", 778, pipes},
       {"decoder_last_pipeline_num_layers", "--decoder-last-pipeline-num-layers", 783, pipes},
       {"num_layers_per_virtual_pipeline_stage", "--num-layers-per-virtual-pipeline-stage", 788, true},
@@ -158,7 +166,8 @@ void virtual_pipeline(Namespace& ns, ImportContext& ctx) {
   if (int(per_stage) + int(per_rank) + int(layout) > 1) {
     ctx.error(per_rank ? "--num-virtual-stages-per-pipeline-rank" : "--pipeline-model-parallel-layout", "vpp_given_twice",
               "No more than one of --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank, "
-              "--pipeline-model-parallel-layout can be set at the same time (" + arguments_source(899) + ")");
+              "--pipeline-model-parallel-layout can be set at the same time (" +
+                  arguments_source(899) + ")");
     return;
   }
   const auto pp = std::max<std::int64_t>(1, ns.integer("pipeline_model_parallel_size", 1));
@@ -186,7 +195,8 @@ void virtual_pipeline(Namespace& ns, ImportContext& ctx) {
       if (!ns.none("decoder_first_pipeline_num_layers") || !ns.none("decoder_last_pipeline_num_layers")) {
         ctx.error("--num-layers-per-virtual-pipeline-stage", "vpp_layers_with_uneven_pp",
                   "please use --num-virtual-stages-per-pipeline-rank to specify virtual pipeline parallel degree when "
-                  "enable uneven pipeline parallelism (" + arguments_source(922) + ")");
+                  "enable uneven pipeline parallelism (" +
+                      arguments_source(922) + ")");
         return;
       }
       const auto layers = layers_for_split(ns), per = ns.integer("num_layers_per_virtual_pipeline_stage");
@@ -210,7 +220,8 @@ void virtual_pipeline(Namespace& ns, ImportContext& ctx) {
       ctx.error("--pipeline-model-parallel-size", "layers_vs_pp",
                 "Number of layers (" + std::to_string(layers_for_split(ns)) +
                     ", with the embedding / loss when they are accounted for) should be divisible by the "
-                    "pipeline-model-parallel size (" + std::to_string(pp) + ") (" + arguments_source(964) + ")");
+                    "pipeline-model-parallel size (" +
+                    std::to_string(pp) + ") (" + arguments_source(964) + ")");
   }
   if (vpp.is_number_integer() && vpp.get<std::int64_t>() == 1) {
     vpp = nullptr;
@@ -229,7 +240,8 @@ void interleaving(Namespace& ns, ImportContext& ctx) {
                 ns.flag("overlap_p2p_comm")
                     ? "When interleaved schedule is used, pipeline-model-parallel size should be greater than 1 (" + arguments_source(970) + ")"
                     : "When interleaved schedule is used and p2p communication overlap is disabled, pipeline-model-parallel "
-                      "size should be greater than 2 (" + arguments_source(974) + ")");
+                      "size should be greater than 2 (" +
+                          arguments_source(974) + ")");
     return;
   }
   if (ns.flag("overlap_p2p_comm")) set_derived(ns, ctx, "overlap_p2p_comm", false, 978);

@@ -83,7 +83,8 @@ void check_lengths(Namespace& ns, ImportContext& ctx) {
   if (!ns.none("seq_length") && !ns.none("max_position_embeddings") && ns.integer("max_position_embeddings") < ns.integer("seq_length"))
     fail(ns, ctx, "max_position_embeddings", "max_position_embeddings_vs_seq_length",
          "max_position_embeddings (" + std::to_string(ns.integer("max_position_embeddings")) + ") must be greater than or equal to seq_length (" +
-             std::to_string(ns.integer("seq_length")) + ")", 1302);
+             std::to_string(ns.integer("seq_length")) + ")",
+         1302);
   if (!ns.none("decoder_seq_length") && ns.integer("max_position_embeddings") < ns.integer("decoder_seq_length"))
     fail(ns, ctx, "decoder_seq_length", "max_position_embeddings_vs_seq_length", "max_position_embeddings must be >= decoder_seq_length", 1306);
   if (!ns.none("lr") && ns.at("min_lr").is_number() && ns.at("min_lr").get<double>() > ns.at("lr").get<double>())
@@ -179,7 +180,8 @@ void check_training(Namespace& ns, ImportContext& ctx) {
   if (ns.flag("deterministic_mode") && (ns.flag("cross_entropy_loss_fusion") || ns.flag("tp_comm_overlap")))
     ctx.error(ns.flag("tp_comm_overlap") ? "--tp-comm-overlap" : "--cross-entropy-loss-fusion", "deterministic_mode",
               "--deterministic-mode requires cross_entropy_loss_fusion=False and tp_comm_overlap=False "
-              "(mcore:megatron/training/determinism.py:24, :143; called at " + arguments_source(1644) + ")");
+              "(mcore:megatron/training/determinism.py:24, :143; called at " +
+                  arguments_source(1644) + ")");
   if (ns.flag("apply_query_key_layer_scaling") && !ns.flag("attention_softmax_in_fp32")) set_derived(ns, ctx, "attention_softmax_in_fp32", true, 1648);
 }
 

@@ -124,7 +124,10 @@ void add_moe(ParamList& out, const ModelSpec& m, const Derived& d, const Shardin
     for (std::int64_t e = 0; e < local_experts; ++e) fc2(e);
   } else {
     // SequentialMLP: one MLP module per local expert, each with its fc1 then its fc2 (experts.py).
-    for (std::int64_t e = 0; e < local_experts; ++e) { fc1(e); fc2(e); }
+    for (std::int64_t e = 0; e < local_experts; ++e) {
+      fc1(e);
+      fc2(e);
+    }
   }
   if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
     add_dense_mlp(out, "mlp.shared_experts", m, *m.moe_shared_expert_intermediate_size, s.tp, false);

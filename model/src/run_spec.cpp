@@ -21,12 +21,14 @@ std::int64_t ceil_to(std::int64_t x, std::int64_t m) { return m <= 0 ? x : (x + 
 }  // namespace
 
 const char* to_string(RecomputeTag t) {
-  for (const auto& [tag, name] : kTagNames) if (tag == t) return name;
+  for (const auto& [tag, name] : kTagNames)
+    if (tag == t) return name;
   return "?";
 }
 
 std::optional<RecomputeTag> recompute_tag_from_string(const std::string& s) {
-  for (const auto& [tag, name] : kTagNames) if (s == name) return tag;
+  for (const auto& [tag, name] : kTagNames)
+    if (s == name) return tag;
   return std::nullopt;
 }
 

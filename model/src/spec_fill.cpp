@@ -123,10 +123,10 @@ void read_userbuffer_overrides(const Reader& r, ModelSpec& m) {
   }
   if (!v->is_object()) return;
   static const std::set<std::string> kGemms = {"qkv_fprop", "qkv_dgrad", "qkv_wgrad", "proj_fprop", "proj_dgrad", "proj_wgrad",
-                                                "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop", "fc2_dgrad", "fc2_wgrad"};
+                                               "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop", "fc2_dgrad", "fc2_wgrad"};
   static const std::set<std::string> kKeywords = {"method", "is_reduce_scatter", "num_sm", "cga_size", "set_sm_margin",
-                                                   "num_splits", "aggregate", "atomic_gemm", "use_ce", "fp8_buf",
-                                                   "comm_priority", "gemm_priority", "pipeline_rs_overlap_first_gemm"};
+                                                  "num_splits", "aggregate", "atomic_gemm", "use_ce", "fp8_buf",
+                                                  "comm_priority", "gemm_priority", "pipeline_rs_overlap_first_gemm"};
   static const std::set<std::string> kMethods = {"ring_exchange", "pipeline", "bulk", "external"};
   const std::string base = r.path("tp_comm_overlap_cfg");
   for (const auto& [gemm, cfg] : v->items()) {

@@ -27,7 +27,8 @@ std::vector<std::string> strings_of(const json& v) {
   std::vector<std::string> out;
   if (v.is_string()) out.push_back(v.get<std::string>());
   else if (v.is_array())
-    for (const auto& e : v) if (e.is_string()) out.push_back(e.get<std::string>());
+    for (const auto& e : v)
+      if (e.is_string()) out.push_back(e.get<std::string>());
   return out;
 }
 

@@ -3,8 +3,8 @@
 // (names, tags) report.
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -79,7 +79,8 @@ void fill_moe(const Reader& r, ModelSpec& m) {
   }
   r.read("moe_grouped_gemm", m.moe_grouped_gemm);
   if (auto n = r.name("moe_token_dispatcher_type")) {
-    m.moe_token_dispatcher_type = *n == "alltoall" ? Dispatcher::alltoall : *n == "flex" ? Dispatcher::flex : Dispatcher::allgather;
+    m.moe_token_dispatcher_type = *n == "alltoall" ? Dispatcher::alltoall : *n == "flex" ? Dispatcher::flex
+                                                                                         : Dispatcher::allgather;
   }
   if (const json* v = r.find("moe_router_dtype"); v && v->is_string()) {
     m.moe_router_dtype_set = true;
@@ -116,7 +117,8 @@ void fill_router(const Reader& r, ModelSpec& m) {
       m.moe_router_load_balancing_type = v->get<std::string>();
     } else if (v->is_array()) {
       std::vector<std::string> types;
-      for (const auto& e : *v) if (e.is_string()) types.push_back(e.get<std::string>());
+      for (const auto& e : *v)
+        if (e.is_string()) types.push_back(e.get<std::string>());
       m.moe_router_load_balancing_type = std::move(types);
     }
   }
@@ -125,7 +127,8 @@ void fill_router(const Reader& r, ModelSpec& m) {
       m.moe_aux_loss_coeff = v->get<double>();
     } else if (v->is_array()) {
       std::vector<double> coeffs;
-      for (const auto& e : *v) if (e.is_number()) coeffs.push_back(e.get<double>());
+      for (const auto& e : *v)
+        if (e.is_number()) coeffs.push_back(e.get<double>());
       m.moe_aux_loss_coeff = std::move(coeffs);
     }
   }
@@ -340,7 +343,8 @@ void fill_implementation(const Reader& r, ModelSpec& m) {
     std::vector<std::string> names;
     if (v->is_string()) names.push_back(normalize_object_name(v->get<std::string>()));
     else if (v->is_array())
-      for (const auto& e : *v) if (e.is_string()) names.push_back(normalize_object_name(e.get<std::string>()));
+      for (const auto& e : *v)
+        if (e.is_string()) names.push_back(normalize_object_name(e.get<std::string>()));
     m.cuda_graph_modules.clear();
     for (std::size_t i = 0; i < names.size(); ++i) {
       const std::string& n = names[i];
@@ -374,7 +378,8 @@ void check_hybrid_pattern(const Reader& r, ModelSpec& m) {
     if (r.has("num_layers") && m.num_layers != count) {
       r.error(r.path("num_layers"), "num_layers_vs_hybrid_pattern",
               "num_layers (" + std::to_string(m.num_layers) + ") does not match the number of layers derived from " +
-                  pattern_key + " (" + std::to_string(count) + "). Please correct num_layers or the pattern. "
+                  pattern_key + " (" + std::to_string(count) +
+                  "). Please correct num_layers or the pattern. "
                   "(Bridge hybrid_provider.py:237)");
     }
     m.num_layers = count;

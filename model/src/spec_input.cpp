@@ -29,7 +29,8 @@ bool looks_like_json(std::string_view name, std::string_view text) {
 }
 
 bool sets(const std::vector<std::string>& overrides, const std::string& key) {
-  for (const auto& o : overrides) if (o.rfind(key + "=", 0) == 0) return true;
+  for (const auto& o : overrides)
+    if (o.rfind(key + "=", 0) == 0) return true;
   return false;
 }
 

@@ -156,11 +156,11 @@ std::string spec_directory(std::string_view name) {
 }  // namespace detail
 
 struct SpecText::Parsed {
-  std::optional<json> doc;   // nullopt when the text itself was rejected
-  Diagnostics diagnostics;   // what reading the text reported
-  bool bridge = false;       // a Bridge input: parsed whole each time
+  std::optional<json> doc;  // nullopt when the text itself was rejected
+  Diagnostics diagnostics;  // what reading the text reported
+  bool bridge = false;      // a Bridge input: parsed whole each time
   std::string name, text;
-  std::string base_dir;      // the spec file's directory (model.hf_config paths)
+  std::string base_dir;  // the spec file's directory (model.hf_config paths)
 };
 
 SpecText::SpecText(std::string_view json_text, std::string_view name) {

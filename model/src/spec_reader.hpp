@@ -22,10 +22,10 @@ class BridgeDefaults;
 // What fills the keys a document leaves out, and where the reads are recorded.
 struct FillContext {
   DefaultsProfile profile = DefaultsProfile::megatron_core;
-  const std::set<std::string>* preset_keys = nullptr;   // model keys that came from model.preset
+  const std::set<std::string>* preset_keys = nullptr;           // model keys that came from model.preset
   const std::map<std::string, std::string>* hf_keys = nullptr;  // model keys from model.hf_config -> source
-  const BridgeDefaults* bridge = nullptr;               // the model's Bridge class (bridge profile)
-  std::map<std::string, KeyOrigin>* origins = nullptr;  // filled when set
+  const BridgeDefaults* bridge = nullptr;                       // the model's Bridge class (bridge profile)
+  std::map<std::string, KeyOrigin>* origins = nullptr;          // filled when set
 };
 
 class Reader {

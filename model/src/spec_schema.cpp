@@ -30,13 +30,15 @@ void load_sections(const json& doc, Schema& schema, bool extension) {
       field.source = f.value("source", "");
       field.annotation = f.value("annotation", "");
       if (const auto it = f.find("types"); it != f.end() && it->is_array()) {
-        for (const auto& t : *it) if (t.is_string()) field.types.push_back(t.get<std::string>());
+        for (const auto& t : *it)
+          if (t.is_string()) field.types.push_back(t.get<std::string>());
       }
       if (const auto it = f.find("choices"); it != f.end() && it->is_array()) {
         for (const auto& c : *it) field.choices.push_back(c);
       }
       if (const auto it = f.find("names"); it != f.end() && it->is_array()) {
-        for (const auto& n : *it) if (n.is_string()) field.names.push_back(n.get<std::string>());
+        for (const auto& n : *it)
+          if (n.is_string()) field.names.push_back(n.get<std::string>());
       }
       if (field.types.empty()) field.types.push_back("any");
       if (const auto it = f.find("default"); it != f.end()) field.default_value = *it;
@@ -119,7 +121,8 @@ bool check_scalar(const FieldSchema& f, const std::string& t, const json& v, std
     return false;
   }
   if (t == "enum") {
-    for (const auto& c : f.choices) if (c == v) return true;
+    for (const auto& c : f.choices)
+      if (c == v) return true;
     std::string c;
     std::vector<std::string> strs;
     for (const auto& x : f.choices) {
@@ -134,7 +137,8 @@ bool check_scalar(const FieldSchema& f, const std::string& t, const json& v, std
   }
   if (t == "name" && !f.names.empty()) {
     const std::string n = normalize_object_name(v.get<std::string>());
-    for (const auto& x : f.names) if (x == n) return true;
+    for (const auto& x : f.names)
+      if (x == n) return true;
     std::string c;
     for (const auto& x : f.names) c += std::string(c.empty() ? "" : ", ") + x;
     why = short_json(v) + " is not a name peakcast knows for this field (accepted: " + c + ")";
@@ -203,7 +207,8 @@ bool accepts_bare_string(const FieldSchema& f) {
   for (const auto& t : f.types) {
     if (t == "str" || t == "name" || t == "any") return true;
     if (t == "enum") {
-      for (const auto& c : f.choices) if (c.is_string()) return true;
+      for (const auto& c : f.choices)
+        if (c.is_string()) return true;
     }
   }
   return false;
@@ -228,11 +233,13 @@ bool check_value(const FieldSchema& f, const json& v, const std::string& path, D
         std::string element_why;
         const json& e = v[i];
         const bool element_ok = inner == "any" || (inner == "enum" ? matches_scalar("str", e)
-                                                                  : check_scalar(f, inner, e, element_why));
+                                                                   : check_scalar(f, inner, e, element_why));
         if (!element_ok) {
           const std::string where = path + "[" + std::to_string(i) + "]";
           out.push_back({Severity::error, where, "wrong_type",
-                         element_why.empty() ? "expected " + std::string(inner == "int" ? "an integer" : inner == "float" ? "a number" : inner == "bool" ? "true/false" : "a string") +
+                         element_why.empty() ? "expected " + std::string(inner == "int" ? "an integer" : inner == "float" ? "a number"
+                                                                                                     : inner == "bool"    ? "true/false"
+                                                                                                                          : "a string") +
                                                    " in this list, got " + json_kind(e)
                                              : element_why});
           ok = false;

@@ -16,16 +16,16 @@ namespace peakcast::model::detail {
 
 struct FieldSchema {
   std::string name;
-  std::vector<std::string> types;    // bool int float str enum name object any list<T>
+  std::vector<std::string> types;  // bool int float str enum name object any list<T>
   bool nullable = false;
   std::vector<nlohmann::json> choices;  // enum values (Literal[...])
-  std::vector<std::string> names;    // accepted names for Python objects; empty = any name
-  std::string source;                // "mcore:path:line" of the declaration
-  std::string annotation;            // the Python annotation, for messages
+  std::vector<std::string> names;       // accepted names for Python objects; empty = any name
+  std::string source;                   // "mcore:path:line" of the declaration
+  std::string annotation;               // the Python annotation, for messages
   // The dataclass default (a literal; none when the field is required or its default is an
   // expression): what a key left out takes under the megatron-core defaults.
   std::optional<nlohmann::json> default_value;
-  bool extension = false;            // a peakcast key (peakcast_extensions.json), not a Megatron field
+  bool extension = false;  // a peakcast key (peakcast_extensions.json), not a Megatron field
 };
 
 using SectionSchema = std::map<std::string, FieldSchema, std::less<>>;

@@ -102,7 +102,8 @@ Bytes fp8_weight_cache(const RunSpec& spec, std::int64_t gemm_numel) {
 
 std::int64_t moe_layers_on_stage(const PipelineStage& stage) {
   std::int64_t n = 0;
-  for (const auto& c : stage.chunks) for (const auto& l : c.layers) n += l.ffn == FfnKind::moe ? 1 : 0;
+  for (const auto& c : stage.chunks)
+    for (const auto& l : c.layers) n += l.ffn == FfnKind::moe ? 1 : 0;
   return n;
 }
 
@@ -147,7 +148,7 @@ void add_optimizer_state(StaticMemory& mem, const StageBuffers& sb, const RunSpe
   }
   // One optimizer over everything holds the temporary of all of it; a chain, its largest member's.
   const std::int64_t temp = detail::expert_params_have_own_optimizer(spec) ? std::max(dense_temp, expert_temp)
-                                                                            : dense_temp + expert_temp;
+                                                                           : dense_temp + expert_temp;
   mem.step_transient_first += Bytes{temp};
   mem.step_transient_steady += Bytes{temp};
 }

@@ -25,7 +25,8 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
     const ParamList*& list = by_kind[{layer.mixer, layer.ffn, layer.high_precision}];
     if (list == nullptr) {
       ParamList params = layer_params(layer, m, d, s);
-      if (layer.high_precision) for (auto& t : params) t.gemm_weight = false;
+      if (layer.high_precision)
+        for (auto& t : params) t.gemm_weight = false;
       list = &out.storage.emplace_back(std::move(params));
     }
     for (const auto& t : *list) out.tensors.push_back(&t);
@@ -47,7 +48,8 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   // MTP depths: wrapper, inner layers, final norm each (multi_token_prediction.py:897-1053).
   std::size_t next_mtp = 0;
   std::vector<const LayerSpec*> mtp_layers;
-  for (const auto& layer : chunk.layers) if (layer.is_mtp) mtp_layers.push_back(&layer);
+  for (const auto& layer : chunk.layers)
+    if (layer.is_mtp) mtp_layers.push_back(&layer);
   const std::size_t per_depth = chunk.mtp_layers > 0 ? mtp_layers.size() / static_cast<std::size_t>(chunk.mtp_layers) : 0;
   // mtp_use_repeated_layer: one MTP layer serves every depth, so its weights exist once.
   const std::int64_t weight_depths = m.mtp_use_repeated_layer ? std::min<std::int64_t>(1, chunk.mtp_layers) : chunk.mtp_layers;

@@ -28,10 +28,10 @@ struct DdpBuffer {
   DType param_dtype = DType::bf16;
   DType grad_dtype = DType::fp32;
   bool expert = false;
-  std::int64_t numel = 0;           // with DistOpt padding
-  std::int64_t numel_unpadded = 0;  // sum of parameter sizes
-  std::int64_t gemm_numel = 0;      // of which TE GEMM weights
-  std::int64_t shard_count = 1;     // DistOpt shards per bucket (intra DP x CP, or intra expert DP)
+  std::int64_t numel = 0;                                      // with DistOpt padding
+  std::int64_t numel_unpadded = 0;                             // sum of parameter sizes
+  std::int64_t gemm_numel = 0;                                 // of which TE GEMM weights
+  std::int64_t shard_count = 1;                                // DistOpt shards per bucket (intra DP x CP, or intra expert DP)
   std::vector<std::pair<std::int64_t, std::int64_t>> params;   // [start, end) of each parameter
   std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // [start, end) of each bucket
 };
@@ -79,10 +79,10 @@ std::vector<RankStatic> static_memory_per_rank_all_shards(const RunSpec& spec, c
 // Optimizer bytes per element it owns, and the step transients (§ optimizer rules in
 // static_memory_optimizer.cpp).
 struct OptimizerBytes {
-  std::int64_t main_param = 0;       // allocated when the optimizer is built
-  std::int64_t states = 0;           // allocated lazily at the first step()
+  std::int64_t main_param = 0;              // allocated when the optimizer is built
+  std::int64_t states = 0;                  // allocated lazily at the first step()
   std::vector<std::int64_t> state_tensors;  // bytes per element of each state tensor (sum: states)
-  std::int64_t step_transient = 0;   // live during step() (and until the next zero_grad)
+  std::int64_t step_transient = 0;          // live during step() (and until the next zero_grad)
   // torch AdamW's foreach temporary: lives only while its own optimizer steps, so a chain of
   // optimizers (dense, expert-parallel) holds the largest one's, not their sum.
   std::int64_t step_foreach_temporary = 0;

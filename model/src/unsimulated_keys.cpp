@@ -41,12 +41,14 @@ bool truthy(const json& v) {
 // `needle in hay`: a substring of a string, a member of a list (any member, for a list needle).
 bool contains(const json& hay, const json& needle) {
   if (needle.is_array()) {
-    for (const auto& n : needle) if (contains(hay, n)) return true;
+    for (const auto& n : needle)
+      if (contains(hay, n)) return true;
     return false;
   }
   if (hay.is_string() && needle.is_string()) return hay.get<std::string>().find(needle.get<std::string>()) != std::string::npos;
   if (hay.is_array()) {
-    for (const auto& h : hay) if (canonical(h) == canonical(needle)) return true;
+    for (const auto& h : hay)
+      if (canonical(h) == canonical(needle)) return true;
   }
   return false;
 }
@@ -100,7 +102,9 @@ class Condition {
     if (op == "!=") return canonical(a) != canonical(b);
     if (!a.is_number() || !b.is_number()) return false;  // null > 0 is false, as in the table's intent
     const double x = a.get<double>(), y = b.get<double>();
-    return op == "<" ? x < y : op == ">" ? x > y : op == "<=" ? x <= y : x >= y;
+    return op == "<" ? x < y : op == ">" ? x > y
+                           : op == "<="  ? x <= y
+                                         : x >= y;
   }
   json operand() {
     skip();

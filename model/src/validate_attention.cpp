@@ -30,8 +30,9 @@ void mla(const ModelSpec& m, const ClusterSpec& c, RuleSink& sink) {
     sink.error("model.qk_l2_norm", "mla_vs_qk_l2_norm", "qk_l2_norm is not supported with MLA. (mla_qk_norm_config.py:60, gpt_layer_specs.py:245)");
   if (mla_like(m) && m.rope_type != "rope" && m.rope_type != "yarn")
     sink.error("model.rope_type", "mla_rope_type",
-               "Unsupported RoPE type: " + m.rope_type.substr(0, 40) + ", supported types are 'rope' and 'yarn' "
-               "(multi_latent_attention.py:202)");
+               "Unsupported RoPE type: " + m.rope_type.substr(0, 40) +
+                   ", supported types are 'rope' and 'yarn' "
+                   "(multi_latent_attention.py:202)");
   if (!m.multi_latent_attention) return;
   // MLA hands k_channels / v_channels to its core attention (multi_latent_attention.py:207-218); the
   // local DotProductAttention takes neither (dot_product_attention.py:42-52). The harness patches it (Gap 2).
@@ -47,7 +48,8 @@ void mla(const ModelSpec& m, const ClusterSpec& c, RuleSink& sink) {
     else if (m.qk_pos_emb_head_dim % 4 != 0)
       sink.error("model.qk_pos_emb_head_dim", "mla_rope_fusion_emb_dim",
                  "the fused MLA YaRN RoPE kernel asserts emb_dim % 4 == 0 (fused_mla_yarn_rope_apply.py:255, :631); "
-                 "qk_pos_emb_head_dim is " + str(m.qk_pos_emb_head_dim));
+                 "qk_pos_emb_head_dim is " +
+                     str(m.qk_pos_emb_head_dim));
     sink.warning("model.apply_rope_fusion", "mla_rope_fusion_experimental",
                  "apply_rope_fusion for multi-latent attention only supports training. It is experimental and may change in "
                  "future versions. (transformer_config.py:2193)");
@@ -119,7 +121,8 @@ void core_attention(const ModelSpec& m, std::int64_t mbs, RuleSink& sink) {
     sink.error("model.num_query_groups", "query_groups_below_tp_local_attention",
                "num_query_groups (" + str(groups) + ") below tensor_model_parallel_size (" + str(tp) +
                    ") with the local DotProductAttention: divide(num_query_groups, TP) asserts \"" + str(groups) +
-                   " is not divisible by " + str(tp) + "\" at construction (dot_product_attention.py:81, utils.py:558); "
+                   " is not divisible by " + str(tp) +
+                   "\" at construction (dot_product_attention.py:81, utils.py:558); "
                    "TEDotProductAttention takes it");
   // FusedScaleMaskSoftmax.is_kernel_available (fused_softmax.py:251-270): otherwise the torch softmax.
   if (local_core_attention(m) && m.masked_softmax_fusion) {
@@ -168,7 +171,8 @@ void context_parallel(const RunSpec& spec, RuleSink& sink) {
   if (m.hybrid_context_parallel && tp_pp > 0 && (spec.cluster.num_gpus / tp_pp) % 2 != 0)
     sink.error("model.hybrid_context_parallel", "hybrid_cp_even_dp_cp",
                "Hybrid context parallel requires an even number of ranks (parallel_state.py:1043): each data-parallel x "
-               "context-parallel group has " + str(spec.cluster.num_gpus / tp_pp));
+               "context-parallel group has " +
+                   str(spec.cluster.num_gpus / tp_pp));
 }
 
 // Modes with their own post-init checks (transformer_config.py:2222-2227, :2878-2960).

@@ -63,7 +63,8 @@ void graph_scopes(const RunSpec& spec, RuleSink& sink) {
         if (!layers) {
           sink.warning("model.pipeline_model_parallel_layout", "te_graph_nothing_to_capture",
                        "TECudaGraphHelper: No graphable layers found. Skipping CUDA graph capture. (cuda_graphs.py:2735): pipeline "
-                       "rank " + std::to_string(r) + " holds no decoder layer and runs eager");
+                       "rank " +
+                           std::to_string(r) + " holds no decoder layer and runs eager");
           break;
         }
       }

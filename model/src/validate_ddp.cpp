@@ -56,7 +56,8 @@ void ddp_wrap(const RunSpec& spec, RuleSink& sink) {
     if ((edp / dpcp) / edp != 1.0 / dpcp)
       sink.error("ddp.average_in_collective", "average_in_collective_expert_scaling",
                  "average_in_collective with these data-parallel sizes (DP x CP " + str(world / (tp * pp)) + ", expert DP " +
-                     str(world / (etp * ep * pp)) + ") fails the float check scaling_factor / data_parallel_group.size() == "
+                     str(world / (etp * ep * pp)) +
+                     ") fails the float check scaling_factor / data_parallel_group.size() == "
                      "target_gradient_scaling_factor (distributed_data_parallel.py:232)");
   }
   if (d.num_distributed_optimizer_instances > 1 && !distopt)
@@ -101,8 +102,9 @@ void megatron_fsdp(const RunSpec& spec, RuleSink& sink) {
     sink.error("model.virtual_pipeline_model_parallel_size", "ep_overlap_vpp_vs_fsdp",
                "EP overlap 1F1B with FSDP is not supported for interleaved pipeline parallelism (combined_1f1b.py:210)");
   if (m.cuda_graph_impl == CudaGraphImpl::local)
-    sink.error("model.cuda_graph_impl", rule, "Tried to cudagraph a module with user registered pre-forward hooks, which is not "
-                                              "allowed. (cuda_graphs.py:1874): Megatron FSDP hooks every module");
+    sink.error("model.cuda_graph_impl", rule,
+               "Tried to cudagraph a module with user registered pre-forward hooks, which is not "
+               "allowed. (cuda_graphs.py:1874): Megatron FSDP hooks every module");
   if (spec.bridge_training && d.fsdp_manual_registration && !d.nccl_ub)
     sink.error("ddp.fsdp_manual_registration", rule, "DDP.fsdp_manual_registration requires DDP.nccl_ub! (Bridge config.py:1116)");
   if (d.megatron_fsdp_version == 2) {

@@ -44,9 +44,12 @@ void index_share_split(const RunSpec& spec, RuleSink& sink) {
       const std::int64_t source = source_layer(layer, m.dsa_indexer_skip_topk_offset, m.dsa_indexer_topk_freq);
       if (source < first) {
         sink.error("model.dsa_indexer_topk_freq", "dsa_index_share_pipeline_split",
-                   "DSA index-share pipeline split is invalid: local layer " + str(layer) + " reuses top-k indices from "
-                   "computing layer " + str(source) + ", but that source layer is not earlier in this pipeline stage. "
-                   "(experimental_attention_variant_module_specs.py:366)");
+                   "DSA index-share pipeline split is invalid: local layer " + str(layer) +
+                       " reuses top-k indices from "
+                       "computing layer " +
+                       str(source) +
+                       ", but that source layer is not earlier in this pipeline stage. "
+                       "(experimental_attention_variant_module_specs.py:366)");
         return;
       }
     }

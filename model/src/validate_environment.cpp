@@ -22,10 +22,11 @@ void checkpoint_without_output(const ModelSpec& m, const ClusterSpec& c, RuleSin
     const std::string tag = to_string(t);
     if (!c.transformer_engine_available && !c.calibration_harness) {
       sink.error(tag_path(m, t), "checkpoint_without_output_needs_te",
-                 tag + " recompute uses CheckpointWithoutOutput, whose default fp8=False still takes Transformer Engine's "
-                       "FP8 path (random.py:744: self.fp8 = fp8 is not None); without Transformer Engine "
-                       "(cluster.transformer_engine_available false) the first forward fails with NameError: name "
-                       "'FP8GlobalStateManager' is not defined (random.py:697), whatever transformer_impl says");
+                 tag +
+                     " recompute uses CheckpointWithoutOutput, whose default fp8=False still takes Transformer Engine's "
+                     "FP8 path (random.py:744: self.fp8 = fp8 is not None); without Transformer Engine "
+                     "(cluster.transformer_engine_available false) the first forward fails with NameError: name "
+                     "'FP8GlobalStateManager' is not defined (random.py:697), whatever transformer_impl says");
     } else if (local && t == RecomputeTag::layernorm && c.transformer_engine_available) {
       sink.warning(tag_path(m, t), "checkpoint_without_output_uses_te",
                    "layernorm recompute with transformer_impl local runs only because Transformer Engine is importable "
@@ -51,11 +52,13 @@ void te_features(const ModelSpec& m, RuleSink& sink) {
   if (moe && m.moe_permute_fusion)
     refuse("moe_permute_fusion", "fused permutation is not available. Please install TE >= 2.1.0. (transformer_config.py:2693)");
   if (moe && m.moe_shared_expert_intermediate_size && m.use_grouped_gemm_for_shared_expert)
-    refuse("use_grouped_gemm_for_shared_expert", "FusedSharedExpertMLP requires Transformer Engine when use_grouped_gemm_for_shared_expert=True. "
-                                                 "(shared_experts.py:398)");
+    refuse("use_grouped_gemm_for_shared_expert",
+           "FusedSharedExpertMLP requires Transformer Engine when use_grouped_gemm_for_shared_expert=True. "
+           "(shared_experts.py:398)");
   if (m.tp_comm_overlap)
-    refuse("tp_comm_overlap", "tensor-parallel communication overlap runs on Transformer Engine's userbuffers (initialize_ub; Bridge "
-                              "initialize.py:339 imports it)");
+    refuse("tp_comm_overlap",
+           "tensor-parallel communication overlap runs on Transformer Engine's userbuffers (initialize_ub; Bridge "
+           "initialize.py:339 imports it)");
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ void batch_schedule(const RunSpec& spec, RuleSink& sink) {
       sink.error("train.step_batch_size_schedule", "step_batch_schedule_vs_decrease",
                  "Cannot specify both --step-batch-size-schedule and --decrease-batch-size-if-needed (num_microbatches_calculator.py:266)");
     std::string text = *t.step_batch_size_schedule;
-    for (char& c : text) if (c == ',') c = ' ';
+    for (char& c : text)
+      if (c == ',') c = ' ';
     std::istringstream in(text);
     std::string entry;
     std::int64_t entries = 0, previous = -1;

@@ -40,7 +40,8 @@ void pipeline_split(const ModelSpec& m, RuleSink& sink) {
     if (segments > 1 && segments % pp != 0) {
       sink.error("model.hybrid_override_pattern", "hybrid_segments_divisible_by_pp",
                  "The number of hybrid pipeline segments described by --hybrid-layer-pattern must be evenly divisible "
-                 "by --pipeline-model-parallel-size. Got " + str(segments) + " segments and " + str(pp) +
+                 "by --pipeline-model-parallel-size. Got " +
+                     str(segments) + " segments and " + str(pp) +
                      " pipeline parallel size. (arguments.py:822)");
     }
     return;
@@ -85,8 +86,10 @@ void pipeline_split(const ModelSpec& m, RuleSink& sink) {
                      " middle PP stages available. (transformer_config.py:2062)");
     } else if (stages > 0 && layers % stages != 0) {
       sink.error("model.num_layers", "uneven_pp_middle_divisible",
-                 "number of layers at middle stage: " + str(layers) + " must be divisible by the middle pipeline model "
-                 "parallel size " + str(stages) + " (transformer_config.py:2070)");
+                 "number of layers at middle stage: " + str(layers) +
+                     " must be divisible by the middle pipeline model "
+                     "parallel size " +
+                     str(stages) + " (transformer_config.py:2070)");
     } else if (stages > 0 && vpp && (layers / stages) % *vpp != 0) {
       sink.error("model.virtual_pipeline_model_parallel_size", "uneven_pp_middle_divisible_by_vpp",
                  "number of layers on each middle pipeline rank: " + str(layers / stages) +
@@ -212,7 +215,8 @@ void world_and_context(const RunSpec& spec, RuleSink& sink) {
   if (world % (etp * ep * pp) != 0) {
     sink.error("cluster.num_gpus", "world_divisible_by_etp_ep_pp",
                "world_size (" + str(world) + ") is not divisible by expert_tensor_model_pipeline_parallel size (" +
-                   str(etp * ep * pp) + ") = expert_tensor_parallel_size * expert_model_parallel_size * "
+                   str(etp * ep * pp) +
+                   ") = expert_tensor_parallel_size * expert_model_parallel_size * "
                    "pipeline_model_parallel_size (parallel_state.py:882)");
   }
 

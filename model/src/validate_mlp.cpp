@@ -28,17 +28,22 @@ bool fusion_config(const ModelSpec& m, RuleSink& sink) {
   const char* rule = "bias_activation_fusion_activation";
   const std::string& act = m.activation_func_name;
   if (act != "gelu" && act != "silu" && act != "quick_gelu")
-    fail(path, rule, "When bias_activation_fusion is True, activation function should be either gelu, swiglu, or "
-                           "quick_geglu (transformer_config.py:2142); activation_func is " + act);
+    fail(path, rule,
+         "When bias_activation_fusion is True, activation function should be either gelu, swiglu, or "
+         "quick_geglu (transformer_config.py:2142); activation_func is " +
+             act);
   if (act == "gelu" && !m.gated_linear_unit && !m.add_bias_linear)
-    fail(path, rule, "When bias_activation_fusion is True, gated_linear_unit is False and activation function is gelu, "
-                           "add_bias_linear must also be True. (transformer_config.py:2151)");
+    fail(path, rule,
+         "When bias_activation_fusion is True, gated_linear_unit is False and activation function is gelu, "
+         "add_bias_linear must also be True. (transformer_config.py:2151)");
   if (act == "quick_gelu" && !m.gated_linear_unit)
-    fail(path, rule, "When bias_activation_fusion is True and activation function is quick_gelu, gated_linear_unit must "
-                           "be True. (transformer_config.py:2156)");
+    fail(path, rule,
+         "When bias_activation_fusion is True and activation function is quick_gelu, gated_linear_unit must "
+         "be True. (transformer_config.py:2156)");
   if (m.glu_linear_offset != 0.0 && act != "quick_gelu")
-    fail(path, rule, "When bias_activation_fusion is True and glu_linear_offset is non-zero, activation function must be "
-                           "quick_gelu. (transformer_config.py:2161)");
+    fail(path, rule,
+         "When bias_activation_fusion is True and glu_linear_offset is non-zero, activation function must be "
+         "quick_gelu. (transformer_config.py:2161)");
   if (m.use_te_activation_func)
     fail(path, rule, "bias_activation_fusion and use_te_activation_func cannot be both true. (transformer_config.py:2167)");
   return ok;

@@ -68,7 +68,8 @@ void validate_router(const RunSpec& spec, RuleSink& sink) {
       if (!is_aux_type(t) && t != "none") {
         sink.error("model.moe_router_load_balancing_type", "capacity_factor_load_balancing",
                    "moe_expert_capacity_factor only works with aux_loss, seq_aux_loss, global_aux_loss or none load "
-                   "balancing, got '" + t + "'. (transformer_config.py:1697)");
+                   "balancing, got '" +
+                       t + "'. (transformer_config.py:1697)");
         break;
       }
   }
@@ -98,7 +99,8 @@ void validate_router(const RunSpec& spec, RuleSink& sink) {
   }
   // Transformer Engine's fused router has no fp64 path (transformer_engine/pytorch/router.py, TE 2.17.1:174-175).
   if (m.moe_router_fusion && m.moe_router_dtype_set && m.moe_router_dtype == DType::int64)
-    sink.error("model.moe_router_dtype", "router_fusion_no_fp64", "Current TE does not support float64 router type. "
+    sink.error("model.moe_router_dtype", "router_fusion_no_fp64",
+               "Current TE does not support float64 router type. "
                "(moe_router_fusion: transformer_engine/pytorch/router.py)");
   // A benchmark bias makes routing deliberately uneven; the router's tensors are simulated, the load is not.
   if (m.moe_router_force_biased)

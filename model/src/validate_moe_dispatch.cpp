@@ -112,7 +112,8 @@ void flex_construction(const ModelSpec& m, RuleSink& sink) {
     sink.warning("model.moe_router_dtype", "flex_dispatcher_wants_fp32_router",
                  std::string(backend == "deepep" ? "DeepEP" : "HybridEP") +
                      " only supports float32 probs, please set --moe-router-dtype=fp32 (token_dispatcher.py:" +
-                     (backend == "deepep" ? "1311" : "1135") + "): the router's half-precision probabilities are cast to fp32 "
+                     (backend == "deepep" ? "1311" : "1135") +
+                     "): the router's half-precision probabilities are cast to fp32 "
                      "every forward");
 }
 
@@ -128,7 +129,8 @@ void validate_moe_dispatch(const RunSpec& spec, RuleSink& sink) {
     if (d.num_microbatches >= 1000 || m.num_layers >= 1000)
       sink.error("model.moe_paged_stash", "paged_stash_microbatch_limit",
                  "Schedule encoding overflow (moe/paged_stash.py:456): moe_paged_stash needs fewer than 1000 micro-batches per "
-                 "iteration and fewer than 1000 layers; this run has " + str(d.num_microbatches) + " micro-batches");
+                 "iteration and fewer than 1000 layers; this run has " +
+                     str(d.num_microbatches) + " micro-batches");
   }
   // The allgather dispatcher cannot take variable sequence lengths (transformer_config.py:2668-2674).
   if (m.moe_token_dispatcher_type == Dispatcher::allgather && m.variable_seq_lengths)

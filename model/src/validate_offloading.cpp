@@ -16,7 +16,7 @@ bool offloads(const ModelSpec& m, const char* module) {
 
 void offload_modules(const ModelSpec& m, RuleSink& sink) {
   static const char* const kAllowed[] = {"core_attn", "attn_proj", "expert_fc1", "fused_group_mlp",
-                                         "moe_act",   "attn_norm", "mlp_norm",   "qkv_linear"};
+                                         "moe_act", "attn_norm", "mlp_norm", "qkv_linear"};
   if (m.offload_modules.empty()) {
     sink.error("model.offload_modules", "offload_modules_required",
                "fine_grained_activation_offloading needs a non-empty offload_modules. (transformer_config.py:1878)");

@@ -17,8 +17,9 @@ void emerging_optimizer(const RunSpec& spec, RuleSink& sink) {
   // installed emerging-optimizers package's registry (:494-501), which peakcast cannot see.
   if (name != "muon" && name != "adaptive_muon")
     sink.warning("optimizer.optimizer", "optimizer_unknown",
-                 "Megatron raises \"Unsupported emerging optimizer: " + name + "\" (optimizer/__init__.py:771) unless the "
-                 "installed emerging-optimizers package registers that name (emerging_optimizers.py:494-501)");
+                 "Megatron raises \"Unsupported emerging optimizer: " + name +
+                     "\" (optimizer/__init__.py:771) unless the "
+                     "installed emerging-optimizers package registers that name (emerging_optimizers.py:494-501)");
   if (o.fp16)
     sink.error("optimizer.fp16", "emerging_optimizer_no_fp16", "emerging optimizer with fp16 is not supported. (optimizer/__init__.py:773)");
   if (layer_wise && o.overlap_param_gather_with_optimizer_step)
@@ -66,10 +67,13 @@ void validate_optimizer(const RunSpec& spec, RuleSink& sink) {
       sink.error("optimizer.main_params_dtype", "precision_aware_dtype", "main_params_dtype must be fp32 or fp16 (TE FusedAdam master_weight_dtype)");
   } else {
     // :469-482
-    const struct { const char* key; DType value; } dtypes[] = {{"main_grads_dtype", o.main_grads_dtype},
-                                                              {"main_params_dtype", o.main_params_dtype},
-                                                              {"exp_avg_dtype", o.exp_avg_dtype},
-                                                              {"exp_avg_sq_dtype", o.exp_avg_sq_dtype}};
+    const struct {
+      const char* key;
+      DType value;
+    } dtypes[] = {{"main_grads_dtype", o.main_grads_dtype},
+                  {"main_params_dtype", o.main_params_dtype},
+                  {"exp_avg_dtype", o.exp_avg_dtype},
+                  {"exp_avg_sq_dtype", o.exp_avg_sq_dtype}};
     int line = 471;
     for (const auto& d : dtypes) {
       if (d.value != DType::fp32)

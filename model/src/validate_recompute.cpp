@@ -47,7 +47,8 @@ void full_granularity(const ModelSpec& m, RuleSink& sink) {
   if (!m.recompute_num_layers) {
     sink.error("model.recompute_num_layers", "full_recompute_needs_num_layers",
                "When using recompute_granularity: full recompute_num_layers must be between 1 and "
-               "num_layers_per_pipeline_rank: " + str(m.num_layers / std::max<std::int64_t>(1, m.pipeline_model_parallel_size)) +
+               "num_layers_per_pipeline_rank: " +
+                   str(m.num_layers / std::max<std::int64_t>(1, m.pipeline_model_parallel_size)) +
                    " (transformer_config.py:1769)");
   } else {
     const std::int64_t per_chunk = m.num_layers / std::max<std::int64_t>(1, m.pipeline_model_parallel_size) /

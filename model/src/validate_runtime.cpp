@@ -28,7 +28,8 @@ void mlp_recompute_with_bias(const ModelSpec& m, RuleSink& sink) {
     sink.warning(path, "mlp_recompute_with_linear_bias",
                  "with fp8/fp4 the MLP goes through te_checkpoint (transformer_layer.py:870-880), Transformer Engine's "
                  "reentrant checkpoint with the same structure; probably the same unbounded backward as without it (not "
-                 "run): " + mechanism);
+                 "run): " +
+                     mechanism);
   }
 }
 

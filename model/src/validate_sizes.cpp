@@ -1,7 +1,7 @@
 // Sizes and counts: positive where Megatron divides by them or builds that many things, and small
 // enough that byte counts stay exact in 64-bit integers.
-#include <limits>
 #include <cmath>
+#include <limits>
 
 #include "validate_detail.hpp"
 
@@ -10,10 +10,10 @@ namespace peakcast::model::detail {
 namespace {
 
 // Generous ceilings: far beyond any real run, low enough that products of a few of them fit int64.
-constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;      // hidden, ffn, heads, head dims
-constexpr std::int64_t kMaxCount = std::int64_t{1} << 20;    // layers, GPUs, parallel sizes, experts
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;    // hidden, ffn, heads, head dims
+constexpr std::int64_t kMaxCount = std::int64_t{1} << 20;  // layers, GPUs, parallel sizes, experts
 constexpr std::int64_t kMaxVocab = std::int64_t{1} << 26;
-constexpr std::int64_t kMaxTokens = std::int64_t{1} << 26;   // seq_length, batch sizes
+constexpr std::int64_t kMaxTokens = std::int64_t{1} << 26;  // seq_length, batch sizes
 
 void at_least(RuleSink& sink, const std::string& path, std::int64_t v, std::int64_t lo, std::int64_t hi,
               const std::string& why = "") {
@@ -130,8 +130,9 @@ void hybrid_sizes(const ModelSpec& m, RuleSink& sink) {
   if (m.linear_attention_freq && !m.hybrid_override_pattern) {
     if (const auto* k = std::get_if<std::int64_t>(&*m.linear_attention_freq); k && *k < 1) {
       sink.error("model.linear_attention_freq", "value_out_of_range",
-                 "must be >= 1, got " + str(*k) + " (layer i is standard attention when (i + 1) % linear_attention_freq == 0, "
-                 "experimental_attention_variant_module_specs.py:411)");
+                 "must be >= 1, got " + str(*k) +
+                     " (layer i is standard attention when (i + 1) % linear_attention_freq == 0, "
+                     "experimental_attention_variant_module_specs.py:411)");
     }
     if (const auto* list = std::get_if<std::vector<std::int64_t>>(&*m.linear_attention_freq);
         list && static_cast<std::int64_t>(list->size()) != m.num_layers) {

@@ -27,9 +27,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t kMaxYamlBytes = 16u << 20;     // a run_config.yaml is about 40 KB
-constexpr std::size_t kMaxYamlDepth = 64;            // ConfigContainer nests 5 deep
-constexpr std::size_t kMaxYamlNodes = 2'000'000;     // after alias expansion (an alias bomb stops here)
+constexpr std::size_t kMaxYamlBytes = 16u << 20;  // a run_config.yaml is about 40 KB
+constexpr std::size_t kMaxYamlDepth = 64;         // ConfigContainer nests 5 deep
+constexpr std::size_t kMaxYamlNodes = 2'000'000;  // after alias expansion (an alias bomb stops here)
 
 // PyYAML's implicit resolvers for plain scalars (yaml/resolver.py, Resolver.add_implicit_resolver):
 // YAML 1.1 booleans, ints (with 0b/0x/0 octal, underscores, base 60), floats (a dot is required, an
@@ -54,7 +54,8 @@ bool is_null_scalar(const std::string& v) { return v.empty() || v == "~" || v ==
 
 std::string without_underscores(const std::string& v) {
   std::string s;
-  for (char c : v) if (c != '_') s += c;
+  for (char c : v)
+    if (c != '_') s += c;
   return s;
 }
 
@@ -165,8 +166,7 @@ class JsonBuilder final : public YAML::EventHandler {
 
   static void check_tag(const YAML::Mark& mark, const std::string& tag) {
     if (tag.empty() || tag == "?" || tag == "!") return;
-    throw YamlError{mark, "yaml_tag", "explicit tag '" + tag.substr(0, 60) +
-                                          "': Bridge's run_config.yaml (yaml.safe_dump of plain data) has none"};
+    throw YamlError{mark, "yaml_tag", "explicit tag '" + tag.substr(0, 60) + "': Bridge's run_config.yaml (yaml.safe_dump of plain data) has none"};
   }
 
   // PyYAML's resolution of a plain scalar.
@@ -227,9 +227,7 @@ class JsonBuilder final : public YAML::EventHandler {
         throw YamlError{mark, "yaml_key", "a mapping key must be a string"};
       const std::string key = value.is_string() ? value.get<std::string>() : value.dump();
       if (!top.keys.insert(key).second)
-        throw YamlError{mark, "duplicate_key", "key '" + key.substr(0, 80) + "' appears twice in the same mapping (" +
-                                                   (top.path.empty() ? std::string("top level") : top.path) +
-                                                   "); PyYAML would silently keep the last"};
+        throw YamlError{mark, "duplicate_key", "key '" + key.substr(0, 80) + "' appears twice in the same mapping (" + (top.path.empty() ? std::string("top level") : top.path) + "); PyYAML would silently keep the last"};
       top.key = key;
       if (lines_) (*lines_)[child_path()] = mark.line + 1;
       return;

@@ -106,9 +106,11 @@ void AllocRecorder::static_state() {
       alloc(buf.grad_data);
       params += buf.param_data;
       grads += buf.grad_data;
-      if (st.parameters_move_into_buffers) for (const std::size_t m : buf.members) free(ids[m]);
+      if (st.parameters_move_into_buffers)
+        for (const std::size_t m : buf.members) free(ids[m]);
     }
-    if (!st.parameters_move_into_buffers) for (const Bytes b : st.parameters) params += b;
+    if (!st.parameters_move_into_buffers)
+      for (const Bytes b : st.parameters) params += b;
     for (const auto& t : st.optimizer) {
       const int clone = alloc(t.clone);
       alloc(t.main);
@@ -173,10 +175,14 @@ void AllocRecorder::optimizer(bool first) {
     const auto& opt = setup_.statics->optimizer;
     if (first)
       for (const auto& t : opt)
-        for (const Bytes b : t.states) { alloc(b); states += b; }
+        for (const Bytes b : t.states) {
+          alloc(b);
+          states += b;
+        }
     for (const auto& t : opt) copies.push_back(alloc(t.grad_copy));
     for (const bool own : {false, true}) {
-      for (const auto& t : opt) if (t.own_optimizer == own) temporaries.push_back(alloc(t.temporary));
+      for (const auto& t : opt)
+        if (t.own_optimizer == own) temporaries.push_back(alloc(t.temporary));
       free_all(temporaries);
     }
   } else {

@@ -31,10 +31,10 @@ struct ReplaySetup {
   model::AllocatorSettings settings;
   const model::StaticMemory* sm = nullptr;
   const model::StaticAllocations* statics = nullptr;  // nullptr: the model state as one block per kind
-  Bytes global_buffer;               // Megatron's global memory buffer (one block)
-  Bytes cublas_workspace;            // each cuBLAS workspace
+  Bytes global_buffer;                                // Megatron's global memory buffer (one block)
+  Bytes cublas_workspace;                             // each cuBLAS workspace
   int forward_workspaces = 1, backward_workspaces = 0;
-  Bytes framework_fixed;             // the profile's fitted framework bytes (one block)
+  Bytes framework_fixed;  // the profile's fitted framework bytes (one block)
   Bytes dummy_wgrads, drain_buffers, graph_static_buffers, graph_pool;
   int microbatches = 1;
   bool deallocate_outputs = true;
@@ -57,12 +57,15 @@ class AllocRecorder {
  private:
   // What one segment of one (chunk, micro-batch) keeps from its forward to its backward.
   struct Kept {
-    std::vector<int> slots;     // script slot -> tensor id (plain segments)
-    std::vector<int> owned;     // other tensors it holds: a kept input, residual blocks, a group's input
+    std::vector<int> slots;               // script slot -> tensor id (plain segments)
+    std::vector<int> owned;               // other tensors it holds: a kept input, residual blocks, a group's input
     std::vector<std::vector<int>> parts;  // full-recompute groups: each part's slots during the replay
     std::vector<Bytes> offloaded;         // sizes to bring back before the backward (cpu_offloading)
   };
-  struct KeptChunk { std::vector<Kept> segments; int extra = -1; };
+  struct KeptChunk {
+    std::vector<Kept> segments;
+    int extra = -1;
+  };
 
   int alloc(Bytes bytes);
   void free(int id);
@@ -76,7 +79,10 @@ class AllocRecorder {
   int backward_group(const Segment& s, int grad, Kept& k);
   int backward_part(const Segment::Part& part, std::vector<int>& slots, int grad);
   void prefetch(Kept& k);
-  void note(const std::string* name, const char* phase) { where_name_ = name; where_phase_ = phase; }
+  void note(const std::string* name, const char* phase) {
+    where_name_ = name;
+    where_phase_ = phase;
+  }
 
   const std::vector<ChunkModel>& chunks_;
   ReplaySetup setup_;

@@ -62,7 +62,10 @@ void AllocRecorder::forward_group(const Segment& s, int& flow, Kept& k) {
     const int out = sc.output >= 0 ? slots[static_cast<std::size_t>(sc.output)] : -1;
     if (sc.output >= 0) slots[static_cast<std::size_t>(sc.output)] = -1;
     for (int& id : slots) {  // the part's input (held by the checkpoint) and anything left
-      if (id == input) { id = -1; continue; }
+      if (id == input) {
+        id = -1;
+        continue;
+      }
       free(id);
       id = -1;
     }
@@ -100,8 +103,16 @@ void AllocRecorder::forward(int c, int mb) {
     else forward_plain(s, i, input_kept, flow, k);
     free_all(in_flight);  // the previous layer's copy to the host completes with this layer
     if (s.offloaded) {
-      for (int& id : k.slots) if (id >= 0) { k.offloaded.push_back(bytes_of(id)); in_flight.push_back(id); id = -1; }
-      for (const int id : k.owned) { k.offloaded.push_back(bytes_of(id)); in_flight.push_back(id); }
+      for (int& id : k.slots)
+        if (id >= 0) {
+          k.offloaded.push_back(bytes_of(id));
+          in_flight.push_back(id);
+          id = -1;
+        }
+      for (const int id : k.owned) {
+        k.offloaded.push_back(bytes_of(id));
+        in_flight.push_back(id);
+      }
       k.owned.clear();
     }
   }

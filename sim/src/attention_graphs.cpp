@@ -35,8 +35,7 @@ int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_b
   const int p32 = b.tensor("softmax.fp32", e(kFp32));
   // masked_fill_ runs in place and saves the mask; its backward writes a new masked gradient.
   // Two kernels: masked_fill_ (read and write the fp32 scores) and softmax (read, write).
-  b.op("softmax", {.in = {s32, mask}, .out = {p32}, .save = {p32, mask}, .region = kCoreAttn, .flops = 5.0 * E,
-                   .bws = e(kFp32), .bytes_moved = 4.0 * E * kFp32 + double(c_seq_sq(b))});
+  b.op("softmax", {.in = {s32, mask}, .out = {p32}, .save = {p32, mask}, .region = kCoreAttn, .flops = 5.0 * E, .bws = e(kFp32), .bytes_moved = 4.0 * E * kFp32 + double(c_seq_sq(b))});
   const int probs = b.tensor("softmax.out", e(act_bytes));
   b.op("softmax.to_act_dtype", {.in = {p32}, .out = {probs}, .keep = {s32}, .region = kCoreAttn});
   return probs;
@@ -83,8 +82,7 @@ int fused_softmax(GraphBuilder& b, int scores, double E) {
   const ShapeContext& c = b.ctx();
   const Bytes probs_bytes = Bytes{checked_count(E)} * c.act_bytes;
   const int probs = b.tensor("softmax.out", probs_bytes);
-  b.op("fused_softmax", {.in = {scores}, .out = {probs}, .save = {probs}, .region = kCoreAttn, .flops = 5.0 * E,
-                         .bytes_moved = 2.0 * E * double(c.act_bytes)});
+  b.op("fused_softmax", {.in = {scores}, .out = {probs}, .save = {probs}, .region = kCoreAttn, .flops = 5.0 * E, .bytes_moved = 2.0 * E * double(c.act_bytes)});
   return probs;
 }
 
@@ -99,9 +97,7 @@ int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, d
   const Bytes probs_bytes = Bytes{checked_count(E)} * c.act_bytes;
   const int probs = b.tensor("softmax.out", probs_bytes);
   // Two kernels: masked_fill_ in place on the scores (read, write) and softmax (read, write).
-  b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn,
-                   .flops = 5.0 * E, .bws = probs_bytes,
-                   .bytes_moved = 4.0 * E * double(c.act_bytes) + double(c_seq_sq(b))});
+  b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn, .flops = 5.0 * E, .bws = probs_bytes, .bytes_moved = 4.0 * E * double(c.act_bytes) + double(c_seq_sq(b))});
   return probs;
 }
 
@@ -132,8 +128,7 @@ std::pair<int, int> query_and_key(GraphBuilder& b, const model::ModelSpec& m, in
   int q = qkv, k = qkv;
   if (hkv > 1 && hq / hkv > 1) {
     q = b.tensor("query_reshape", b.act(N, hq * hd));
-    b.op("query_reshape", {.in = {qkv}, .out = {q}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value),
-                           .movement = true});
+    b.op("query_reshape", {.in = {qkv}, .out = {q}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value), .movement = true});
   }
   if (m.qk_layernorm) {
     const bool layer_norm = m.normalization == model::Normalization::layer_norm;
@@ -167,8 +162,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   int gate = qkv;
   if (m.attention_output_gate && hkv > 1) {
     gate = b.tensor("output_gate.gate", b.act(N, hq * hd));
-    b.op("gate_reshape", {.in = {qkv}, .out = {gate}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value),
-                          .movement = true});
+    b.op("gate_reshape", {.in = {qkv}, .out = {gate}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value), .movement = true});
   }
   auto [q, k] = query_and_key(b, m, qkv, hq, hkv, hd);
   // RoPE makes new Q and K; V stays a view of the fused QKV output, so saving V keeps all of it.
@@ -187,10 +181,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
     Bytes cp_ws{};
     if (c.cp > 1) cp_ws = b.act(N, 2 * hkv * hd) * 2;  // KV ring: the chunk in flight and the next
-    const int core = b.op("core_attention", {.in = {q, k, qkv}, .out = {ctx, lse}, .save = {q, k, qkv, ctx, lse},
-                                             .region = kCoreAttn, .flops = causal_flops,
-                                             .backward_flops = 2.5 * causal_flops, .ws = cp_ws, .bws = cp_ws,
-                                             .attention = true, .fused_attention = true});
+    const int core = b.op("core_attention", {.in = {q, k, qkv}, .out = {ctx, lse}, .save = {q, k, qkv, ctx, lse}, .region = kCoreAttn, .flops = causal_flops, .backward_flops = 2.5 * causal_flops, .ws = cp_ws, .bws = cp_ws, .attention = true, .fused_attention = true});
     (void)core;
   } else {
     // Local DotProductAttention (dot_product_attention.py): scores and probabilities of size E.
@@ -204,19 +195,16 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     }
     const int scores = b.tensor("scores", e(c.act_bytes));
     // The unfused core's batched GEMMs: the microbenchmark's "attention" class (time.json).
-    b.op("baddbmm", {.in = {q, kx}, .out = {scores}, .save = {q, kx}, .region = kCoreAttn,
-                     .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
+    b.op("baddbmm", {.in = {q, kx}, .out = {scores}, .save = {q, kx}, .region = kCoreAttn, .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
     int probs = attention_softmax(b, spec, scores, E, hq);
     if (m.attention_dropout > 0) {
       const int mask = b.tensor("attention_dropout.mask", e(1), false);
       const int dropped = b.tensor("attention_dropout.out", e(c.act_bytes));
-      b.op("attention_dropout", {.in = {probs}, .out = {dropped, mask}, .save = {mask}, .region = kCoreAttn,
-                                 .flops = 2.0 * E});
+      b.op("attention_dropout", {.in = {probs}, .out = {dropped, mask}, .save = {mask}, .region = kCoreAttn, .flops = 2.0 * E});
       probs = dropped;
     }
     const int ctx_raw = b.tensor("context", b.act(N, hq * hd));
-    b.op("bmm", {.in = {probs, vx}, .out = {ctx_raw}, .save = {probs, vx}, .region = kCoreAttn,
-                 .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
+    b.op("bmm", {.in = {probs, vx}, .out = {ctx_raw}, .save = {probs, vx}, .region = kCoreAttn, .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
     // The raw scores stay referenced by locals until the attention forward returns.
     b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
   }
@@ -226,8 +214,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     // Its backward needs both inputs, saved as they are (measured: the core output and the reshaped
     // gate, nothing else); the sigmoid is recomputed. It sits outside the core_attn checkpoint.
     proj_in = b.tensor("output_gate.out", b.act(N, hq * hd));
-    b.op("output_gate", {.in = {ctx, gate}, .out = {proj_in}, .save = {ctx, gate}, .flops = 5.0 * N * hq * hd,
-                         .bytes_moved = 3.0 * static_cast<double>(b.act(N, hq * hd).value)});
+    b.op("output_gate", {.in = {ctx, gate}, .out = {proj_in}, .save = {ctx, gate}, .flops = 5.0 * N * hq * hd, .bytes_moved = 3.0 * static_cast<double>(b.act(N, hq * hd).value)});
   }
   return b.linear("linear_proj", proj_in, hq * hd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
 }
@@ -267,9 +254,7 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
   int core = -1;
   if (c.fused_attention) {
     const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
-    core = b.op("core_attention", {.in = {query, key, value}, .out = {ctx, lse}, .save = {query, key, value, ctx, lse},
-                                   .region = kCoreAttn, .flops = flops, .backward_flops = 2.5 * flops,
-                                   .attention = true, .fused_attention = true});
+    core = b.op("core_attention", {.in = {query, key, value}, .out = {ctx, lse}, .save = {query, key, value, ctx, lse}, .region = kCoreAttn, .flops = flops, .backward_flops = 2.5 * flops, .attention = true, .fused_attention = true});
   } else {
     const double E = double(c.batch) * hq * c.seq * c.seq;
     const auto e = [&](std::int64_t bytes) { return Bytes{checked_count(E)} * bytes; };
@@ -277,12 +262,10 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
     // The unfused batched GEMMs compute every (q, k) pair, masked or not: no causal halving.
     const double qk_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope);
     const double pv_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * vd;
-    core = b.op("baddbmm", {.in = {query, key}, .out = {scores}, .save = {query, key}, .region = kCoreAttn,
-                            .flops = qk_flops, .backward_flops = 2 * qk_flops, .attention = true});
+    core = b.op("baddbmm", {.in = {query, key}, .out = {scores}, .save = {query, key}, .region = kCoreAttn, .flops = qk_flops, .backward_flops = 2 * qk_flops, .attention = true});
     int probs = attention_softmax(b, spec, scores, E, hq);
     const int ctx_raw = b.tensor("context", b.act(N, hq * vd));
-    b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn,
-                 .flops = pv_flops, .backward_flops = 2 * pv_flops, .attention = true});
+    b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn, .flops = pv_flops, .backward_flops = 2 * pv_flops, .attention = true});
     b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
   }
   // mla_up_proj discards Q, K, V after core attention; they come back after linear_proj's dgrad.

@@ -21,10 +21,12 @@ std::string layout_of(const model::RunSpec& s) {
 }
 
 std::string precision_of(const model::ModelSpec& m) {
-  std::string out = m.bf16 ? "bf16" : m.fp16 ? "fp16" : "fp32";
+  std::string out = m.bf16 ? "bf16" : m.fp16 ? "fp16"
+                                             : "fp32";
   if (m.fp8) {
     const char* recipe = m.fp8_recipe == model::Fp8Recipe::delayed ? "delayed" : m.fp8_recipe == model::Fp8Recipe::tensorwise ? "tensorwise"
-                         : m.fp8_recipe == model::Fp8Recipe::mxfp8 ? "mxfp8" : "blockwise";
+                                                                             : m.fp8_recipe == model::Fp8Recipe::mxfp8        ? "mxfp8"
+                                                                                                                              : "blockwise";
     out += " + fp8 " + *m.fp8 + " (" + recipe + ")";
   }
   return out;

@@ -27,21 +27,23 @@ class GraphBuilder {
     double flops = 0;            // forward
     double backward_flops = -1;  // default 2 x forward (dgrad + wgrad) for GEMMs, 1 x otherwise
     Bytes ws{}, bws{};
-    double bytes_moved = -1;     // default: inputs read + outputs written
+    double bytes_moved = -1;  // default: inputs read + outputs written
     bool gemm = false, attention = false, passthrough = false;
     bool fused_attention = false;  // one fused kernel (cuDNN / flash), not the unfused batched GEMMs
     bool movement = false;         // moves rows without arithmetic (gathers, block copies): its own measured rate
-    double calls = 1;            // host calls per forward (see OpNode::host_calls)
-    bool sync = false;           // blocks the host on the GPU
-    double comm = 0;             // collective bytes per rank, forward
-    double bcomm = -1;           // backward; default: the same as forward
+    double calls = 1;              // host calls per forward (see OpNode::host_calls)
+    bool sync = false;             // blocks the host on the GPU
+    double comm = 0;               // collective bytes per rank, forward
+    double bcomm = -1;             // backward; default: the same as forward
   };
   int op(const std::string& name, const OpArgs& a);
 
   // A linear layer at per-rank shapes. Column-parallel under SP gathers its [local_tokens, k]
   // input to [tokens, k] for the GEMM (TE: a transient; local: Megatron's global buffer) and saves
   // the un-gathered input; row-parallel under SP reduce-scatters its [tokens, n] result.
-  enum class Parallel { column, row, none };
+  enum class Parallel { column,
+                        row,
+                        none };
   // `keep_original_input`: under FP8 the layer saves its bf16 input instead of a quantised copy
   // (TE's save_original_input, which Megatron sets on linear_proj for non-delayed FP8 recipes).
   int linear(const std::string& name, int input, std::int64_t k, std::int64_t n, Parallel par,

@@ -88,18 +88,24 @@ Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt) {
       const TensorNode& tn = g.tensors[t];
       if (ckpt.whole_module) {
         // Full recompute keeps only the module's inputs (the checkpoint's positional arguments).
-        if (tn.external) lt.held[t] = true; else lt.replayed[t] = true;
+        if (tn.external) lt.held[t] = true;
+        else lt.replayed[t] = true;
         continue;
       }
       const std::uint32_t active = op.regions & no_grad_regions;
-      if (active == 0) { lt.held[t] = true; continue; }
+      if (active == 0) {
+        lt.held[t] = true;
+        continue;
+      }
       // Inside a checkpoint the op runs under no_grad; the checkpoint keeps the region's inputs.
       const bool produced_inside = tn.producer >= 0 && (g.ops[tn.producer].regions & active) != 0;
-      if (produced_inside) lt.replayed[t] = true; else lt.held[t] = true;
+      if (produced_inside) lt.replayed[t] = true;
+      else lt.held[t] = true;
     }
   }
   if (ckpt.whole_module) {
-    for (std::size_t t = 0; t < nt; ++t) if (g.tensors[t].external) lt.held[t] = true;
+    for (std::size_t t = 0; t < nt; ++t)
+      if (g.tensors[t].external) lt.held[t] = true;
   }
   for (const auto& d : g.discards) {
     if ((ckpt.discard_output & d.region) == 0 || ckpt.whole_module) continue;
@@ -132,10 +138,17 @@ struct Simulation {
 // What one op adds to a pass's work counters (the time model's classes).
 void add_work(const OpNode& op, ModuleProfile::Work& w) {
   if (op.is_gemm) w.gemm_flops += op.forward_flops;
-  else if (op.is_fused_attention) { w.fused_attention_flops += op.forward_flops; w.fused_attention_calls += 1; }
-  else if (op.is_attention_core) w.attention_flops += op.forward_flops;
-  else if (op.is_movement) { w.other_flops += op.forward_flops; w.movement_bytes += op.forward_bytes_moved; }
-  else { w.other_flops += op.forward_flops; w.other_bytes += op.forward_bytes_moved; }
+  else if (op.is_fused_attention) {
+    w.fused_attention_flops += op.forward_flops;
+    w.fused_attention_calls += 1;
+  } else if (op.is_attention_core) w.attention_flops += op.forward_flops;
+  else if (op.is_movement) {
+    w.other_flops += op.forward_flops;
+    w.movement_bytes += op.forward_bytes_moved;
+  } else {
+    w.other_flops += op.forward_flops;
+    w.other_bytes += op.forward_bytes_moved;
+  }
   w.host_calls += op.host_calls;
   if (op.host_sync) w.host_syncs += 1;
   w.comm_bytes += op.comm_bytes;
@@ -150,7 +163,11 @@ void forward_pass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet&
   std::vector<bool> alive(nt, false);
   std::int64_t live = 0;
   for (std::size_t t = 0; t < nt; ++t) {
-    if (g.tensors[t].external) { alive[t] = true; live += g.tensors[t].bytes.value; p.input_bytes += g.tensors[t].bytes; }
+    if (g.tensors[t].external) {
+      alive[t] = true;
+      live += g.tensors[t].bytes.value;
+      p.input_bytes += g.tensors[t].bytes;
+    }
   }
   const std::int64_t forward_start = live;
   std::int64_t peak = live;
@@ -158,7 +175,11 @@ void forward_pass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet&
   std::uint32_t regions_seen = 0;
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
     const OpNode& op = g.ops[i];
-    for (int t : op.outputs) if (!alive[t]) { alive[t] = true; live += g.tensors[t].bytes.value; }
+    for (int t : op.outputs)
+      if (!alive[t]) {
+        alive[t] = true;
+        live += g.tensors[t].bytes.value;
+      }
     peak = std::max(peak, live + op.forward_workspace.value);
     p.forward_flops += op.forward_flops;
     p.backward_flops += op.backward_flops;
@@ -172,7 +193,10 @@ void forward_pass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet&
     }
     for (std::size_t t = 0; t < nt; ++t) {
       if (!alive[t] || lt.held[t] || static_cast<int>(t) == g.output) continue;
-      if (lt.last_forward_use[t] == static_cast<int>(i)) { alive[t] = false; live -= g.tensors[t].bytes.value; }
+      if (lt.last_forward_use[t] == static_cast<int>(i)) {
+        alive[t] = false;
+        live -= g.tensors[t].bytes.value;
+      }
     }
     if (trace) sim.events.push_back({op.name, false, Bytes{live - forward_start}});
   }
@@ -196,11 +220,14 @@ void forward_pass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet&
 class BackwardPass {
  public:
   BackwardPass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet& ckpt, Simulation& sim)
-      : g_(g), lt_(lt), ckpt_(ckpt), sim_(sim), nt_(g.tensors.size()), alive_(nt_, false), grad_alive_(nt_, false),
-        grad_bytes_(nt_, 0) {}
+      : g_(g), lt_(lt), ckpt_(ckpt), sim_(sim), nt_(g.tensors.size()), alive_(nt_, false), grad_alive_(nt_, false), grad_bytes_(nt_, 0) {}
 
   void run(bool trace) {
-    for (std::size_t t = 0; t < nt_; ++t) if (lt_.held[t]) { alive_[t] = true; live_ += g_.tensors[t].bytes.value; }
+    for (std::size_t t = 0; t < nt_; ++t)
+      if (lt_.held[t]) {
+        alive_[t] = true;
+        live_ += g_.tensors[t].bytes.value;
+      }
     if (g_.output >= 0 && g_.tensors[g_.output].requires_grad) {
       grad_alive_[g_.output] = true;
       grad_bytes_[g_.output] = g_.tensors[g_.output].bytes.value;
@@ -226,19 +253,31 @@ class BackwardPass {
     std::int64_t replay_live = 0, replay_peak = 0, rematerialised = 0;
     std::vector<bool> tmp(nt_, false);
     int last = -1;
-    for (std::size_t i = 0; i < g_.ops.size(); ++i) if (op_in_region(g_.ops[i])) last = static_cast<int>(i);
+    for (std::size_t i = 0; i < g_.ops.size(); ++i)
+      if (op_in_region(g_.ops[i])) last = static_cast<int>(i);
     for (std::size_t i = 0; i < g_.ops.size(); ++i) {
       const OpNode& op = g_.ops[i];
       if (!op_in_region(op)) continue;
-      for (int t : op.outputs) if (!alive_[t] && !tmp[t]) { tmp[t] = true; replay_live += g_.tensors[t].bytes.value; }
+      for (int t : op.outputs)
+        if (!alive_[t] && !tmp[t]) {
+          tmp[t] = true;
+          replay_live += g_.tensors[t].bytes.value;
+        }
       replay_peak = std::max(replay_peak, replay_live + op.forward_workspace.value);
       for (std::size_t t = 0; t < nt_; ++t) {
         if (!tmp[t]) continue;
         const bool needed = lt_.replayed[t] || g_.tensors[t].producer == last;
-        if (!needed && lt_.last_forward_use[t] <= static_cast<int>(i)) { tmp[t] = false; replay_live -= g_.tensors[t].bytes.value; }
+        if (!needed && lt_.last_forward_use[t] <= static_cast<int>(i)) {
+          tmp[t] = false;
+          replay_live -= g_.tensors[t].bytes.value;
+        }
       }
     }
-    for (std::size_t t = 0; t < nt_; ++t) if (tmp[t]) { alive_[t] = true; rematerialised += g_.tensors[t].bytes.value; }
+    for (std::size_t t = 0; t < nt_; ++t)
+      if (tmp[t]) {
+        alive_[t] = true;
+        rematerialised += g_.tensors[t].bytes.value;
+      }
     peak_ = std::max(peak_, live_ + replay_peak);
     live_ += rematerialised;
     sim_.profile.replay_bytes = max(sim_.profile.replay_bytes, Bytes{rematerialised});
@@ -256,7 +295,11 @@ class BackwardPass {
     for (const auto& d : g_.discards) {
       if ((ckpt_.discard_output & d.region) == 0 || d.hook_op != i) continue;
       std::int64_t back = 0;
-      for (int t : d.tensors) if (!alive_[t]) { alive_[t] = true; back += g_.tensors[t].bytes.value; }
+      for (int t : d.tensors)
+        if (!alive_[t]) {
+          alive_[t] = true;
+          back += g_.tensors[t].bytes.value;
+        }
       live_ += back;
       peak_ = std::max(peak_, live_);
       sim_.profile.replay_bytes = max(sim_.profile.replay_bytes, Bytes{back});
@@ -269,14 +312,18 @@ class BackwardPass {
   void op_backward(const OpNode& op) {
     std::int64_t new_grads = 0, accumulate = 0;
     std::int64_t handed_over = 0;
-    for (int o : op.outputs) if (grad_alive_[o]) handed_over += grad_bytes_[o];
+    for (int o : op.outputs)
+      if (grad_alive_[o]) handed_over += grad_bytes_[o];
     bool handed = false;
     for (int t : op.inputs) {
       if (!g_.tensors[t].requires_grad) continue;
       const std::int64_t b = g_.tensors[t].bytes.value;
       if (grad_alive_[t]) {
         accumulate = std::max(accumulate, b);
-        if (grad_bytes_[t] == 0) { grad_bytes_[t] = b; new_grads += b; }  // an alias becomes a real sum
+        if (grad_bytes_[t] == 0) {
+          grad_bytes_[t] = b;
+          new_grads += b;
+        }  // an alias becomes a real sum
       } else if (op.grad_passthrough) {
         grad_alive_[t] = true;
         grad_bytes_[t] = handed ? 0 : std::min(b, handed_over);
@@ -304,7 +351,10 @@ class BackwardPass {
     for (std::size_t t = 0; t < nt_; ++t) {
       if (!alive_[t]) continue;
       const bool done = lt_.first_saver[t] >= i || (lt_.first_saver[t] < 0 && g_.tensors[t].producer >= i);
-      if (done) { alive_[t] = false; live_ -= g_.tensors[t].bytes.value; }
+      if (done) {
+        alive_[t] = false;
+        live_ -= g_.tensors[t].bytes.value;
+      }
     }
   }
 

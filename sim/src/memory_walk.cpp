@@ -12,8 +12,7 @@ namespace {
 
 struct Walker {
   Walker(const std::vector<ChunkModel>& c, const WalkSetup& s)
-      : chunks(c), microbatches(s.microbatches), deallocate_outputs(s.deallocate_outputs), deferral_limit(s.deferral_limit),
-        timeline(s.timeline), recorder(s.recorder) {
+      : chunks(c), microbatches(s.microbatches), deallocate_outputs(s.deallocate_outputs), deferral_limit(s.deferral_limit), timeline(s.timeline), recorder(s.recorder) {
     kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(microbatches));
   }
 
@@ -24,8 +23,8 @@ struct Walker {
   std::vector<TimelineEvent>* timeline = nullptr;
   AllocRecorder* recorder = nullptr;
 
-  Bytes base;          // everything outside activations at this moment
-  Bytes activations;   // saved activations and the flowing tensors
+  Bytes base;         // everything outside activations at this moment
+  Bytes activations;  // saved activations and the flowing tensors
   Bytes peak;
   Phase peak_phase = Phase::forward;
   std::string peak_op;
@@ -63,7 +62,10 @@ struct Walker {
 
   // Bytes each segment of a (chunk, micro-batch) keeps until its backward, plus what the schedule
   // keeps (an output not deallocated after its send).
-  struct Kept { std::vector<Bytes> segments; Bytes extra; };
+  struct Kept {
+    std::vector<Bytes> segments;
+    Bytes extra;
+  };
   std::vector<Kept> kept_by_microbatch;  // index chunk * microbatches + microbatch
   // Bytes each (chunk, segment) still holds after its backward (Segment::retained_after_backward);
   // they outlive the iteration, so they are kept outside `activations`.
@@ -98,7 +100,8 @@ void Walker::forward(int c, int mb) {
   // (deallocate_output_tensor frees the one tensor it received and sent).
   if (cm.segments.empty() || (graphed && whole_graph)) {
     kept_at(c, mb) = Kept{};
-    touch(Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
+    touch(
+        Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
     return;
   }
   activations += cm.segments.front().input_bytes;
@@ -112,7 +115,8 @@ void Walker::forward(int c, int mb) {
     }
     // Its dispatcher takes new probabilities early in the forward: the old replay graph goes.
     if (s.retained_after_backward.value > 0) retain(c, i, Bytes{});
-    touch(s.forward_peak_excess, Phase::forward, [&] { return s.name + ".forward"; }, s.layer, mb, c);
+    touch(
+        s.forward_peak_excess, Phase::forward, [&] { return s.name + ".forward"; }, s.layer, mb, c);
     clock += s.forward_s;
     activations -= in_flight;  // the copy of the previous layer completes with this layer
     in_flight = Bytes{};
@@ -137,33 +141,40 @@ void Walker::forward(int c, int mb) {
   if (cm.sends_output && !deallocate_outputs) kept.extra = out;
   else activations -= out;  // deallocate_output_tensor after the send; the loss is reduced at once
   kept_at(c, mb) = std::move(kept);
-  touch(Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
+  touch(
+      Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
 }
 
 // The checkpoint re-runs the group's forward with saving on: every layer's saved set returns (the
 // group input is already kept), then the layers' backwards release them.
 void Walker::backward_replay_group(const Segment& s, Bytes kept_bytes, int mb, int c) {
   Bytes replayed{}, fwd{};
-  for (const auto& p : s.parts) { replayed += p.held; fwd = max(fwd, p.forward_excess); }
+  for (const auto& p : s.parts) {
+    replayed += p.held;
+    fwd = max(fwd, p.forward_excess);
+  }
   replayed -= s.input_bytes;  // the group input is kept
   // Only its slice was: the backward all-gathers the full input into a new buffer and swaps it
   // in for the slice (random.py:640-645), which is freed at once.
   if (s.distributed_input) activations += s.input_bytes - s.held;
-  touch(fwd, Phase::backward, [&] { return s.name + ".replay"; }, s.layer, mb, c);
+  touch(
+      fwd, Phase::backward, [&] { return s.name + ".replay"; }, s.layer, mb, c);
   clock += s.replay_s + s.backward_s;
   activations += replayed;
   for (std::size_t k = s.parts.size(); k-- > 0;) {
-    touch(s.parts[k].backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer + static_cast<int>(k), mb, c);
+    touch(
+        s.parts[k].backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer + static_cast<int>(k), mb, c);
     activations -= s.parts[k].held;
   }
   if (s.distributed_input) activations -= kept_bytes - s.held;  // nothing else, as kept holds only the slice
-  else activations -= kept_bytes - s.input_bytes;  // what the checkpoint kept beside its first input
+  else activations -= kept_bytes - s.input_bytes;               // what the checkpoint kept beside its first input
   activations += s.carried_weight_grad;
   carried_weight_grad += s.carried_weight_grad;
 }
 
 void Walker::backward_plain(const Segment& s, std::size_t i, Bytes kept_bytes, int mb, int c) {
-  touch(s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
+  touch(
+      s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
   take_pending_workspaces();
   if (s.retained_after_backward.value > 0) retain(c, i, s.retained_after_backward);
   activations += s.carried_weight_grad;
@@ -187,7 +198,8 @@ void Walker::backward(int c, int mb) {
   const ChunkModel& cm = chunks[c];
   const Kept kept = std::move(kept_at(c, mb));
   if (cm.segments.empty() || (graphed && whole_graph)) {
-    touch(Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
+    touch(
+        Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
     return;
   }
   // Gradient of the chunk output: received from the next stage (the loss gradient is tiny).
@@ -215,7 +227,8 @@ void Walker::backward(int c, int mb) {
   }
   activations -= kept.extra;
   activations -= grad;  // sent to the previous stage (nothing at the embedding)
-  touch(Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
+  touch(
+      Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
 }
 
 // What the rank holds at a pass's peak, by kind; the rest of `base` (the framework's fixed bytes,
@@ -273,7 +286,8 @@ RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<Sche
       // The pipeline flush computes the deferred weight gradients (schedules.py:2064-2068), then
       // frees what they kept; the first flush allocates its two gather buffers.
       const Bytes new_buffers = first ? setup.drain_buffers : Bytes{};
-      w.touch(new_buffers, Phase::backward, [] { return std::string("output_layer.deferred_wgrad"); }, -1, -1, -1);
+      w.touch(
+          new_buffers, Phase::backward, [] { return std::string("output_layer.deferred_wgrad"); }, -1, -1, -1);
       w.base += new_buffers;
       w.activations -= w.deferred_wgrad;
       w.deferred_wgrad = Bytes{};
@@ -284,11 +298,13 @@ RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<Sche
     // The first step's moments are carved first from what the forward-backward freed (the
     // allocator keeps it); the later step() calls reuse the first one's temporary blocks.
     if (first) step_slack = sm.slack.step(w.peak - (w.base + w.activations));
-    w.touch(Bytes{}, Phase::grad_sync, [] { return std::string("grad_sync.reduce_scatter"); }, -1, -1, -1);
+    w.touch(
+        Bytes{}, Phase::grad_sync, [] { return std::string("grad_sync.reduce_scatter"); }, -1, -1, -1);
     // The first step creates the Adam moments; both steps hold their implementation's transient.
     const Bytes step_transient = (first ? sm.step_transient_first : sm.step_transient_steady) + step_slack.temporaries;
     if (first) w.base += sm.optimizer_states + step_slack.moments;
-    w.touch(step_transient, Phase::optimizer, [] { return std::string("optimizer.step"); }, -1, -1, -1);
+    w.touch(
+        step_transient, Phase::optimizer, [] { return std::string("optimizer.step"); }, -1, -1, -1);
     if (w.recorder) w.recorder->optimizer(first);
     PassPeak p{w.peak, w.peak_phase, w.peak_op, breakdown_at_peak(w, sm, step_slack.moments, first)};
     out.peak_with_graph_pool = max(out.peak_with_graph_pool, w.peak + (pass.graphed ? out.graph_pool : Bytes{}));

@@ -17,14 +17,14 @@ class AllocRecorder;
 
 // Everything one rank's walk needs besides its chunks and schedule.
 struct WalkSetup {
-  int microbatches = 1;                // micro-batches the schedule walks
-  bool deallocate_outputs = true;      // deallocate_pipeline_outputs
-  std::int64_t deferral_limit = 0;     // wgrad_deferral_limit (0: every micro-batch)
-  Bytes fixed;                         // framework bytes held throughout (workspaces, global buffer, fitted)
-  Bytes backward_workspaces;           // of `fixed`: created by iteration 1's first backward
-  Bytes dummy_wgrads;                  // gradient_accumulation_fusion's dummies, from the first backward
-  Bytes drain_buffers;                 // the deferral flush's gather buffers, from the first flush
-  GraphPool graphs;                    // per-layer graph pool and static buffers
+  int microbatches = 1;             // micro-batches the schedule walks
+  bool deallocate_outputs = true;   // deallocate_pipeline_outputs
+  std::int64_t deferral_limit = 0;  // wgrad_deferral_limit (0: every micro-batch)
+  Bytes fixed;                      // framework bytes held throughout (workspaces, global buffer, fitted)
+  Bytes backward_workspaces;        // of `fixed`: created by iteration 1's first backward
+  Bytes dummy_wgrads;               // gradient_accumulation_fusion's dummies, from the first backward
+  Bytes drain_buffers;              // the deferral flush's gather buffers, from the first flush
+  GraphPool graphs;                 // per-layer graph pool and static buffers
   PassPlan plan;
   std::vector<TimelineEvent>* timeline = nullptr;  // filled when set
   AllocRecorder* recorder = nullptr;               // the caching-allocator replay, when asked for
@@ -39,10 +39,10 @@ struct PassPeak {
 };
 
 struct RankWalk {
-  PassPeak first, steady;        // iteration 1; the highest later pass
-  Bytes last_pass_peak;          // the last pass walked (the graphed one when graphs replay)
-  Bytes graph_pool;              // the pool, with a full-iteration capture's working set
-  Bytes peak_with_graph_pool;    // every pass's peak, with the pool beside a replaying one
+  PassPeak first, steady;      // iteration 1; the highest later pass
+  Bytes last_pass_peak;        // the last pass walked (the graphed one when graphs replay)
+  Bytes graph_pool;            // the pool, with a full-iteration capture's working set
+  Bytes peak_with_graph_pool;  // every pass's peak, with the pool beside a replaying one
 };
 
 RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<ScheduleStep>& steps,

@@ -14,8 +14,7 @@ int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std
          bool layer_norm, std::uint32_t region) {
   const int out = b.tensor(name + ".out", b.act(rows, cols));
   const int stats = b.tensor(name + ".rstd", Bytes{rows * kFp32 * (layer_norm ? 2 : 1)}, false);
-  b.op(name, {.in = {x}, .out = {out, stats}, .save = {x, stats}, .region = region,
-              .flops = 5.0 * rows * cols});
+  b.op(name, {.in = {x}, .out = {out, stats}, .save = {x, stats}, .region = region, .flops = 5.0 * rows * cols});
   return out;
 }
 
@@ -60,27 +59,21 @@ int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t r
   // Each of the two reads one half of fc1's output and writes a tensor of that half's size.
   const double half_traffic = 2.0 * static_cast<double>(b.act(rows, ffn).value);
   const int act0 = b.tensor(name + ".silu", b.act(rows, ffn));
-  b.op(name + ".silu", {.in = {fc1}, .out = {act0}, .save = {fc1}, .region = region, .flops = 4.0 * rows * ffn,
-                        .bytes_moved = half_traffic});
+  b.op(name + ".silu", {.in = {fc1}, .out = {act0}, .save = {fc1}, .region = region, .flops = 4.0 * rows * ffn, .bytes_moved = half_traffic});
   const int lin = b.tensor(name + ".linear_plus_offset", b.act(rows, ffn));
-  b.op(name + ".linear_offset", {.in = {fc1}, .out = {lin}, .region = region, .flops = 1.0 * rows * ffn,
-                                 .bytes_moved = half_traffic});
+  b.op(name + ".linear_offset", {.in = {fc1}, .out = {lin}, .region = region, .flops = 1.0 * rows * ffn, .bytes_moved = half_traffic});
   if (probs < 0) {
-    b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {out}, .save = {act0, lin}, .region = region,
-                             .flops = 1.0 * rows * ffn});
+    b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {out}, .save = {act0, lin}, .region = region, .flops = 1.0 * rows * ffn});
     return out;
   }
   const int glu = b.tensor(name + ".glu", b.act(rows, ffn));
-  b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {glu}, .save = {act0, lin}, .region = region,
-                           .flops = 1.0 * rows * ffn});
+  b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {glu}, .save = {act0, lin}, .region = region, .flops = 1.0 * rows * ffn});
   // MLP.forward(per_token_scale=probs) multiplies by the router probabilities and saves both; probs of
   // ones (moe_apply_probs_on_input) need no gradient, so the product keeps only them (measured).
   if (probs_need_grad) {
-    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {glu, probs}, .region = region,
-                              .flops = 1.0 * rows * ffn});
+    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {glu, probs}, .region = region, .flops = 1.0 * rows * ffn});
   } else {
-    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {probs}, .region = region,
-                              .flops = 1.0 * rows * ffn});
+    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {probs}, .region = region, .flops = 1.0 * rows * ffn});
   }
   return out;
 }

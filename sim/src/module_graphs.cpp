@@ -88,8 +88,8 @@ int ffn_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t end = i + 1 < n ? first_op[i + 1] : g.ops.size();
       for (std::size_t o = first_op[i]; o < end; ++o) {
-        if (i + 1 < n) g.ops[o].backward_workspace += fc1_w + fc2_w;       // both sums already held
-        else if (o + 1 < end) g.ops[o].backward_workspace += fc2_w;        // last chunk: fc2's sum, before fc1's exists
+        if (i + 1 < n) g.ops[o].backward_workspace += fc1_w + fc2_w;  // both sums already held
+        else if (o + 1 < end) g.ops[o].backward_workspace += fc2_w;   // last chunk: fc2's sum, before fc1's exists
       }
     }
   }
@@ -141,7 +141,10 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     if (separate && (layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla)) {
       // layernorm tag: the input-norm output is discarded and comes back at the attention backward.
       for (const auto& op : g.ops) {
-        if (op.regions & kInputNorm) { g.discards.push_back({kInputNorm, {op.outputs.front()}, hook}); break; }
+        if (op.regions & kInputNorm) {
+          g.discards.push_back({kInputNorm, {op.outputs.front()}, hook});
+          break;
+        }
       }
     }
     hidden = residual_add(b, "self_attn_bda", hidden, branch, Nl, m.hidden_dropout);
@@ -172,8 +175,7 @@ LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derive
   const Bytes full = c.sequence_parallel ? b.act(c.tokens, c.hidden) : Bytes{};
   // Its backward builds the dense [V/tp, h] weight gradient whatever the wgrad fusion: only linear
   // layers accumulate into main_grad directly.
-  b.op("word_embeddings", {.in = {ids}, .out = {out}, .save = {ids}, .ws = full,
-                           .bws = full + b.act(d.padded_vocab / c.tp, c.hidden)});
+  b.op("word_embeddings", {.in = {ids}, .out = {out}, .save = {ids}, .ws = full, .bws = full + b.act(d.padded_vocab / c.tp, c.hidden)});
   if (spec.model.hidden_dropout > 0) {
     const int dropped = b.tensor("dropout.out", b.act(c.local_tokens, c.hidden));
     const int mask = b.tensor("dropout.mask", Bytes{c.local_tokens * c.hidden}, false);
@@ -209,8 +211,7 @@ LayerGraph build_mtp_wrapper_graph(const model::RunSpec& spec, const model::Deri
     g.output = proj;
   } else {
     const int out = b.tensor("eh_proj.gathered", b.act(Nl, h));
-    b.op("gather_scatter", {.in = {proj}, .out = {out}, .ws = b.act(c.tokens, h), .movement = true,
-                            .comm = static_cast<double>(b.act(c.tokens, h).value) * (c.tp - 1) / c.tp});
+    b.op("gather_scatter", {.in = {proj}, .out = {out}, .ws = b.act(c.tokens, h), .movement = true, .comm = static_cast<double>(b.act(c.tokens, h).value) * (c.tp - 1) / c.tp});
     g.output = out;
   }
   return g;
@@ -236,8 +237,7 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
   if (te_ce) {
     // TE's Triton cross-entropy keeps the logits and writes their gradient in place.
     const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
-    b.op("cross_entropy", {.in = {logits}, .out = {loss, stats}, .save = {logits, stats}, .flops = 6.0 * N * V,
-                           .passthrough = true});
+    b.op("cross_entropy", {.in = {logits}, .out = {loss, stats}, .save = {logits, stats}, .flops = 6.0 * N * V, .passthrough = true});
   } else {
     // vocab_parallel_cross_entropy: an fp32 copy turned into the softmax in place and saved; its
     // backward writes the fp32 gradient in place and casts it to a bf16 gradient of the logits.
@@ -249,8 +249,7 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
     const bool fused_native = m.cross_entropy_loss_fusion;
     const int softmax = b.tensor("cross_entropy.softmax_fp32", Bytes{N * V * kFp32}, false);
     const int mask = b.tensor("cross_entropy.target_mask", Bytes{N * 9}, false);
-    b.op("cross_entropy", {.in = {logits}, .out = {loss, softmax, mask}, .save = {softmax, mask},
-                           .flops = 6.0 * N * V, .bws = fused_native ? Bytes{N * V * kFp32} : Bytes{}});
+    b.op("cross_entropy", {.in = {logits}, .out = {loss, softmax, mask}, .save = {softmax, mask}, .flops = 6.0 * N * V, .bws = fused_native ? Bytes{N * V * kFp32} : Bytes{}});
   }
   g.output = loss;
   return g;

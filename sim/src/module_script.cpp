@@ -71,7 +71,8 @@ void write_replay(Writer& w, BackwardState& st, InRegion&& in_region) {
   const auto nt = static_cast<std::size_t>(w.n);
   std::vector<bool> tmp(nt, false);
   int last = -1;
-  for (std::size_t i = 0; i < w.g.ops.size(); ++i) if (in_region(w.g.ops[i])) last = static_cast<int>(i);
+  for (std::size_t i = 0; i < w.g.ops.size(); ++i)
+    if (in_region(w.g.ops[i])) last = static_cast<int>(i);
   for (std::size_t i = 0; i < w.g.ops.size(); ++i) {
     const OpNode& op = w.g.ops[i];
     if (!in_region(op)) continue;
@@ -91,7 +92,8 @@ void write_replay(Writer& w, BackwardState& st, InRegion&& in_region) {
       }
     }
   }
-  for (std::size_t t = 0; t < nt; ++t) if (tmp[t]) st.alive[t] = true;
+  for (std::size_t t = 0; t < nt; ++t)
+    if (tmp[t]) st.alive[t] = true;
 }
 
 // One op's backward: its inputs' gradients, scratch, sums, then what it no longer needs goes.
@@ -99,7 +101,8 @@ void write_op_backward(Writer& w, BackwardState& st, int i) {
   const OpNode& op = w.g.ops[static_cast<std::size_t>(i)];
   std::vector<int> sums;
   int handed_from = -1;
-  for (int o : op.outputs) if (st.grad_alive[static_cast<std::size_t>(o)] && handed_from < 0) handed_from = o;
+  for (int o : op.outputs)
+    if (st.grad_alive[static_cast<std::size_t>(o)] && handed_from < 0) handed_from = o;
   bool handed = false;
   for (int t : op.inputs) {
     const auto u = static_cast<std::size_t>(t);

@@ -12,19 +12,21 @@ namespace peakcast::sim::detail {
 // Slots: t < n is tensor t's value, n + t its gradient, 2n the running op's scratch, 2n + 1 a
 // gradient sum being formed.
 struct ModuleScript {
-  enum class Kind : std::uint8_t { alloc, free, move };  // move: `slot` takes over `from`'s block
+  enum class Kind : std::uint8_t { alloc,
+                                   free,
+                                   move };  // move: `slot` takes over `from`'s block
   struct Step {
     Kind kind;
     std::int32_t slot;
-    std::int32_t from;    // move only
-    std::int64_t bytes;   // alloc only
+    std::int32_t from;   // move only
+    std::int64_t bytes;  // alloc only
   };
   std::vector<Step> forward, backward;
-  std::int32_t tensors = 0;           // n
-  std::vector<std::int32_t> inputs;   // external tensor slots (alive when the forward starts)
-  std::int32_t output = -1;           // handed to the next module at the forward's end
-  std::vector<std::int32_t> held;     // alive from the forward's end to the backward
-  bool output_grad = false;           // the backward starts with slot n + output alive
+  std::int32_t tensors = 0;          // n
+  std::vector<std::int32_t> inputs;  // external tensor slots (alive when the forward starts)
+  std::int32_t output = -1;          // handed to the next module at the forward's end
+  std::vector<std::int32_t> held;    // alive from the forward's end to the backward
+  bool output_grad = false;          // the backward starts with slot n + output alive
   std::int32_t slots() const { return 2 * tensors + 2; }
   std::int32_t grad(std::int32_t t) const { return tensors + t; }
 };
@@ -33,7 +35,9 @@ ModuleScript module_script(const LayerGraph& g, const CheckpointSet& ckpt);
 
 // The script's largest live bytes above its start, forward and backward (the start: the inputs;
 // the held tensors and the output gradient): equal to the profile's excesses (tested).
-struct ScriptExcess { Bytes forward, backward; };
+struct ScriptExcess {
+  Bytes forward, backward;
+};
 ScriptExcess script_excess(const ModuleScript& s, const LayerGraph& g);
 
 }  // namespace peakcast::sim::detail

@@ -41,8 +41,7 @@ int shared_experts(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGra
       const int full = gb.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
       // The output is reduce-scattered back to the sequence-parallel shard in the combine.
       shared_out = b.tensor("shared_experts.output", b.act(c.local_tokens, h));
-      b.op("shared_experts.reduce_scatter", {.in = {full}, .out = {shared_out}, .region = region, .bytes_moved = 0,
-                                             .comm = gathered});
+      b.op("shared_experts.reduce_scatter", {.in = {full}, .out = {shared_out}, .region = region, .bytes_moved = 0, .comm = gathered});
     }
   }
   if (m.moe_shared_expert_intermediate_size && !(m.moe_shared_expert_overlap && c.sequence_parallel)) {
@@ -117,8 +116,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   const int permuted = b.tensor("dispatch.permuted_tokens", b.act(T * k, h));
   const int permuted_probs = b.tensor("dispatch.permuted_probs", Bytes{T * k * kFp32});
   const int row_map = b.tensor("dispatch.row_id_map", Bytes{T * E * 4}, false);
-  b.op("dispatch.permute", {.in = {ln, probs, routing_map}, .out = {permuted, permuted_probs, row_map},
-                            .save = {row_map}, .region = moe_region, .movement = true});
+  b.op("dispatch.permute", {.in = {ln, probs, routing_map}, .out = {permuted, permuted_probs, row_map}, .save = {row_map}, .region = moe_region, .movement = true});
   Bytes gather_ws{};
   if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
     gather_ws = b.act(T * c.ep * c.etp, h);  // hidden states gathered over the EP x ETP group (tp_ep_group)
@@ -128,8 +126,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   const double dispatch_comm = dispatch_wire_bytes(b, m, R_ep, R, gather_ws);
   // The token counts per expert go to the host before the experts run (alltoall splits,
   // SequentialMLP's and the grouped GEMM's per-expert row counts): one blocking sync per layer.
-  b.op("dispatch.all_to_all", {.in = {permuted, permuted_probs}, .out = {received, recv_probs}, .region = moe_region,
-                               .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0, .sync = true, .comm = dispatch_comm});
+  b.op("dispatch.all_to_all", {.in = {permuted, permuted_probs}, .out = {received, recv_probs}, .region = moe_region, .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0, .sync = true, .comm = dispatch_comm});
   int expert_in = received;
   // Rows arrive grouped by source rank (EP, then ETP); more than one local expert needs them
   // regrouped by expert, a copy (sort_chunks_by_idxs, token_dispatcher.py:779).
@@ -144,8 +141,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     // fc1 (measured: a new activation-dtype block per layer); the multiply saves both its inputs, so the
     // unscaled rows stay beside fc1's saved, scaled ones. The experts then get probs of ones.
     const int scaled = b.tensor("experts.probs_on_input", b.act(R, h));
-    b.op("experts.apply_probs_on_input", {.in = {expert_in, recv_probs}, .out = {scaled}, .save = {expert_in, recv_probs},
-                                          .region = moe_region, .flops = 2.0 * R * h});
+    b.op("experts.apply_probs_on_input", {.in = {expert_in, recv_probs}, .out = {scaled}, .save = {expert_in, recv_probs}, .region = moe_region, .flops = 2.0 * R * h});
     expert_in = scaled;
   }
   const std::size_t first_expert_op = g.ops.size();
@@ -161,7 +157,8 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   }
   const int f2 = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
   // SequentialMLP runs each local expert's MLP in a Python loop (experts.py SequentialMLP.forward).
-  if (!grouped) for (std::size_t i = first_expert_op; i < g.ops.size(); ++i) g.ops[i].host_calls = static_cast<double>(local_experts);
+  if (!grouped)
+    for (std::size_t i = first_expert_op; i < g.ops.size(); ++i) g.ops[i].host_calls = static_cast<double>(local_experts);
   if (grouped) g.discards.push_back({kMoeAct, {a}, static_cast<int>(g.ops.size()) - 1});
   int expert_out = f2;
   if (!grouped) {
@@ -175,11 +172,9 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region, .movement = true});
   }
   const int returned = b.tensor("combine.returned", b.act(T * k, h));
-  b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0,
-                              .comm = dispatch_comm});
+  b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0, .comm = dispatch_comm});
   const int out = b.tensor("combine.unpermuted", b.act(T, h));
-  b.op("combine.unpermute", {.in = {returned}, .out = {out}, .region = moe_region, .flops = 1.0 * T * k * h,
-                              .movement = true});
+  b.op("combine.unpermute", {.in = {returned}, .out = {out}, .region = moe_region, .flops = 1.0 * T * k * h, .movement = true});
   if (shared_out < 0) return out;
   const int sum = b.tensor("moe.output", b.act(T, h));
   b.op("moe.add_shared", {.in = {out, shared_out}, .out = {sum}, .region = moe_region, .passthrough = true});

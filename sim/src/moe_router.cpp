@@ -25,13 +25,15 @@ constexpr std::int64_t kInt = 4;    // .int() of the routing map (moe_utils.py:9
 struct Dims {
   std::int64_t T = 0;  // tokens on this rank: the SP shard (router input [s/tp, b, h]) or all of them
   std::int64_t E = 0, k = 0, h = 0, batch = 1;
-  std::int64_t rb = 0;   // router dtype: fp32 4, fp64 8, unset the input's (router.py:105-111)
-  std::int64_t act = 2;  // activation dtype, also the weights' (Float16Module)
+  std::int64_t rb = 0;                                                 // router dtype: fp32 4, fp64 8, unset the input's (router.py:105-111)
+  std::int64_t act = 2;                                                // activation dtype, also the weights' (Float16Module)
   Bytes te(std::int64_t bytes) const { return Bytes{T * E * bytes}; }  // [T, E]
   Bytes tk(std::int64_t bytes) const { return Bytes{T * k * bytes}; }  // [T, k]
 };
 
-struct Groups { std::int64_t groups = 0, group_topk = 0; };  // 0: no group-limited routing
+struct Groups {
+  std::int64_t groups = 0, group_topk = 0;
+};  // 0: no group-limited routing
 
 // Group-limited routing (moe_utils.py:849-884 `if group_topk`): moe_router_group_topk with
 // moe_router_num_groups, or the deprecated moe_router_topk_limited_devices, which Megatron turns into
@@ -68,7 +70,9 @@ struct Router {
   }
 };
 
-struct Routed { int probs = -1, map = -1; };
+struct Routed {
+  int probs = -1, map = -1;
+};
 
 // apply_input_jitter (router.py:709-728): input * Uniform(1 - eps, 1 + eps).rsample(shape). rsample makes
 // rand and rand * (high - low) before the sum (torch/distributions/uniform.py); the multiply saves the
@@ -97,8 +101,7 @@ int gating(Router& r, int x) {
   const std::int64_t wgrad = d.E * d.h * d.act;
   const Bytes bwd = casts ? Bytes{std::max((d.T + d.E) * d.h * d.rb, d.E * d.h * d.rb + wgrad)} : Bytes{wgrad};
   const int logits = r.tensor("router.logits", d.te(d.rb));
-  r.op("router.gating", {.in = {x}, .out = {logits}, .save = {x}, .flops = 2.0 * d.T * d.h * d.E, .ws = fwd_copies,
-                         .bws = bwd, .gemm = true});
+  r.op("router.gating", {.in = {x}, .out = {logits}, .save = {x}, .flops = 2.0 * d.T * d.h * d.E, .ws = fwd_copies, .bws = bwd, .gemm = true});
   return logits;
 }
 
@@ -127,8 +130,7 @@ int benchmark_logits(Router& r, int logits) {
 void z_loss(Router& r, int logits) {
   const Dims& d = r.d;
   const int lse = r.tensor("router.z_loss_logsumexp", Bytes{d.T * d.rb});
-  r.op("router.z_loss", {.in = {logits}, .out = {lse}, .save = {logits, lse}, .flops = 4.0 * d.T * d.E,
-                         .ws = d.te(d.rb) + Bytes{d.T * d.rb}, .bws = Bytes{2 * d.te(d.rb).value}});
+  r.op("router.z_loss", {.in = {logits}, .out = {lse}, .save = {logits, lse}, .flops = 4.0 * d.T * d.E, .ws = d.te(d.rb) + Bytes{d.T * d.rb}, .bws = Bytes{2 * d.te(d.rb).value}});
 }
 
 // torch.softmax(x, dim=-1, dtype=torch.float32): a float32 copy first when x is not (aten softmax's
@@ -171,12 +173,13 @@ int normalize(Router& r, const std::string& name, int x, std::int64_t cols) {
   const Bytes full{d.T * cols * kFp32};
   const int out = r.tensor(name, full);
   const int den = r.tensor(name + "_denominator", Bytes{d.T * kFp32});
-  r.op(name, {.in = {x}, .out = {out, den}, .save = {x, den}, .flops = 2.0 * d.T * cols, .ws = Bytes{d.T * kFp32},
-              .bws = Bytes{4 * full.value}});
+  r.op(name, {.in = {x}, .out = {out, den}, .save = {x, den}, .flops = 2.0 * d.T * cols, .ws = Bytes{d.T * kFp32}, .bws = Bytes{4 * full.value}});
   return out;
 }
 
-struct Selected { int values = -1, indices = -1, mask = -1; };
+struct Selected {
+  int values = -1, indices = -1, mask = -1;
+};
 
 // torch.topk(x, k, dim=1) (saves its indices), or group_limited_topk (moe_utils.py:673-728): the top
 // k / group_topk scores per group summed, the best groups scattered into a [T, groups] mask expanded
@@ -200,9 +203,7 @@ Selected select_topk(Router& r, int x, std::int64_t xb, const Groups& g) {
   // per-group top-k indices [T, G, k / group_topk] that the group scores' graph keeps
   const Bytes locals{2 * d.T * G * xb + d.T * g.group_topk * kIndex + (grad ? d.T * G * per_group * kIndex : 0)};
   const Bytes ws = locals + Bytes{2 * d.te(xb).value} + d.te(1);  // score_mask, masked scores; .bool() copy
-  unsaved_without_grad(r.op("router.group_limited_topk", {.in = {x}, .out = {s.values, s.indices, s.mask},
-                                                          .save = {s.mask, s.indices}, .flops = 6.0 * d.T * d.E,
-                                                          .ws = ws, .bws = grad ? d.te(xb) : Bytes{}}));
+  unsaved_without_grad(r.op("router.group_limited_topk", {.in = {x}, .out = {s.values, s.indices, s.mask}, .save = {s.mask, s.indices}, .flops = 6.0 * d.T * d.E, .ws = ws, .bws = grad ? d.te(xb) : Bytes{}}));
   return s;
 }
 
@@ -240,8 +241,7 @@ Routed expand_probs(Router& r, int probs_k, int indices, std::vector<int>& local
   }
   Routed out;
   out.probs = r.tensor("router.probs", d.te(d.rb));
-  r.op("router.scatter_probs", {.in = {probs_k, indices}, .out = {out.probs}, .save = {indices}, .flops = 1.0 * T * E,
-                                .ws = d.te(d.rb)});
+  r.op("router.scatter_probs", {.in = {probs_k, indices}, .out = {out.probs}, .save = {indices}, .flops = 1.0 * T * E, .ws = d.te(d.rb)});
   out.map = routing_map_of(r, indices);
   r.keep_to_last_op(locals);
   return out;
@@ -311,8 +311,7 @@ Routed fused_topk(Router& r, int logits) {
   out.probs = r.tensor("router.probs", d.te(d.rb));
   out.map = r.tensor("router.routing_map", d.te(1), false);
   const int inter = r.tensor("router.fused_topk_intermediate", d.te(kFp32), false);
-  r.op("router.fused_topk", {.in = {logits}, .out = {out.probs, out.map, inter}, .save = {out.map, inter},
-                             .flops = 8.0 * d.T * d.E});
+  r.op("router.fused_topk", {.in = {logits}, .out = {out.probs, out.map, inter}, .save = {out.map, inter}, .flops = 8.0 * d.T * d.E});
   return out;
 }
 
@@ -325,8 +324,7 @@ Routed sinkhorn(Router& r, int logits) {
   const int norm = r.tensor("router.sinkhorn_norm", d.te(kFp32), false);
   const int indices = r.tensor("router.topk_indices", d.tk(kIndex), false);
   const Bytes copy = d.rb != kFp32 ? d.te(kFp32) : Bytes{};
-  r.op("router.sinkhorn", {.out = {norm, indices}, .keep = {logits}, .flops = 20.0 * d.T * d.E,
-                           .ws = copy + Bytes{2 * d.te(kFp32).value}});
+  r.op("router.sinkhorn", {.out = {norm, indices}, .keep = {logits}, .flops = 20.0 * d.T * d.E, .ws = copy + Bytes{2 * d.te(kFp32).value}});
   int act = -1;
   if (d.k == 1) {
     act = r.tensor("router.sinkhorn_sigmoid", d.te(d.rb));
@@ -342,8 +340,7 @@ Routed sinkhorn(Router& r, int logits) {
   Routed out;
   out.map = routing_map_of(r, indices);
   out.probs = r.tensor("router.probs", d.te(d.rb));
-  r.op("router.sinkhorn_probs", {.in = {act, out.map}, .out = {out.probs}, .save = {out.map}, .keep = {norm},
-                                 .flops = 1.0 * d.T * d.E});
+  r.op("router.sinkhorn_probs", {.in = {act, out.map}, .out = {out.probs}, .save = {out.map}, .keep = {norm}, .flops = 1.0 * d.T * d.E});
   return out;
 }
 
@@ -363,9 +360,7 @@ Routed quantile_balancing(Router& r, int logits) {
   const Bytes quantile{(col_target + 1) * d.E * kFp32};
   const int qb_locals = r.tensor("router.qb_locals", copy + gathered + top + quantile, false);
   const int indices = r.tensor("router.qb_indices", Bytes{d.T * (gs > 1 ? d.k : d.k + 1) * kIndex}, false);
-  r.op("router.qb_select", {.out = {qb_locals, indices}, .keep = {logits}, .flops = 6.0 * M * d.E,
-                            .ws = Bytes{M * d.E * kFp32 + (col_target + 1) * d.E * kIndex},
-                            .comm = static_cast<double>((gs - 1) * d.T * d.E * kFp32)});
+  r.op("router.qb_select", {.out = {qb_locals, indices}, .keep = {logits}, .flops = 6.0 * M * d.E, .ws = Bytes{M * d.E * kFp32 + (col_target + 1) * d.E * kIndex}, .comm = static_cast<double>((gs - 1) * d.T * d.E * kFp32)});
   const Routed out = topk_routing(r, logits, indices);
   r.keep_to_last_op({qb_locals});
   return out;
@@ -385,8 +380,7 @@ Routed drop_tokens(Router& r, Routed in) {
     r.op("router.capacity_mask", {.out = {capacity_mask}, .flops = 1.0 * d.T * d.E, .ws = d.te(d.rb)});
   } else {
     const int top = r.tensor("router.capacity_topk", Bytes{capacity * d.E * (d.rb + kIndex)}, false);
-    r.op("router.capacity_mask", {.out = {top, capacity_mask}, .keep = {in.probs}, .flops = 3.0 * d.T * d.E,
-                                  .ws = Bytes{2 * d.te(d.rb).value - d.te(1).value}});
+    r.op("router.capacity_mask", {.out = {top, capacity_mask}, .keep = {in.probs}, .flops = 3.0 * d.T * d.E, .ws = Bytes{2 * d.te(d.rb).value - d.te(1).value}});
     locals.push_back(top);
   }
   int map = capacity_mask;
@@ -413,8 +407,7 @@ Selected aux_scores(Router& r, int logits) {
   if (r.m.moe_router_fusion) {
     s.values = r.tensor("router.aux_scores", d.te(kFp32));
     const int inter = r.tensor("router.aux_scores_intermediate", d.te(kFp32), false);
-    r.op("router.aux_scores_fused", {.in = {logits}, .out = {s.values, s.mask, inter}, .save = {inter},
-                                     .flops = 8.0 * d.T * d.E});
+    r.op("router.aux_scores_fused", {.in = {logits}, .out = {s.values, s.mask, inter}, .save = {inter}, .flops = 8.0 * d.T * d.E});
     return s;
   }
   if (r.m.moe_router_score_function == "softmax") {
@@ -423,8 +416,7 @@ Selected aux_scores(Router& r, int logits) {
     s.values = normalize(r, "router.aux_normalize", sigmoid_scores(r, "router.aux_", logits), d.E);
   }
   // The top-k's values are discarded and its indices die with compute_routing_scores_for_aux_loss.
-  r.op("router.aux_routing_map", {.out = {s.mask}, .keep = {s.values}, .flops = 3.0 * d.T * d.E,
-                                  .ws = d.tk(kFp32 + kIndex) + map_chain_ws(d)});
+  r.op("router.aux_routing_map", {.out = {s.mask}, .keep = {s.values}, .flops = 3.0 * d.T * d.E, .ws = d.tk(kFp32 + kIndex) + map_chain_ws(d)});
   return s;
 }
 
@@ -444,7 +436,8 @@ void aux_losses(Router& r, int logits) {
   for (const char* t : kTypes) {
     if (!(model::moe_aux_loss_coeff_for(r.m, t) > 0)) continue;
     const std::string type = t;
-    std::int64_t bytes = type == "seq_aux_loss" ? d.batch * d.E * kIndex : type == "global_aux_loss" ? d.E * kFp32 : d.E * kIndex;
+    std::int64_t bytes = type == "seq_aux_loss" ? d.batch * d.E * kIndex : type == "global_aux_loss" ? d.E * kFp32
+                                                                                                     : d.E * kIndex;
     if (r.m.moe_router_fusion) bytes += 2 * kFp32;
     const int saved = r.tensor("router." + type + "_tokens_per_expert", Bytes{bytes}, false);
     if (r.m.moe_router_fusion) {

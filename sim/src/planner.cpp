@@ -216,8 +216,9 @@ std::vector<std::string> Search::notes() const {
                   ? "TP and ETP at most " + std::to_string(options_.max_tensor_parallel) +
                         " (one NVLink domain); the time model prices every collective at the GPU preset's NVLink rate"
                   : "TP and ETP not limited; the time model prices every collective at the GPU preset's NVLink rate, also across nodes");
-  n.push_back("data-parallel gradient reduction is priced at the NVLink rate too (exposed only without overlap_grad_reduce); "
-              "rings that span nodes are not modelled");
+  n.push_back(
+      "data-parallel gradient reduction is priced at the NVLink rate too (exposed only without overlap_grad_reduce); "
+      "rings that span nodes are not modelled");
   n.push_back(options_.uneven_pipeline_window > 0
                   ? "pipeline splits: even, and uneven with end stages up to " + std::to_string(options_.uneven_pipeline_window) +
                         " layers lighter than a middle stage; pipeline_model_parallel_layout strings and account_for_* are not enumerated"

@@ -93,7 +93,10 @@ void Search::search_layout(std::size_t i) {
   Predictor p(s, *groups_[rec.group].anchor);
   const auto policies = layout_policies(s, layouts_[i]);
   rec.policies = policies.size();
-  struct Timed { double t; std::size_t index; };
+  struct Timed {
+    double t;
+    std::size_t index;
+  };
   std::vector<Timed> order;
   for (std::size_t k = 0; k < policies.size(); ++k) {
     if (model::has_errors(model::validate(with_choice(s, policies[k])))) {
@@ -174,9 +177,18 @@ PlanResult Search::run() {
     const std::size_t n = rec.policies ? rec.policies : policies_of(i);
     stats_.configurations += n;
     switch (rec.state) {
-      case LayoutState::rejected: stats_.rejected_by_megatron += n; ++stats_.layouts_rejected; break;
-      case LayoutState::static_pruned: stats_.pruned_static_memory += n; ++stats_.layouts_pruned_static; break;
-      case LayoutState::cut_by_bound: stats_.pruned_by_bound += n; ++stats_.layouts_pruned_by_bound; break;
+      case LayoutState::rejected:
+        stats_.rejected_by_megatron += n;
+        ++stats_.layouts_rejected;
+        break;
+      case LayoutState::static_pruned:
+        stats_.pruned_static_memory += n;
+        ++stats_.layouts_pruned_static;
+        break;
+      case LayoutState::cut_by_bound:
+        stats_.pruned_by_bound += n;
+        ++stats_.layouts_pruned_by_bound;
+        break;
       case LayoutState::searched: ++stats_.layouts_searched; break;
       default: break;
     }

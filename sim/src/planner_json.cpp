@@ -48,14 +48,7 @@ json choice_json(const RecomputeChoice& c) {
 json entry_json(const PlanEntry& e, std::size_t index) {
   json ranks = json::array();
   for (const auto& r : e.ranks)
-    ranks.push_back({{"pp_rank", r.rank.pp_rank}, {"tp_rank", r.rank.tp_rank}, {"cp_rank", r.rank.cp_rank},
-                     {"ep_rank", r.rank.ep_rank}, {"dp_rank", r.rank.dp_rank},
-                     {"peak_allocated_bytes", r.peak_allocated.value},
-                     {"peak_with_graph_pool_bytes", r.peak_with_graph_pool.value},
-                     {"estimated_peak_reserved_bytes", r.estimated_reserved.value},
-                     {"estimated_peak_reserved_p90_bytes", r.estimated_reserved_p90.value},
-                     {"fits", r.fits},
-                     {"fits_with_allocator_reserve", r.fits_with_allocator_reserve}});
+    ranks.push_back({{"pp_rank", r.rank.pp_rank}, {"tp_rank", r.rank.tp_rank}, {"cp_rank", r.rank.cp_rank}, {"ep_rank", r.rank.ep_rank}, {"dp_rank", r.rank.dp_rank}, {"peak_allocated_bytes", r.peak_allocated.value}, {"peak_with_graph_pool_bytes", r.peak_with_graph_pool.value}, {"estimated_peak_reserved_bytes", r.estimated_reserved.value}, {"estimated_peak_reserved_p90_bytes", r.estimated_reserved_p90.value}, {"fits", r.fits}, {"fits_with_allocator_reserve", r.fits_with_allocator_reserve}});
   const StepSplit& t = e.time;
   return {{"position", index + 1},
           {"tie_group", e.tie_group},
@@ -68,12 +61,9 @@ json entry_json(const PlanEntry& e, std::size_t index) {
           {"max_peak_allocated_bytes", e.max_peak_allocated.value},
           {"max_estimated_peak_reserved_p90_bytes", e.max_reserved_p90.value},
           {"headroom_bytes", e.headroom.value},
-          {"step_time", {{"step_s", t.step_s}, {"compute_s", t.compute_s}, {"exposed_comm_s", t.exposed_comm_s},
-                         {"grad_sync_s", t.grad_sync_s}, {"replay_s", t.replay_s}, {"bubble_s", t.bubble_s},
-                         {"optimizer_s", t.optimizer_s}}},
+          {"step_time", {{"step_s", t.step_s}, {"compute_s", t.compute_s}, {"exposed_comm_s", t.exposed_comm_s}, {"grad_sync_s", t.grad_sync_s}, {"replay_s", t.replay_s}, {"bubble_s", t.bubble_s}, {"optimizer_s", t.optimizer_s}}},
           {"ranks", std::move(ranks)},
-          {"launch", {{"megatron_lm", e.launch.megatron_lm}, {"bridge_overrides", e.launch.bridge_overrides},
-                      {"peakcast_set", e.launch.peakcast_sets}}}};
+          {"launch", {{"megatron_lm", e.launch.megatron_lm}, {"bridge_overrides", e.launch.bridge_overrides}, {"peakcast_set", e.launch.peakcast_sets}}}};
 }
 
 }  // namespace
@@ -89,12 +79,7 @@ std::string to_json(const PlanResult& r) {
                   {"gpu", r.gpu},
                   {"global_batch_size", r.global_batch},
                   {"seq_length", r.seq_length},
-                  {"stats", {{"configurations", s.configurations}, {"layouts", s.layouts},
-                             {"layouts_rejected", s.layouts_rejected}, {"layouts_pruned_static", s.layouts_pruned_static},
-                             {"layouts_pruned_by_bound", s.layouts_pruned_by_bound}, {"layouts_searched", s.layouts_searched},
-                             {"rejected_by_megatron", s.rejected_by_megatron}, {"pruned_static_memory", s.pruned_static_memory},
-                             {"pruned_by_bound", s.pruned_by_bound}, {"timed", s.timed}, {"simulated", s.simulated},
-                             {"fitting", s.fitting}, {"shape_groups", s.shape_groups}, {"seconds", s.seconds}}},
+                  {"stats", {{"configurations", s.configurations}, {"layouts", s.layouts}, {"layouts_rejected", s.layouts_rejected}, {"layouts_pruned_static", s.layouts_pruned_static}, {"layouts_pruned_by_bound", s.layouts_pruned_by_bound}, {"layouts_searched", s.layouts_searched}, {"rejected_by_megatron", s.rejected_by_megatron}, {"pruned_static_memory", s.pruned_static_memory}, {"pruned_by_bound", s.pruned_by_bound}, {"timed", s.timed}, {"simulated", s.simulated}, {"fitting", s.fitting}, {"shape_groups", s.shape_groups}, {"seconds", s.seconds}}},
                   {"notes", r.notes},
                   {"entries", std::move(entries)}};
   return j.dump(2);

@@ -14,17 +14,22 @@
 
 namespace peakcast::sim::planning {
 
-enum class LayoutState { unseen, rejected, static_pruned, bounded, cut_by_bound, searched };
+enum class LayoutState { unseen,
+                         rejected,
+                         static_pruned,
+                         bounded,
+                         cut_by_bound,
+                         searched };
 
 struct LayoutRecord {
   std::size_t group = 0;
   LayoutState state = LayoutState::unseen;
-  std::string reason;        // Megatron's rule, when rejected
-  Bytes capacity;            // the GPU less TE's userbuffers
-  Bytes static_bound;        // the largest rank's static_peak_lower_bound
-  double time_bound = 0;     // Predictor::StepTimeEstimate::any_policy_lower_bound_s
-  double routing_load = 1.0; // model.moe_routing_imbalance the layout is checked at (Search::spec_of)
-  std::size_t policies = 0;  // policies built for it (0: not built; counted from its dimensions)
+  std::string reason;         // Megatron's rule, when rejected
+  Bytes capacity;             // the GPU less TE's userbuffers
+  Bytes static_bound;         // the largest rank's static_peak_lower_bound
+  double time_bound = 0;      // Predictor::StepTimeEstimate::any_policy_lower_bound_s
+  double routing_load = 1.0;  // model.moe_routing_imbalance the layout is checked at (Search::spec_of)
+  std::size_t policies = 0;   // policies built for it (0: not built; counted from its dimensions)
 };
 
 // Layouts whose per-rank shapes agree: the first one bounded keeps the layer graphs and profiles the

@@ -130,10 +130,7 @@ std::vector<PlanLayout> enumerate_layouts(const model::RunSpec& base, const Plan
           for (const auto& split : splits)
             for (const std::int64_t vpp : vpp_options(split, pp))
               for (const std::int64_t mbs : divisors(gbs / dp)) {
-                PlanLayout l;
-                l.tp = tp; l.pp = pp; l.vpp = vpp; l.cp = cp; l.ep = ep; l.etp = etp; l.dp = dp; l.mbs = mbs;
-                l.first_stage_layers = split.first;
-                l.last_stage_layers = split.last;
+                PlanLayout l{.tp = tp, .pp = pp, .vpp = vpp, .cp = cp, .ep = ep, .etp = etp, .dp = dp, .mbs = mbs, .first_stage_layers = split.first, .last_stage_layers = split.last};
                 add_switches(l, base, options, out);
               }
       }

@@ -115,7 +115,7 @@ ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, co
       const GraphCapture cap = graph_capture(spec, chunk.layers[i]);
       const std::uint32_t mixer_half = kInputNorm | kMlaUpProj | kGdnNormOut;
       const std::uint32_t ffn_half = kPreMlpNorm | kMoeAct;
-      const std::uint32_t plain = cap == GraphCapture::whole ? (mixer_half | ffn_half)
+      const std::uint32_t plain = cap == GraphCapture::whole   ? (mixer_half | ffn_half)
                                   : cap == GraphCapture::mixer ? mixer_half
                                   : cap == GraphCapture::ffn   ? ffn_half
                                                                : 0u;

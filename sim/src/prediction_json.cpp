@@ -8,24 +8,17 @@ namespace peakcast::sim {
 namespace {
 
 nlohmann::json breakdown_json(const Breakdown& b) {
-  return {{"parameters", b.parameters.value}, {"gradients", b.gradients.value},
-          {"optimizer_states", b.optimizer_states.value}, {"activations", b.activations.value},
-          {"transient", b.transient.value}, {"other", b.other.value}};
+  return {{"parameters", b.parameters.value}, {"gradients", b.gradients.value}, {"optimizer_states", b.optimizer_states.value}, {"activations", b.activations.value}, {"transient", b.transient.value}, {"other", b.other.value}};
 }
 
 nlohmann::json verdict_json(const Verdict& v) {
-  return {{"kind", to_string(v.kind)}, {"cause", to_string(v.cause)}, {"margin_bytes", v.margin}, {"allocated_need_bytes", v.allocated_need.value},
-          {"reservation_bytes", v.reservation.value}, {"reservation_replayed", v.reservation_replayed},
-          {"pp_rank", v.pp_rank}, {"reason", v.reason}};
+  return {{"kind", to_string(v.kind)}, {"cause", to_string(v.cause)}, {"margin_bytes", v.margin}, {"allocated_need_bytes", v.allocated_need.value}, {"reservation_bytes", v.reservation.value}, {"reservation_replayed", v.reservation_replayed}, {"pp_rank", v.pp_rank}, {"reason", v.reason}};
 }
 
 nlohmann::json replay_json(const AllocatorReplay& a) {
-  nlohmann::json j{{"peak_reserved_bytes", a.peak_reserved.value}, {"peak_allocated_bytes", a.peak_allocated.value},
-                   {"peak_requested_bytes", a.peak_requested.value}, {"largest_free_block_at_peak_bytes", a.largest_free_at_peak.value},
-                   {"reserved_at_peak_bytes", a.reserved_at_peak.value}, {"requests", a.requests}, {"segments", a.segments}};
+  nlohmann::json j{{"peak_reserved_bytes", a.peak_reserved.value}, {"peak_allocated_bytes", a.peak_allocated.value}, {"peak_requested_bytes", a.peak_requested.value}, {"largest_free_block_at_peak_bytes", a.largest_free_at_peak.value}, {"reserved_at_peak_bytes", a.reserved_at_peak.value}, {"requests", a.requests}, {"segments", a.segments}};
   if (a.first_failure)
-    j["first_failure"] = {{"request_bytes", a.first_failure->request.value}, {"allocated_bytes", a.first_failure->allocated.value},
-                          {"reserved_bytes", a.first_failure->reserved.value}, {"where", a.first_failure->where}};
+    j["first_failure"] = {{"request_bytes", a.first_failure->request.value}, {"allocated_bytes", a.first_failure->allocated.value}, {"reserved_bytes", a.first_failure->reserved.value}, {"where", a.first_failure->where}};
   return j;
 }
 
@@ -68,16 +61,11 @@ std::string to_json(const Prediction& p, bool with_timeline) {
     x["replay_flops"] = r.replay_flops;
     x["step_time_s"] = r.step_time_s;
     x["replay_time_s"] = r.replay_time_s;
-    x["time"] = {{"forward_backward_s", r.time.forward_backward_s}, {"grad_sync_s", r.time.grad_sync_s},
-                 {"optimizer_s", r.time.optimizer_s}, {"compute_s", r.time.compute_s},
-                 {"host_forward_calls", r.time.host_forward_calls}, {"host_backward_calls", r.time.host_backward_calls},
-                 {"comm_wire_bytes", r.time.comm_wire_bytes}, {"checkpoint_regions", r.time.checkpoint_regions}, {"optimizer_touched_bytes", r.time.optimizer_touched_bytes}};
+    x["time"] = {{"forward_backward_s", r.time.forward_backward_s}, {"grad_sync_s", r.time.grad_sync_s}, {"optimizer_s", r.time.optimizer_s}, {"compute_s", r.time.compute_s}, {"host_forward_calls", r.time.host_forward_calls}, {"host_backward_calls", r.time.host_backward_calls}, {"comm_wire_bytes", r.time.comm_wire_bytes}, {"checkpoint_regions", r.time.checkpoint_regions}, {"optimizer_touched_bytes", r.time.optimizer_touched_bytes}};
     if (with_timeline) {
       nlohmann::json events = nlohmann::json::array();
       for (const auto& e : r.timeline) {
-        events.push_back({{"time_s", e.time_s}, {"live_bytes", e.live.value}, {"op", e.op}, {"layer", e.layer},
-                          {"microbatch", e.microbatch}, {"chunk", e.chunk}, {"iteration", e.iteration},
-                          {"phase", to_string(e.phase)}});
+        events.push_back({{"time_s", e.time_s}, {"live_bytes", e.live.value}, {"op", e.op}, {"layer", e.layer}, {"microbatch", e.microbatch}, {"chunk", e.chunk}, {"iteration", e.iteration}, {"phase", to_string(e.phase)}});
       }
       x["timeline"] = std::move(events);
       x["timeline_microbatches"] = r.timeline_microbatches;

@@ -23,7 +23,8 @@ Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const Checkpoint
   s.held_tensors = &p.held_tensors;
   s.forward_peak_excess = p.forward_peak_excess;
   bool input_grad = false;
-  for (const auto& t : g.tensors) if (t.external && t.requires_grad) input_grad = true;
+  for (const auto& t : g.tensors)
+    if (t.external && t.requires_grad) input_grad = true;
   s.parts.push_back({p.held, p.backward_peak_excess, p.input_bytes, p.forward_peak_excess, input_grad});
   s.parts.back().graph = &g;
   s.parts.back().ckpt = ckpt;
@@ -78,7 +79,10 @@ Bytes captured_half_bytes(const std::vector<ModuleProfile::HeldTensor>& held, bo
   const auto local = [](const std::string& name) { return name.substr(name.find('.') + 1); };
   std::size_t split = held.size();
   for (std::size_t i = 0; i < held.size(); ++i)
-    if (local(held[i].name).rfind("pre_mlp_layernorm", 0) == 0) { split = i; break; }
+    if (local(held[i].name).rfind("pre_mlp_layernorm", 0) == 0) {
+      split = i;
+      break;
+    }
   Bytes sum{};
   for (std::size_t i = 0; i < held.size(); ++i) {
     const bool in_ffn = i >= split;

@@ -17,7 +17,7 @@ struct Segment {
   int layer = -1;
   Bytes input_bytes, output_bytes;
   bool input_held = false;
-  Bytes held;                 // kept from forward to backward (includes the input when held)
+  Bytes held;                                                            // kept from forward to backward (includes the input when held)
   const std::vector<ModuleProfile::HeldTensor>* held_tensors = nullptr;  // plain modules: in the profile cache
   Bytes forward_peak_excess;
   // Backward: the profiles of the modules, replayed first when `replay_group`.

@@ -70,7 +70,9 @@ const FittedConstants& shipped_fitted_constants(bool local) {
 // tensor_parallel/layers.py, four with the shared experts' side stream). Transformer Engine's GEMMs
 // use TE's own workspace; that stack keeps the one. The backward's workspaces are created by the
 // first backward, so iteration 1's forward runs without them.
-struct CublasWorkspaces { std::int64_t forward = 1, backward = 0; };
+struct CublasWorkspaces {
+  std::int64_t forward = 1, backward = 0;
+};
 CublasWorkspaces cublas_workspaces(const model::RunSpec& spec) {
   if (spec.model.transformer_impl != model::TransformerImpl::local) return {1, 0};
   const bool side_stream = spec.model.num_moe_experts && spec.model.moe_shared_expert_overlap &&
@@ -103,8 +105,7 @@ std::vector<ModuleSummary> module_summaries(const std::vector<ChunkModel>& chunk
   std::vector<ModuleSummary> out;
   for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
     for (const auto& s : chunks[ci].segments) {
-      out.push_back({s.name, static_cast<int>(ci), s.held, s.forward_peak_excess, s.largest_backward_excess(), s.replay_flops,
-                     s.forward_s, s.backward_s, s.replay_s, {}});
+      out.push_back({s.name, static_cast<int>(ci), s.held, s.forward_peak_excess, s.largest_backward_excess(), s.replay_flops, s.forward_s, s.backward_s, s.replay_s, {}});
       if (with_held_tensors && s.held_tensors) out.back().held_tensors = *s.held_tensors;
     }
   }
@@ -161,12 +162,9 @@ struct Predictor::Impl {
   std::optional<std::vector<model::RankStatic>> statics;
   detail::ScriptCache scripts;  // the allocator replay's module scripts
   explicit Impl(model::RunSpec s)
-      : spec(std::move(s)), d(model::derive(spec)), builder(std::make_shared<detail::StageBuilder>(spec, d)),
-        plan(model::build_layer_plan(spec, d)),
-        fitted(shipped_fitted_constants(spec.model.transformer_impl == model::TransformerImpl::local)) {}
+      : spec(std::move(s)), d(model::derive(spec)), builder(std::make_shared<detail::StageBuilder>(spec, d)), plan(model::build_layer_plan(spec, d)), fitted(shipped_fitted_constants(spec.model.transformer_impl == model::TransformerImpl::local)) {}
   Impl(model::RunSpec s, std::shared_ptr<detail::StageBuilder> shared)
-      : spec(std::move(s)), d(model::derive(spec)), builder(std::move(shared)), plan(model::build_layer_plan(spec, d)),
-        fitted(shipped_fitted_constants(spec.model.transformer_impl == model::TransformerImpl::local)) {}
+      : spec(std::move(s)), d(model::derive(spec)), builder(std::move(shared)), plan(model::build_layer_plan(spec, d)), fitted(shipped_fitted_constants(spec.model.transformer_impl == model::TransformerImpl::local)) {}
 
   // The spec with only its recompute and offloading fields replaced by `choice`.
   model::RunSpec with_policy(const RecomputeChoice& choice) const {
@@ -189,7 +187,9 @@ struct Predictor::Impl {
   // The run under `policy`: the builder's spec with, at most, other recompute and offloading fields.
   Prediction run(const model::RunSpec& policy, const PredictOptions& options);
 
-  struct StageModels { std::vector<ChunkModel> eager, captured; };
+  struct StageModels {
+    std::vector<ChunkModel> eager, captured;
+  };
   detail::ReplaySetup replay_setup(const model::RunSpec& policy, const model::Derived& pd, const detail::WalkSetup& setup,
                                    const model::StaticMemory& sm, const model::StaticAllocations& tensors, Bytes capacity,
                                    const CublasWorkspaces& ws);

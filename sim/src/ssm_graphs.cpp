@@ -32,12 +32,10 @@ int mamba_block(GraphBuilder& b, const model::RunSpec& spec, int ln) {
   const int y = b.tensor("mixer.scan_out", b.act(N, d_in));
   const int out_x = b.tensor("mixer.out_x", b.act(N, d_in), false);
   const std::int64_t chunks = (c.seq + 127) / 128;
-  const Bytes scan_ws = b.act(N, d_in + 2 * groups * ds) +                     // conv output
-                        Bytes{c.batch * heads * c.seq * kFp32 * 2} +          // dt, dA_cumsum
+  const Bytes scan_ws = b.act(N, d_in + 2 * groups * ds) +                                // conv output
+                        Bytes{c.batch * heads * c.seq * kFp32 * 2} +                      // dt, dA_cumsum
                         Bytes{c.batch * chunks * heads * m.mamba_head_dim * ds * kFp32};  // chunk states
-  b.op("mixer.split_conv1d_scan", {.in = {zx_t}, .out = {y, out_x}, .save = {zx_t, out_x},
-                                   .flops = 2.0 * N * d_in * ds * 3 + 2.0 * N * (d_in + 2 * groups * ds) * m.mamba_d_conv,
-                                   .backward_flops = 2.0 * (2.0 * N * d_in * ds * 3), .ws = scan_ws, .bws = scan_ws});
+  b.op("mixer.split_conv1d_scan", {.in = {zx_t}, .out = {y, out_x}, .save = {zx_t, out_x}, .flops = 2.0 * N * d_in * ds * 3 + 2.0 * N * (d_in + 2 * groups * ds) * m.mamba_d_conv, .backward_flops = 2.0 * (2.0 * N * d_in * ds * 3), .ws = scan_ws, .bws = scan_ws});
   int y_t = y;
   if (copies) {
     y_t = b.tensor("mixer.y_contiguous", b.act(N, d_in));
@@ -62,12 +60,9 @@ int gdn_block(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGraph& g
   const int gates = b.tensor("gdn.g_beta", Bytes{N * nv * kFp32 * 2});
   b.op("gdn.prepare", {.in = {conv, proj}, .out = {qkv, gates}, .save = {conv}});
   const int core = b.tensor("gdn.core_out", b.act(N, v_dim));
-  b.op("gdn.chunk_delta_rule", {.in = {qkv, gates}, .out = {core}, .save = {qkv, gates},
-                                .flops = 4.0 * N * nv * m.linear_key_head_dim * m.linear_value_head_dim,
-                                .attention = true});
+  b.op("gdn.chunk_delta_rule", {.in = {qkv, gates}, .out = {core}, .save = {qkv, gates}, .flops = 4.0 * N * nv * m.linear_key_head_dim * m.linear_value_head_dim, .attention = true});
   const int normed = b.tensor("gdn.norm_out", b.act(N, v_dim));
-  b.op("gdn.gated_norm", {.in = {core, proj}, .out = {normed}, .save = {core}, .region = kGdnNormOut,
-                          .flops = 8.0 * N * v_dim});
+  b.op("gdn.gated_norm", {.in = {core, proj}, .out = {normed}, .save = {core}, .region = kGdnNormOut, .flops = 8.0 * N * v_dim});
   const int out = b.linear("gdn.out_proj", normed, v_dim, h, Parallel::row);
   g.discards.push_back({kGdnNormOut, {normed}, static_cast<int>(g.ops.size()) - 1});
   return out;

@@ -97,7 +97,10 @@ void StageBuilder::add_layers(const model::RunSpec& spec, const model::Derived& 
   std::size_t i = 0;
   while (i < c.layers.size()) {
     const auto& l = c.layers[i];
-    if (l.is_mtp) { ++i; continue; }  // MTP depths are added with the output layer
+    if (l.is_mtp) {
+      ++i;
+      continue;
+    }  // MTP depths are added with the output layer
     if (pol.layers[i].whole_module) {
       std::vector<const LayerGraph*> group;
       const int gid = pol.group_of_layer[i];
@@ -147,7 +150,8 @@ void StageBuilder::add_layers(const model::RunSpec& spec, const model::Derived& 
 void StageBuilder::add_mtp_and_output(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& c,
                                       const ChunkPolicy& pol, ChunkModel& cm) {
   std::vector<std::size_t> mtp_at;  // positions of the MTP depths' layers in the chunk
-  for (std::size_t j = 0; j < c.layers.size(); ++j) if (c.layers[j].is_mtp) mtp_at.push_back(j);
+  for (std::size_t j = 0; j < c.layers.size(); ++j)
+    if (c.layers[j].is_mtp) mtp_at.push_back(j);
   const bool mtp_full_uniform = spec.model.recompute_granularity == model::RecomputeGranularity::full &&
                                 spec.model.recompute_method == model::RecomputeMethod::uniform;
   // Each depth looks its shifted tokens up in the embedding weight, whose dense gradient autograd

@@ -1,8 +1,8 @@
 // Sweep results as CSV (one row per point) and JSON.
 #include <cstdio>
 #include <regex>
-#include <string_view>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 

@@ -3,9 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../source_file.hpp"
 #include "peakcast/calibration/attention_fit.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
-#include "../source_file.hpp"
 
 using namespace peakcast;
 using namespace peakcast::calibration;

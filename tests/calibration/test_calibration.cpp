@@ -18,10 +18,11 @@ const std::string kSpec = R"("spec":{"model":{"num_layers":2}})";
 
 TEST_CASE("record reader accepts a summary record and derives phase and times from a harness record") {
   const std::string text =
-      R"({"record_version":1,"case":"a",)" + kSpec + R"(,"rank":{"pp_rank":1},"measured":{"max_allocated_bytes":1000,"oom":false}})" "\n\n" +
+      R"({"record_version":1,"case":"a",)" + kSpec + R"(,"rank":{"pp_rank":1},"measured":{"max_allocated_bytes":1000,"oom":false}})"
+                                                     "\n\n" +
       R"({"record_version":1,"case":"b",)" + kSpec + R"(,"rank":null,"measured":{"max_allocated_bytes":900,"model_build_peak_bytes":100,)"
-      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"grad_sync_peak_bytes":600,"optimizer_peak_bytes":800,"fwd_bwd_time_s":1,"grad_sync_time_s":1,"optimizer_time_s":1},)"
-      R"({"iteration":2,"fwd_bwd_peak_bytes":900,"grad_sync_peak_bytes":600,"optimizer_peak_bytes":850,"fwd_bwd_time_s":0.5,"grad_sync_time_s":0.25,"optimizer_time_s":0.25}]}})";
+                                                     R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"grad_sync_peak_bytes":600,"optimizer_peak_bytes":800,"fwd_bwd_time_s":1,"grad_sync_time_s":1,"optimizer_time_s":1},)"
+                                                     R"({"iteration":2,"fwd_bwd_peak_bytes":900,"grad_sync_peak_bytes":600,"optimizer_peak_bytes":850,"fwd_bwd_time_s":0.5,"grad_sync_time_s":0.25,"optimizer_time_s":0.25}]}})";
   const auto r = read_records(text, "t.jsonl");
   REQUIRE(r.errors.empty());
   REQUIRE(r.records.size() == 2);
@@ -42,7 +43,8 @@ TEST_CASE("record reader refuses byte counts outside int64, float or integer, na
   for (const std::string v : {"1e308", "-1e308", "9.3e18", "18446744073709551615"}) {
     INFO(v);
     const auto r = read_records(R"({"record_version":1,"case":"a",)" + kSpec + R"(,"measured":{"max_allocated_bytes":)" + v +
-                                R"(,"oom":false}})", "t.jsonl");
+                                    R"(,"oom":false}})",
+                                "t.jsonl");
     CHECK(r.records.empty());
     REQUIRE(r.errors.size() == 1);
     CHECK(r.errors[0].find("max_allocated_bytes") != std::string::npos);
@@ -61,8 +63,10 @@ TEST_CASE("record reader takes the routing of the largest forward-backward and d
   // Iteration 2 has the larger forward-backward peak: its routing (received 150 of 100 routed
   // rows per layer) is the record's.
   const std::string ok = R"({"record_version":1,"case":"a",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
-      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,)" + routing(100, 80) + R"(},)"
-      R"({"iteration":2,"fwd_bwd_peak_bytes":900,)" + routing(100, 150) + R"(}]}})";
+                                                                        R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,)" +
+                         routing(100, 80) + R"(},)"
+                                            R"({"iteration":2,"fwd_bwd_peak_bytes":900,)" +
+                         routing(100, 150) + R"(}]}})";
   const auto a = read_records(ok);
   REQUIRE(a.errors.empty());
   REQUIRE(a.records.size() == 1);
@@ -70,8 +74,10 @@ TEST_CASE("record reader takes the routing of the largest forward-backward and d
   CHECK_FALSE(a.records[0].measured.diverged_after_first_iteration);
   // A later iteration whose loss is null (not finite) diverged: only iteration 1 is compared.
   const std::string nan = R"({"record_version":1,"case":"b",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
-      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"last_microbatch_loss_sum":9.7,)" + routing(100, 80) + R"(},)"
-      R"({"iteration":2,"fwd_bwd_peak_bytes":900,"last_microbatch_loss_sum":null,)" + routing(100, 800) + R"(}]}})";
+                                                                         R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"last_microbatch_loss_sum":9.7,)" +
+                          routing(100, 80) + R"(},)"
+                                             R"({"iteration":2,"fwd_bwd_peak_bytes":900,"last_microbatch_loss_sum":null,)" +
+                          routing(100, 800) + R"(}]}})";
   const auto b = read_records(nan);
   REQUIRE(b.errors.empty());
   REQUIRE(b.records.size() == 1);
@@ -82,14 +88,14 @@ TEST_CASE("record reader takes the routing of the largest forward-backward and d
   CHECK(*m.moe_routing_imbalance == Approx(0.8));
   // Non-finite already in iteration 1: nothing of the run is a training step; the record is skipped.
   const std::string nan1 = R"({"record_version":1,"case":"d",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
-      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"last_microbatch_loss_sum":null}]}})";
+                                                                          R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"last_microbatch_loss_sum":null}]}})";
   const auto d = read_records(nan1);
   CHECK(d.errors.empty());
   CHECK(d.records.empty());
   CHECK(d.skipped.size() == 1);
   // Row counts must be present and not negative.
   const std::string bad = R"({"record_version":1,"case":"c",)" + kSpec + R"(,"measured":{"max_allocated_bytes":900,)"
-      R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":10}]}]}})";
+                                                                         R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":10}]}]}})";
   CHECK(read_records(bad).errors.size() == 1);
 }
 
@@ -97,7 +103,7 @@ TEST_CASE("untrained-router spread: rms of (layer load - 1) x sqrt(local experts
   const auto line = [](const std::string& name, int ep, const std::string& score, int received) {
     return R"({"record_version":1,"case":")" + name + R"(","spec":{"model":{"num_moe_experts":64,"expert_model_parallel_size":)" +
            std::to_string(ep) + R"(,"moe_router_score_function":")" + score + R"("}},"measured":{"max_allocated_bytes":900,)"
-           R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":100,"received_rows":)" +
+                                                                              R"("iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,"moe_routing":[{"routed_rows":100,"received_rows":)" +
            std::to_string(received) + "}]}]}}\n";
   };
   // EP 8 (8 local experts) sigmoid: one layer at load 1.5; EP 2 (32 local experts) softmax: 0.9.
@@ -117,9 +123,11 @@ TEST_CASE("untrained-router spread: rms of (layer load - 1) x sqrt(local experts
 TEST_CASE("untrained-router spread leaves out ETP runs and layers that sent every token to the same experts") {
   const auto line = [](const std::string& name, const std::string& model_extra, const std::string& counts) {
     return R"({"record_version":1,"case":")" + name + R"(","spec":{"model":{"num_moe_experts":8,"moe_router_topk":2,)"
-           R"("expert_model_parallel_size":2,"moe_router_score_function":"softmax")" + model_extra +
+                                                      R"("expert_model_parallel_size":2,"moe_router_score_function":"softmax")" +
+           model_extra +
            R"(}},"measured":{"max_allocated_bytes":900,"iterations":[{"iteration":1,"fwd_bwd_peak_bytes":700,)"
-           R"("moe_routing":[{"routed_rows":100,"received_rows":120,"expert_counts":)" + counts + "}]}]}}\n";
+           R"("moe_routing":[{"routed_rows":100,"received_rows":120,"expert_counts":)" +
+           counts + "}]}]}}\n";
   };
   // Spread over 3 experts: kept. Every token on the same 2 (= top-k) experts: left out. ETP 2:
   // the harness's stand-in gathered rows reach later routers, left out.
@@ -136,12 +144,18 @@ TEST_CASE("untrained-router spread leaves out ETP runs and layers that sent ever
 }
 
 TEST_CASE("record reader rejects bad lines with their line numbers") {
-  const std::string text = "not json\n"
-                           R"({"record_version":2,"case":"x",)" + kSpec + R"(,"measured":{}})" "\n" +
-                           R"({"record_version":1,"case":"y",)" + kSpec + R"(,"measured":{"max_allocated_bytes":"12"}})" "\n" +
-                           R"({"record_version":1,"case":"z",)" + kSpec + R"(,"measured":{"oom":false}})" "\n" +
-                           R"({"record_version":1,"spec":{},"measured":{}})" "\n" +
-                           R"({"record_version":1,"case":"v",)" + kSpec + R"(,"measured":null,"validation_error":{"type":"ValueError"}})";
+  const std::string text =
+      "not json\n"
+      R"({"record_version":2,"case":"x",)" +
+      kSpec + R"(,"measured":{}})"
+              "\n" +
+      R"({"record_version":1,"case":"y",)" + kSpec + R"(,"measured":{"max_allocated_bytes":"12"}})"
+                                                     "\n" +
+      R"({"record_version":1,"case":"z",)" + kSpec + R"(,"measured":{"oom":false}})"
+                                                     "\n" +
+      R"({"record_version":1,"spec":{},"measured":{}})"
+      "\n" +
+      R"({"record_version":1,"case":"v",)" + kSpec + R"(,"measured":null,"validation_error":{"type":"ValueError"}})";
   const auto r = read_records(text, "bad.jsonl");
   REQUIRE(r.errors.size() == 5);
   CHECK(r.errors[0].rfind("bad.jsonl:1: ", 0) == 0);

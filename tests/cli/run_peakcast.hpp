@@ -3,10 +3,10 @@
 // its exit status and its stdout and stderr together.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 namespace peakcast_test {
 

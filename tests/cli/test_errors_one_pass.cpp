@@ -1,11 +1,11 @@
 // A spec with several kinds of mistakes gets all of them reported in one run, each with its path.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 // Runs peakcast with `args`; stderr goes where `stderr_to` says (e.g. "2>&1", "2>/dev/null").

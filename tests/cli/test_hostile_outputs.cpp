@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "run_peakcast.hpp"
 #include <sys/wait.h>
+#include "run_peakcast.hpp"
 
 namespace fs = std::filesystem;
 

@@ -98,5 +98,6 @@ TEST_CASE("predict/rank/sweep --hf-config: the architecture from Hugging Face, t
   CHECK(u.out.find("bad.json") != std::string::npos);
   // model.hf_config in the spec, relative to the spec file.
   CHECK(run("predict " + write("with_key.json", R"({"model": {"hf_config": "qwen2.5-7b.json", "seq_length": 4096},
-      "train": {"micro_batch_size": 1}, "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})")).status == 0);
+      "train": {"micro_batch_size": 1}, "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})"))
+            .status == 0);
 }

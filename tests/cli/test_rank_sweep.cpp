@@ -10,7 +10,10 @@
 
 namespace {
 
-struct Run { int status; std::string out; };
+struct Run {
+  int status;
+  std::string out;
+};
 
 Run run(const std::string& args) {
   const std::string cmd = std::string(PEAKCAST_BINARY) + " " + args + " 2>/dev/null";
@@ -70,7 +73,8 @@ TEST_CASE("rank checks the busiest expert-parallel rank by default; --moe-balanc
   // The busiest rank holds more: the same policy peaks higher there.
   CHECK(busiest.at("narrowest_viable").at("label") == balanced.at("narrowest_viable").at("label"));
   const auto peak_of = [](const nlohmann::json& j, const std::string& label) {
-    for (const auto& c : j.at("candidates")) if (c.at("label") == label) return c.at("max_peak_allocated_bytes").get<long long>();
+    for (const auto& c : j.at("candidates"))
+      if (c.at("label") == label) return c.at("max_peak_allocated_bytes").get<long long>();
     return -1LL;
   };
   CHECK(peak_of(busiest, "[]") > peak_of(balanced, "[]"));

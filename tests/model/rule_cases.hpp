@@ -22,7 +22,7 @@ inline const char* kBase = R"({
 
 // A dense-free MoE model on the same base.
 inline const std::vector<std::string> kMoe = {"model.num_moe_experts=8", "model.moe_ffn_hidden_size=128",
-                                       "model.moe_router_topk=2", "model.moe_grouped_gemm=true"};
+                                              "model.moe_router_topk=2", "model.moe_grouped_gemm=true"};
 
 struct Outcome {
   Diagnostics diagnostics;
@@ -73,7 +73,8 @@ inline void check_rule_cases(const std::vector<RuleCase>& cases) {
   for (const RuleCase& c : cases) {
     DYNAMIC_SECTION(c.rule << " at " << c.path) {
       const Outcome bad = run(c.breaks);
-      INFO("breaking config:\n" << dump(bad.diagnostics));
+      INFO("breaking config:\n"
+           << dump(bad.diagnostics));
       bool found = false;
       for (const auto& d : bad.diagnostics) {
         if (d.rule == c.rule && d.path == c.path && d.severity == c.severity) {
@@ -83,7 +84,8 @@ inline void check_rule_cases(const std::vector<RuleCase>& cases) {
       }
       CHECK(found);
       const Outcome good = run(c.keeps);
-      INFO("neighbouring config:\n" << dump(good.diagnostics));
+      INFO("neighbouring config:\n"
+           << dump(good.diagnostics));
       CHECK(good.parsed);
       CHECK_FALSE(has_rule(good.diagnostics, c.rule, c.rule == "not_simulated" ? c.path : ""));
     }

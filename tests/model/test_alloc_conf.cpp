@@ -14,7 +14,8 @@ constexpr std::int64_t MiB = 1 << 20;
 
 model::ParseResult parse_with(const std::string& conf, const std::string& extra = "") {
   const std::string text = R"({"model": {"preset": "llama3-8b", "num_layers": 2}, "train": {"micro_batch_size": 1, "global_batch_size": 8},
-      "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb", "pytorch_cuda_alloc_conf": ")" + conf + "\"" + extra + "}}";
+      "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb", "pytorch_cuda_alloc_conf": ")" +
+                           conf + "\"" + extra + "}}";
   return model::parse_run_spec(text);
 }
 

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "../source_file.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/prediction.hpp"
-#include "../source_file.hpp"
 
 using namespace peakcast;
 
@@ -62,23 +62,19 @@ TEST_CASE("each seed study's run_config.yaml predicts what its hand-written run 
 }
 
 TEST_CASE("the seed studies from recipe names with the studies' own settings", "[model][bridge]") {
-  struct Study { const char* seed; const char* recipe; std::vector<std::string> overrides; };
+  struct Study {
+    const char* seed;
+    const char* recipe;
+    std::vector<std::string> overrides;
+  };
   const std::vector<Study> studies = {
       // The seed: GBS 4, the [] control row (configs/runs/moonlight-16b-8xh100.json).
-      {"moonlight-16b-8xh100", "bridge:moonlight_16b_pretrain_8gpu_h100_bf16_config",
-       {"train.global_batch_size=4", "model.recompute_modules=[]"}},
+      {"moonlight-16b-8xh100", "bridge:moonlight_16b_pretrain_8gpu_h100_bf16_config", {"train.global_batch_size=4", "model.recompute_modules=[]"}},
       // The seed's 16-GPU run of the 8-GPU recipe, GBS 16, TE cross-entropy (configs/runs/nemotron-3-nano-16xh100.json).
-      {"nemotron-3-nano-16xh100", "bridge:nemotron_3_nano_pretrain_8gpu_h100_bf16_config",
-       {"cluster.num_gpus=16", "train.global_batch_size=16", "model.cross_entropy_fusion_impl=te"}},
+      {"nemotron-3-nano-16xh100", "bridge:nemotron_3_nano_pretrain_8gpu_h100_bf16_config", {"cluster.num_gpus=16", "train.global_batch_size=16", "model.cross_entropy_fusion_impl=te"}},
       // Bridge PR #3107's run of the Llama 3 70B SFT recipe: FP8 current scaling, TP4 PP4 VPP5 SP, TE graphs on the
       // MLP, core_attn, TP overlap and the deferred output-layer wgrad (configs/runs/llama3-70b-fp8-32xh100.json).
-      {"llama3-70b-fp8-32xh100", "bridge:llama3_70b_sft_32gpu_h100_bf16_config",
-       {"model.tensor_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=5", "model.sequence_parallel=true",
-        "model.cuda_graph_impl=transformer_engine", "model.use_te_rng_tracker=true", "model.cuda_graph_modules=[\"mlp\"]", "model.cuda_graph_scope=null",
-        "model.recompute_granularity=selective", "model.recompute_modules=[\"core_attn\"]", "model.cross_entropy_fusion_impl=te",
-        "mixed_precision=bf16_with_fp8_current_scaling_mixed", "mixed_precision.grad_reduce_in_fp32=false",
-        "comm_overlap.tp_comm_overlap=true", "comm_overlap.defer_embedding_wgrad_compute=true", "comm_overlap.wgrad_deferral_limit=22",
-        "train.global_batch_size=32"}},
+      {"llama3-70b-fp8-32xh100", "bridge:llama3_70b_sft_32gpu_h100_bf16_config", {"model.tensor_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=5", "model.sequence_parallel=true", "model.cuda_graph_impl=transformer_engine", "model.use_te_rng_tracker=true", "model.cuda_graph_modules=[\"mlp\"]", "model.cuda_graph_scope=null", "model.recompute_granularity=selective", "model.recompute_modules=[\"core_attn\"]", "model.cross_entropy_fusion_impl=te", "mixed_precision=bf16_with_fp8_current_scaling_mixed", "mixed_precision.grad_reduce_in_fp32=false", "comm_overlap.tp_comm_overlap=true", "comm_overlap.defer_embedding_wgrad_compute=true", "comm_overlap.wgrad_deferral_limit=22", "train.global_batch_size=32"}},
   };
   for (const auto& s : studies) {
     INFO(s.recipe);
@@ -108,7 +104,7 @@ TEST_CASE("every shipped JSON run spec survives a round trip through Bridge-form
     // ...so the keys the rules ask "did the spec name it" of are all named (spec_fill_checks.cpp r.has).
     expected.train.train_iters_given = back.spec->train.train_iters_given;
     expected.model.moe_flex_dispatcher_backend_set = back.spec->model.moe_flex_dispatcher_backend_set;
-    expected.bridge_training = true;  // a ConfigContainer is what Bridge's training loop runs
+    expected.bridge_training = true;                                                                  // a ConfigContainer is what Bridge's training loop runs
     expected.model.cuda_graph_modules_full_listed = back.spec->model.cuda_graph_modules_full_listed;  // the default "full"
     CHECK(*back.spec == expected);
     CHECK(sim::to_json(sim::predict(*back.spec)) == sim::to_json(sim::predict(spec)));
@@ -162,7 +158,8 @@ model::Diagnostic first_error(const std::string& text, std::vector<std::string> 
   const auto r = model::parse_spec_input("bad.yaml", text, overrides);
   for (const auto& d : r.diagnostics)
     if (d.severity == model::Severity::error) return d;
-  FAIL("no error for:\n" << text);
+  FAIL("no error for:\n"
+       << text);
   return {};
 }
 }  // namespace
@@ -176,9 +173,10 @@ TEST_CASE("bad YAML is an error naming the file, the line and the rule", "[model
   CHECK(d.message.find("bad.yaml:3") == 0);
   d = first_error("model: !!python/object:os.system {}\n");
   CHECK(d.rule == "yaml_tag");
-  d = first_error("a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
-                  "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
-                  "g: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n");
+  d = first_error(
+      "a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+      "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+      "g: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n");
   CHECK(d.rule == "yaml_too_large");
   std::string deep;
   for (int i = 0; i < 200; ++i) deep += std::string(static_cast<std::size_t>(i), ' ') + "k:\n";

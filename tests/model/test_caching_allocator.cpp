@@ -22,8 +22,8 @@ constexpr std::int64_t MiB = 1 << 20;
 TEST_CASE("an 11 MiB request gets a 12 MiB segment whose 1 MiB rest is not split off", "[model][allocator]") {
   CachingAllocatorModel a;
   const auto h = a.allocate(Bytes{11 * MiB});
-  CHECK(a.reserved() == Bytes{12 * MiB});    // rounded up to 2 MiB
-  CHECK(a.allocated() == Bytes{12 * MiB});   // remainder 1 MiB is not > 1 MiB: handed out whole
+  CHECK(a.reserved() == Bytes{12 * MiB});   // rounded up to 2 MiB
+  CHECK(a.allocated() == Bytes{12 * MiB});  // remainder 1 MiB is not > 1 MiB: handed out whole
   CHECK(a.requested() == Bytes{11 * MiB});
   CHECK(a.slack(h) == Bytes{MiB});
   // 13 MiB: segment 14 MiB, same rule.
@@ -39,11 +39,11 @@ TEST_CASE("requests under 10 MiB share 20 MiB segments, best fit, and split whil
   CachingAllocatorModel a;
   const auto x = a.allocate(Bytes{11 * MiB / 2});  // 5.5 MiB: new 20 MiB segment, 14.5 MiB left
   CHECK(a.reserved() == Bytes{20 * MiB});
-  const auto y = a.allocate(Bytes{11 * MiB});      // >= 10 MiB request, but the 14.5 MiB block fits
+  const auto y = a.allocate(Bytes{11 * MiB});  // >= 10 MiB request, but the 14.5 MiB block fits
   CHECK(a.reserved() == Bytes{20 * MiB});
   CHECK(a.slack(x) == Bytes{0});
-  CHECK(a.slack(y) == Bytes{0});                   // 3.5 MiB rest split off
-  const auto z = a.allocate(Bytes{3 * MiB});       // 0.5 MiB rest: whole 3.5 MiB block handed out
+  CHECK(a.slack(y) == Bytes{0});              // 3.5 MiB rest split off
+  const auto z = a.allocate(Bytes{3 * MiB});  // 0.5 MiB rest: whole 3.5 MiB block handed out
   CHECK(a.slack(z) == Bytes{MiB / 2});
   CHECK(a.allocated() == Bytes{20 * MiB});
 }
@@ -71,8 +71,8 @@ TEST_CASE("small requests round to 512 B in 2 MiB segments, and freed neighbours
 // read and what the H200 with torch 2.11 showed for the same sequences.
 TEST_CASE("round_size: 512 B multiples, and power-of-two divisions when asked", "[model][allocator]") {
   using A = CachingAllocatorModel;
-  CHECK(A::round_size(1) == 512);        // size < kMinBlockSize: kMinBlockSize
-  CHECK(A::round_size(513) == 1024);     // kMinBlockSize * ceil(size / kMinBlockSize)
+  CHECK(A::round_size(1) == 512);     // size < kMinBlockSize: kMinBlockSize
+  CHECK(A::round_size(513) == 1024);  // kMinBlockSize * ceil(size / kMinBlockSize)
   CHECK(A::round_size(MiB + 1) == MiB + 512);
   model::AllocatorSettings four;
   four.roundup_power2_divisions.assign(16, 4);
@@ -84,26 +84,26 @@ TEST_CASE("round_size: 512 B multiples, and power-of-two divisions when asked", 
 
 TEST_CASE("get_allocation_size: a 1 MiB + 1 request takes a 20 MiB segment, 1 MiB a 2 MiB one", "[model][allocator]") {
   CachingAllocatorModel a;
-  a.allocate(Bytes{MiB + 1});            // > kSmallSize: large pool; < kMinLargeAlloc: kLargeBuffer
+  a.allocate(Bytes{MiB + 1});  // > kSmallSize: large pool; < kMinLargeAlloc: kLargeBuffer
   CHECK(a.reserved() == Bytes{20 * MiB});
   CHECK(a.allocated() == Bytes{MiB + 512});
   CHECK(a.largest_free_block() == Bytes{20 * MiB - MiB - 512});  // split: the rest exceeds kSmallSize
   CachingAllocatorModel b;
-  b.allocate(Bytes{MiB});                // <= kSmallSize: small pool, kSmallBuffer
+  b.allocate(Bytes{MiB});  // <= kSmallSize: small pool, kSmallBuffer
   CHECK(b.reserved() == Bytes{2 * MiB});
   CachingAllocatorModel c;
-  c.allocate(Bytes{10 * MiB + 1});       // >= kMinLargeAlloc: rounded up to kRoundLarge
+  c.allocate(Bytes{10 * MiB + 1});  // >= kMinLargeAlloc: rounded up to kRoundLarge
   CHECK(c.reserved() == Bytes{12 * MiB});
 }
 
 TEST_CASE("should_split: a 15 MiB request after a freed 20 MiB block splits it", "[model][allocator]") {
   CachingAllocatorModel a;
-  a.release(a.allocate(Bytes{20 * MiB}));  // a 20 MiB segment, cached
+  a.release(a.allocate(Bytes{20 * MiB}));      // a 20 MiB segment, cached
   const auto h = a.allocate(Bytes{15 * MiB});  // get_free_block: best fit is the cached block
   CHECK(a.reserved() == Bytes{20 * MiB});
-  CHECK(a.slack(h) == Bytes{0});               // remaining 5 MiB > kSmallSize: split off
+  CHECK(a.slack(h) == Bytes{0});  // remaining 5 MiB > kSmallSize: split off
   CHECK(a.largest_free_block() == Bytes{5 * MiB});
-  a.allocate(Bytes{5 * MiB});                  // carved from the rest: still one segment
+  a.allocate(Bytes{5 * MiB});  // carved from the rest: still one segment
   CHECK(a.reserved() == Bytes{20 * MiB});
   CHECK(a.segments() == 1);
   // A 19.5 MiB request takes the whole cached 20 MiB block: 0.5 MiB is not > kSmallSize.
@@ -126,14 +126,14 @@ TEST_CASE("max_split_size: oversize blocks are not split and serve only requests
   s.max_split_size = 100 * MiB;
   CachingAllocatorModel a(s);
   const auto big = a.allocate(Bytes{200 * MiB});
-  a.release(big);                                   // a cached oversize (>= max_split_size) block
-  a.allocate(Bytes{50 * MiB});                      // get_free_block: no oversize block for a smaller request
+  a.release(big);               // a cached oversize (>= max_split_size) block
+  a.allocate(Bytes{50 * MiB});  // get_free_block: no oversize block for a smaller request
   CHECK(a.reserved() == Bytes{250 * MiB});
-  const auto h = a.allocate(Bytes{190 * MiB});      // >= max_split_size, and 200 < 190 + max_non_split_rounding
+  const auto h = a.allocate(Bytes{190 * MiB});  // >= max_split_size, and 200 < 190 + max_non_split_rounding
   CHECK(a.reserved() == Bytes{250 * MiB});
-  CHECK(a.slack(h) == Bytes{10 * MiB});             // should_split: size >= max_split_size, not split
+  CHECK(a.slack(h) == Bytes{10 * MiB});  // should_split: size >= max_split_size, not split
   a.release(h);
-  a.allocate(Bytes{170 * MiB});                     // 200 >= 170 + 20 MiB: a new segment
+  a.allocate(Bytes{170 * MiB});  // 200 >= 170 + 20 MiB: a new segment
   CHECK(a.reserved() == Bytes{420 * MiB});
 }
 
@@ -154,8 +154,8 @@ TEST_CASE("fragmentation: a request fails with the allocated bytes under the cap
   s.capacity = 100 * MiB;
   CachingAllocatorModel a(s);
   a.release(a.allocate(Bytes{40 * MiB}));
-  a.allocate(Bytes{20 * MiB});                // splits the cached 40 MiB segment: 20 MiB of it stay free
-  a.allocate(Bytes{50 * MiB});                // a new 50 MiB segment: 90 MiB reserved
+  a.allocate(Bytes{20 * MiB});  // splits the cached 40 MiB segment: 20 MiB of it stay free
+  a.allocate(Bytes{50 * MiB});  // a new 50 MiB segment: 90 MiB reserved
   CHECK(a.reserved() == Bytes{90 * MiB});
   // 30 MiB: no cached block fits; a new segment would make 120 MiB; the free 20 MiB is part of a
   // split segment, which release_cached_blocks cannot return: OutOfMemoryError with 70 MiB allocated.
@@ -177,12 +177,12 @@ TEST_CASE("expandable segments grow in 20 MiB pages (large pool) and 2 MiB pages
   model::AllocatorSettings s;
   s.expandable_segments = true;
   CachingAllocatorModel a(s);
-  a.allocate(Bytes{MiB + 1});                 // map_block: one 20 MiB page of the large pool's segment
+  a.allocate(Bytes{MiB + 1});  // map_block: one 20 MiB page of the large pool's segment
   CHECK(a.reserved() == Bytes{20 * MiB});
-  a.allocate(Bytes{30 * MiB});                // the free rest of that page plus one more page
+  a.allocate(Bytes{30 * MiB});  // the free rest of that page plus one more page
   CHECK(a.reserved() == Bytes{40 * MiB});
   CHECK(a.largest_free_block() == Bytes{40 * MiB - (MiB + 512) - 30 * MiB});
-  a.allocate(Bytes{1000});                    // small pool: a 2 MiB page of its own segment
+  a.allocate(Bytes{1000});  // small pool: a 2 MiB page of its own segment
   CHECK(a.reserved() == Bytes{42 * MiB});
   // Without expandable segments the 30 MiB request takes a segment of its own.
   CachingAllocatorModel b;
@@ -203,7 +203,7 @@ TEST_CASE("expandable segments: empty_cache unmaps the free pages", "[model][all
   const auto y = a.allocate(Bytes{MiB + 1});    // a sixth
   CHECK(a.reserved() == Bytes{120 * MiB});
   a.release(x);
-  a.empty_cache();                               // unmap_block: the five whole free pages before y
+  a.empty_cache();  // unmap_block: the five whole free pages before y
   CHECK(a.reserved() == Bytes{20 * MiB});
   a.release(y);
   a.empty_cache();
@@ -239,7 +239,10 @@ TEST_CASE("the replayed allocations give the slack measured on the 4-layer MoE m
   nlohmann::json rec;
   for (std::string line; std::getline(f, line);) {
     auto j = nlohmann::json::parse(line);
-    if (j.at("case") == "moe_moonlight4_none") { rec = j; break; }
+    if (j.at("case") == "moe_moonlight4_none") {
+      rec = j;
+      break;
+    }
   }
   REQUIRE(rec.is_object());
   const auto& m = rec.at("measured");
@@ -247,8 +250,8 @@ TEST_CASE("the replayed allocations give the slack measured on the 4-layer MoE m
   const std::int64_t built = m.at("allocated_after_model_build_bytes");
   const std::int64_t ddp = m.at("allocated_after_ddp_bytes");
   const std::int64_t opt = m.at("allocated_after_optimizer_build_bytes");
-  const std::int64_t measured_param_slack = built - 2 * n;             // bf16 parameters
-  const std::int64_t measured_main_slack = opt - ddp - 4 * n;          // fp32 main parameters
+  const std::int64_t measured_param_slack = built - 2 * n;     // bf16 parameters
+  const std::int64_t measured_main_slack = opt - ddp - 4 * n;  // fp32 main parameters
 
   auto r = model::parse_run_spec(rec.at("spec").dump());
   REQUIRE(r.spec);

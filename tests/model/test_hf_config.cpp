@@ -65,10 +65,10 @@ TEST_CASE("hf_config: the architecture from the config, the rest from the spec",
   CHECK(m.hidden_size == 4096);
   CHECK(m.num_query_groups == 8);
   CHECK(m.vocab_size == 128256);
-  CHECK(m.seq_length == 4096);                  // the training sequence is the spec's
-  CHECK(m.max_position_embeddings == 8192);     // HF max_position_embeddings (Bridge's provider seq_length)
+  CHECK(m.seq_length == 4096);               // the training sequence is the spec's
+  CHECK(m.max_position_embeddings == 8192);  // HF max_position_embeddings (Bridge's provider seq_length)
   CHECK(m.tensor_model_parallel_size == 2);
-  CHECK(r.spec->model.bf16);                    // torch_dtype bfloat16 (model_bridge.py:639-643)
+  CHECK(r.spec->model.bf16);                     // torch_dtype bfloat16 (model_bridge.py:639-643)
   CHECK(r.defaults == DefaultsProfile::bridge);  // a Bridge model, as a preset is
   CHECK(r.origins.at("model.hidden_size").origin == "Hugging Face config");
   CHECK(r.origins.at("model.hidden_size").source.find("LlamaBridge") != std::string::npos);
@@ -93,8 +93,7 @@ TEST_CASE("hf_config: a spec key that disagrees with the config is an error nami
 
 TEST_CASE("hf_config: training settings and precision are the spec's, said in one line", "[model][hf]") {
   const std::string path = write("qwen3moe.json", config_of("qwen3-30b-a3b").dump());
-  const ParseResult r = parse_model({{"hf_config", path}, {"moe_token_dispatcher_type", "allgather"}, {"fp16", true},
-                                     {"expert_model_parallel_size", 8}});
+  const ParseResult r = parse_model({{"hf_config", path}, {"moe_token_dispatcher_type", "allgather"}, {"fp16", true}, {"expert_model_parallel_size", 8}});
   REQUIRE(r.spec);
   CHECK(r.spec->model.fp16);
   CHECK_FALSE(r.spec->model.bf16);  // the checkpoint's bfloat16 is not the training precision

@@ -8,15 +8,15 @@
 namespace hf_test {
 
 struct PresetConfig {
-  const char* preset;   // configs/models/<preset>.json
-  const char* repo;     // the Hugging Face repository
-  std::string config;   // its config.json
+  const char* preset;  // configs/models/<preset>.json
+  const char* repo;    // the Hugging Face repository
+  std::string config;  // its config.json
 };
 
 inline const std::vector<PresetConfig>& preset_configs() {
   static const std::vector<PresetConfig> c = {
       {"llama3-8b", "meta-llama/Meta-Llama-3-8B",
-R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+       R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
 "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
 "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 8192, "model_type":
 "llama", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "pretraining_tp":
@@ -24,7 +24,7 @@ R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_d
 "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0", "use_cache": true, "vocab_size":
 128256})"},
       {"llama3-70b", "meta-llama/Meta-Llama-3-70B",
-R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+       R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
 "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 8192,
 "initializer_range": 0.02, "intermediate_size": 28672, "max_position_embeddings": 8192, "model_type":
 "llama", "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8, "pretraining_tp":
@@ -32,7 +32,7 @@ R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_d
 "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0", "use_cache": true, "vocab_size":
 128256})"},
       {"llama3-405b", "meta-llama/Llama-3.1-405B",
-R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+       R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
 "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 16384,
 "initializer_range": 0.02, "intermediate_size": 53248, "max_position_embeddings": 131072, "mlp_bias":
 false, "model_type": "llama", "num_attention_heads": 128, "num_hidden_layers": 126,
@@ -41,7 +41,7 @@ false, "model_type": "llama", "num_attention_heads": 128, "num_hidden_layers": 1
 "llama3"}, "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
 "transformers_version": "4.43.0.dev0", "use_cache": true, "vocab_size": 128256})"},
       {"deepseek-v3", "deepseek-ai/DeepSeek-V3",
-R"({"architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+       R"({"architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
 "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config", "AutoModel":
 "modeling_deepseek.DeepseekV3Model", "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
 "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1, "first_k_dense_replace": 3, "hidden_act": "silu",
@@ -58,7 +58,7 @@ true, "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers":
 "noaux_tc", "torch_dtype": "bfloat16", "transformers_version": "4.33.1", "use_cache": true,
 "v_head_dim": 128, "vocab_size": 129280})"},
       {"moonlight-16b", "moonshotai/Moonlight-16B-A3B",
-R"({"architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+       R"({"architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
 "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config", "AutoModel":
 "modeling_deepseek.DeepseekV3Model", "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
 "aux_loss_alpha": 0.001, "bos_token_id": 163584, "eos_token_id": 163585, "ep_size": 1,
@@ -72,7 +72,7 @@ R"({"architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attent
 "seq_aux": true, "tie_word_embeddings": false, "topk_group": 1, "topk_method": "noaux_tc",
 "torch_dtype": "bfloat16", "use_cache": true, "v_head_dim": 128, "vocab_size": 163840})"},
       {"qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B",
-R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+       R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
 "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128, "hidden_act":
 "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 6144,
 "max_position_embeddings": 40960, "max_window_layers": 48, "mlp_only_layers": [], "model_type":
@@ -83,7 +83,7 @@ R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attentio
 "bfloat16", "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
 "vocab_size": 151936})"},
       {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B",
-R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+       R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
 "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128, "hidden_act":
 "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 12288,
 "max_position_embeddings": 40960, "max_window_layers": 94, "mlp_only_layers": [], "model_type":
@@ -94,7 +94,7 @@ R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attentio
 "bfloat16", "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
 "vocab_size": 151936})"},
       {"qwen2.5-7b", "Qwen/Qwen2.5-7B",
-R"({"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+       R"({"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
 "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
 "intermediate_size": 18944, "max_position_embeddings": 131072, "max_window_layers": 28, "model_type":
 "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps":
@@ -102,7 +102,7 @@ R"({"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_
 "bfloat16", "transformers_version": "4.40.1", "use_cache": true, "use_mrope": false,
 "use_sliding_window": false, "vocab_size": 152064})"},
       {"qwen3-8b", "Qwen/Qwen3-8B",
-R"({"architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+       R"({"architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
 "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size":
 4096, "initializer_range": 0.02, "intermediate_size": 12288, "max_position_embeddings": 40960,
 "max_window_layers": 36, "model_type": "qwen3", "num_attention_heads": 32, "num_hidden_layers": 36,

@@ -11,10 +11,9 @@ namespace {
 
 RunSpec tiny_gpt(std::int64_t layers) {
   RunSpec s;
-  auto& m = s.model;
-  m.num_layers = layers; m.hidden_size = 64; m.ffn_hidden_size = 128;
-  m.num_attention_heads = 2; m.kv_channels = 32; m.vocab_size = 512;
-  m.normalization = Normalization::rms_norm; m.bf16 = true;
+  peakcast::test_models::small_sizes(s.model, layers, 64, 128, 2, 32, 512);
+  s.model.normalization = Normalization::rms_norm;
+  s.model.bf16 = true;
   return s;
 }
 

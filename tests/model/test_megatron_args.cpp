@@ -8,8 +8,8 @@
 #include "peakcast/model/validate.hpp"
 
 using namespace megatron_test;
-using peakcast::model::Severity;
 using nlohmann::json;
+using peakcast::model::Severity;
 
 TEST_CASE("Megatron-LM line: an undefined option is an error with the closest defined one") {
   // --tensor-parallel-size is not defined (the option is --tensor-model-parallel-size); Megatron-LM's

@@ -4,8 +4,8 @@
 #include "test_megatron_args.hpp"
 
 using namespace megatron_test;
-using peakcast::model::Severity;
 using nlohmann::json;
+using peakcast::model::Severity;
 
 namespace {
 // The base has hidden 512 and 8 heads.
@@ -65,13 +65,15 @@ TEST_CASE("mapping: embeddings, norms and positions (argument_utils.py:460-468, 
   refused(kBase + "--no-position-embedding", "no_position_embedding", "--no-position-embedding");
   // The model config's length is --max-position-embeddings (argument_utils.py:467), the run spec's
   // max_position_embeddings; the batch is --seq-length, which must not exceed it.
-  const json lengths = spec("--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 2048 "
-                            "--max-position-embeddings 4096 --micro-batch-size 1")["model"];
+  const json lengths = spec(
+      "--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 2048 "
+      "--max-position-embeddings 4096 --micro-batch-size 1")["model"];
   CHECK(lengths["max_position_embeddings"] == 4096);
   CHECK(lengths["seq_length"] == 2048);
-  refused("--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 4096 --max-position-embeddings 2048 "
-          "--micro-batch-size 1",
-          "max_position_embeddings_vs_seq_length", "--max-position-embeddings");
+  refused(
+      "--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 4096 --max-position-embeddings 2048 "
+      "--micro-batch-size 1",
+      "max_position_embeddings_vs_seq_length", "--max-position-embeddings");
   refused(kBase + "--context-parallel-size 3", "seq_length_vs_cp", "--seq-length");
 }
 
@@ -105,14 +107,15 @@ TEST_CASE("mapping: recompute (arguments.py:583-591, :1373-1376)") {
 }
 
 TEST_CASE("mapping: the pipeline split and the virtual pipeline size (arguments.py:893-979)") {
-  const std::string eight = "--num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
-                            "--max-position-embeddings 1024 --micro-batch-size 1 --pipeline-model-parallel-size 4 ";
+  const std::string eight =
+      "--num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+      "--max-position-embeddings 1024 --micro-batch-size 1 --pipeline-model-parallel-size 4 ";
   // (num_layers [+1 embedding] [+1 loss]) / PP / layers per virtual stage.
   CHECK(spec(eight + "--num-layers-per-virtual-pipeline-stage 1")["model"]["virtual_pipeline_model_parallel_size"] == 8 / 4 / 1);
   CHECK(spec("--num-layers 6 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 "
              "--micro-batch-size 1 --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 1 "
              "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split")["model"]
-            ["virtual_pipeline_model_parallel_size"] == (6 + 1 + 1) / 4 / 1);
+                                                                                              ["virtual_pipeline_model_parallel_size"] == (6 + 1 + 1) / 4 / 1);
   // A virtual size of 1 is no interleaving.
   CHECK(spec(eight + "--num-layers-per-virtual-pipeline-stage 2")["model"].value("virtual_pipeline_model_parallel_size", json()).is_null());
   CHECK(spec(eight + "--num-virtual-stages-per-pipeline-rank 2")["model"]["virtual_pipeline_model_parallel_size"] == 2);
@@ -133,14 +136,16 @@ TEST_CASE("mapping: the pipeline split and the virtual pipeline size (arguments.
   const json uneven = spec(eight + "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 3")["model"];
   CHECK(uneven["num_layers_in_first_pipeline_stage"] == 1);
   CHECK(uneven["num_layers_in_last_pipeline_stage"] == 3);
-  refused("--num-layers 6 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 "
-          "--micro-batch-size 1 --pipeline-model-parallel-size 4",
-          "layers_vs_pp", "--pipeline-model-parallel-size");
+  refused(
+      "--num-layers 6 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 "
+      "--micro-batch-size 1 --pipeline-model-parallel-size 4",
+      "layers_vs_pp", "--pipeline-model-parallel-size");
 }
 
 TEST_CASE("mapping: hybrid patterns (arguments.py:717-889, argument_utils.py:345-349, :510)") {
-  const std::string hybrid = "torchrun pretrain_hybrid.py --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
-                             "--max-position-embeddings 1024 --micro-batch-size 1 --position-embedding-type rope ";
+  const std::string hybrid =
+      "torchrun pretrain_hybrid.py --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+      "--max-position-embeddings 1024 --micro-batch-size 1 --position-embedding-type rope ";
   const std::string pattern = "M*M-|M*M-|M*M-|M*M-/MM/MM";
   const json m = spec(hybrid + "--pipeline-model-parallel-size 2 --hybrid-layer-pattern '" + pattern + "'")["model"];
   CHECK(m["hybrid_layer_pattern"] == pattern);
@@ -170,10 +175,11 @@ TEST_CASE("mapping: parallelism, MoE and list-valued arguments (arguments.py:569
   const json tp = model_of("--tensor-model-parallel-size 2 --sequence-parallel");
   CHECK(tp["sequence_parallel"] == true);
   CHECK(tp["expert_tensor_parallel_size"] == 2);  // defaults to TP
-  const json moe = model_of("--num-experts 8 --moe-router-topk 2 --moe-router-load-balancing-type aux_loss "
-                            "--moe-aux-loss-coeff 1e-2 --moe-layer-freq '([0]*1+[1]*3)' --moe-grouped-gemm");
+  const json moe = model_of(
+      "--num-experts 8 --moe-router-topk 2 --moe-router-load-balancing-type aux_loss "
+      "--moe-aux-loss-coeff 1e-2 --moe-layer-freq '([0]*1+[1]*3)' --moe-grouped-gemm");
   CHECK(moe["num_moe_experts"] == 8);
-  CHECK(moe["moe_ffn_hidden_size"] == 4 * kHidden);  // defaults to ffn_hidden_size
+  CHECK(moe["moe_ffn_hidden_size"] == 4 * kHidden);            // defaults to ffn_hidden_size
   CHECK(moe["moe_router_load_balancing_type"] == "aux_loss");  // one value: the scalar
   CHECK(moe["moe_aux_loss_coeff"] == 0.01);
   CHECK(moe["moe_layer_freq"] == json::array({0, 1, 1, 1}));
@@ -210,8 +216,9 @@ TEST_CASE("mapping: CUDA graphs, offloading and fusions (arguments.py:593-623, :
 }
 
 TEST_CASE("mapping: optimizer, DDP and batch (arguments.py:684-685, :1657-1670, training.py:2006-2018)") {
-  const json d = spec(kBase + "--bf16 --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather "
-                              "--ddp-bucket-size 40000000 --ddp-average-in-collective --global-batch-size 16");
+  const json d = spec(kBase +
+                      "--bf16 --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather "
+                      "--ddp-bucket-size 40000000 --ddp-average-in-collective --global-batch-size 16");
   CHECK(d["optimizer"]["use_distributed_optimizer"] == true);
   CHECK(d["ddp"]["use_distributed_optimizer"] == true);
   CHECK(d["ddp"]["overlap_grad_reduce"] == true);

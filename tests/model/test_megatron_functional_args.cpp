@@ -41,12 +41,18 @@ std::vector<std::string> split_words(const std::string& s) {
 void harness_tokens(const std::string& key, const std::string& value, std::vector<std::string>& args) {
   args.push_back(key);
   if (value == "true" || value == "True") return;
-  if (value.size() >= 2 && value.front() == '(' && value.back() == ')') { args.push_back(value); return; }
+  if (value.size() >= 2 && value.front() == '(' && value.back() == ')') {
+    args.push_back(value);
+    return;
+  }
   if (value.size() >= 2 && value.front() == '[' && value.back() == ']') {
     for (const auto& w : split_words(value.substr(1, value.size() - 2))) args.push_back(w);
     return;
   }
-  if (value.find_first_of(" |()") != std::string::npos) { args.push_back(value); return; }
+  if (value.find_first_of(" |()") != std::string::npos) {
+    args.push_back(value);
+    return;
+  }
   for (const auto& w : split_words(value)) args.push_back(w);
 }
 

@@ -63,7 +63,7 @@ TEST_CASE("fuzzed launch lines: never a throw, never a misspelt option accepted"
     const std::string w = words[at];
     const std::size_t k = 2 + rng() % (w.size() - 2);
     switch (rng() % 3) {
-      case 0: typo = w.substr(0, k) + w.substr(k + 1); break;                       // a letter dropped
+      case 0: typo = w.substr(0, k) + w.substr(k + 1); break;                                // a letter dropped
       case 1: typo = w.substr(0, k) + letters[rng() % letters.size()] + w.substr(k); break;  // one added
       default: typo = k + 1 < w.size() ? w.substr(0, k) + w[k + 1] + w[k] + w.substr(k + 2) : w.substr(0, k); break;
     }

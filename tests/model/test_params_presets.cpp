@@ -41,7 +41,10 @@ TEST_CASE("Shipped model presets reproduce their public parameter counts", "[mod
 }
 
 TEST_CASE("Presets parse to the same architecture as the hand-built test models", "[model][params][presets]") {
-  struct Case { const char* name; RunSpec built; };
+  struct Case {
+    const char* name;
+    RunSpec built;
+  };
   const Case cases[] = {{"llama3-70b", peakcast::test_models::llama3_70b()},
                         {"moonlight-16b", peakcast::test_models::moonlight_16b()},
                         {"deepseek-v3", peakcast::test_models::deepseek_v3()},

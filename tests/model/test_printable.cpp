@@ -10,7 +10,8 @@ TEST_CASE("printable escapes C0, DEL and UTF-8 C1 controls, keeps newline, tab a
   CHECK(printable("a\x1b[31mred") == "a\\x1B[31mred");  // ESC
   CHECK(printable("bell\a") == "bell\\x07");
   CHECK(printable("del\x7f") == "del\\x7F");
-  CHECK(printable("csi\xc2\x9b" "2J") == "csi\\xC2\\x9B2J");  // U+009B, the one-byte CSI
+  CHECK(printable("csi\xc2\x9b"
+                  "2J") == "csi\\xC2\\x9B2J");  // U+009B, the one-byte CSI
   CHECK(printable("line\nnext\tcol") == "line\nnext\tcol");
   CHECK(printable("caf\xc3\xa9 \xc2\xa0") == "caf\xc3\xa9 \xc2\xa0");  // é and a no-break space are text
   CHECK(printable("cr\r") == "cr\\x0D");

@@ -25,7 +25,7 @@ nlohmann::json recipe_file(const std::string& name) {
 
 TEST_CASE("every catalogue recipe predicts or names why not", "[model][recipes]") {
   const std::set<std::string> reasons = {"recipe_hf_config_missing", "recipe_model_not_simulated", "peft_not_simulated",
-                                         "hf_unknown_architecture",  "recipe_vocab_unknown",       "bridge_gpu_unknown",
+                                         "hf_unknown_architecture", "recipe_vocab_unknown", "bridge_gpu_unknown",
                                          "value_out_of_range"};
   const auto rows = sim::predict_catalogue();
   REQUIRE(rows.size() == model::recipe_catalogue().size());
@@ -68,8 +68,9 @@ TEST_CASE("a predicted recipe runs with the recipe's own layout, precision and r
     if (mp.is_object() && mp.value("_preset", std::string()).find("fp8") != std::string::npos) CHECK(s.fp8.has_value());
     if (m.contains("recompute_granularity")) {
       const auto& g = m["recompute_granularity"];
-      const auto want = g.is_null() ? model::RecomputeGranularity::none
-                        : g == "full" ? model::RecomputeGranularity::full : model::RecomputeGranularity::selective;
+      const auto want = g.is_null()   ? model::RecomputeGranularity::none
+                        : g == "full" ? model::RecomputeGranularity::full
+                                      : model::RecomputeGranularity::selective;
       CHECK(want == s.recompute_granularity);
     }
   }

@@ -60,7 +60,8 @@ TEST_CASE("peakcast predict rejects malformed spec files with exit status 2 and 
   };
   for (const auto& c : cases) {
     const Run r = run_peakcast("predict " + quoted(spec_file(c.file)));
-    INFO(c.file << "\nstderr:\n" << r.err);
+    INFO(c.file << "\nstderr:\n"
+                << r.err);
     CHECK(r.status == 2);
     CHECK(r.err.find(c.expect_in_stderr) != std::string::npos);
   }
@@ -83,7 +84,8 @@ TEST_CASE("peakcast predict survives generated hostile files", "[spec][binary][h
   };
   for (const auto& f : files) {
     const Run r = run_peakcast("predict " + quoted(f));
-    INFO(f << "\nstderr:\n" << r.err.substr(0, 2000));
+    INFO(f << "\nstderr:\n"
+           << r.err.substr(0, 2000));
     CHECK(r.status == 2);
     CHECK_FALSE(r.err.empty());
   }

@@ -268,7 +268,8 @@ TEST_CASE("the shipped run specs parse", "[spec][runs]") {
     const auto text = embedded_config(path);
     REQUIRE(text.has_value());
     const auto r = parse_run_spec(*text);
-    INFO(path << "\n" << dump(r));
+    INFO(path << "\n"
+              << dump(r));
     if (!embedded_config("gpus/h100-sxm-80gb.json")) continue;  // GPU presets land separately
     CHECK(r.spec.has_value());
   }

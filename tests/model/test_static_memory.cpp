@@ -7,6 +7,7 @@
 
 #include "peakcast/model/layer_plan.hpp"
 #include "peakcast/model/static_memory.hpp"
+#include "test_params_models.hpp"
 
 using namespace peakcast;
 using namespace peakcast::model;
@@ -16,23 +17,20 @@ namespace {
 // h=128, 4 heads of 32, 2 query groups (GQA), SwiGLU F=256, vocab 1024, 4 layers, RMSNorm, untied.
 RunSpec tiny_gqa() {
   RunSpec s;
-  auto& m = s.model;
-  m.num_layers = 4; m.hidden_size = 128; m.ffn_hidden_size = 256;
-  m.num_attention_heads = 4; m.num_query_groups = 2; m.kv_channels = 32; m.vocab_size = 1024;
-  m.normalization = Normalization::rms_norm; m.gated_linear_unit = true; m.activation_func = Activation::silu;
-  m.add_bias_linear = false; m.position_embedding_type = PositionEmbedding::rope;
-  m.share_embeddings_and_output_weights = false; m.bf16 = true;
+  test_models::llama_common(s.model);
+  test_models::small_sizes(s.model, 4, 128, 256, 4, 32, 1024);
+  s.model.num_query_groups = 2;
   s.ddp.grad_reduce_in_fp32 = true;
   return s;
 }
 
 // tiny_gqa at TP=2, per rank:
-constexpr std::int64_t kTp2Layer = 128                  // fused input RMSNorm (replicated)
+constexpr std::int64_t kTp2Layer = 128                             // fused input RMSNorm (replicated)
                                    + (128 + 2 * 2 * 32) / 2 * 128  // qkv: (q 128 + k,v 2*2*32) / TP rows x h
-                                   + 128 * (128 / 2)       // proj: h x (q width / TP)
-                                   + 128                   // fused pre-MLP RMSNorm
-                                   + (2 * 256) / 2 * 128   // fc1: 2F / TP rows x h
-                                   + 128 * (256 / 2);      // fc2: h x F / TP
+                                   + 128 * (128 / 2)               // proj: h x (q width / TP)
+                                   + 128                           // fused pre-MLP RMSNorm
+                                   + (2 * 256) / 2 * 128           // fc1: 2F / TP rows x h
+                                   + 128 * (256 / 2);              // fc2: h x F / TP
 constexpr std::int64_t kTp2Gemm = kTp2Layer - 2 * 128;
 constexpr std::int64_t kTp2Vocab = 1024 / 2 * 128;  // embedding or output: V / TP rows x h
 constexpr std::int64_t kFinalNorm = 128;
@@ -43,7 +41,8 @@ std::vector<RankStatic> run(RunSpec s) {
 }
 
 const RankStatic& at(const std::vector<RankStatic>& ranks, std::int64_t pp, std::int64_t dp = 0) {
-  for (const auto& r : ranks) if (r.rank.pp_rank == pp && r.rank.dp_rank == dp) return r;
+  for (const auto& r : ranks)
+    if (r.rank.pp_rank == pp && r.rank.dp_rank == dp) return r;
   throw std::runtime_error("no such rank entry");
 }
 
@@ -60,10 +59,10 @@ TEST_CASE("TP=2 with GQA, no DistOpt: 2 + 4 + 4 + 8 bytes per parameter", "[mode
   CHECK(p == 427'136);
   CHECK(m.params.dense == p);
   CHECK(m.params.expert == 0);
-  CHECK(m.parameters.value == 2 * p);        // bf16 params
-  CHECK(m.gradients.value == 4 * p);         // fp32 grad buffer (grad_reduce_in_fp32), unpadded
-  CHECK(m.main_params.value == 4 * p);       // Float16Optimizer fp32 main params
-  CHECK(m.optimizer_states.value == 8 * p);  // fp32 exp_avg + exp_avg_sq
+  CHECK(m.parameters.value == 2 * p);         // bf16 params
+  CHECK(m.gradients.value == 4 * p);          // fp32 grad buffer (grad_reduce_in_fp32), unpadded
+  CHECK(m.main_params.value == 4 * p);        // Float16Optimizer fp32 main params
+  CHECK(m.optimizer_states.value == 8 * p);   // fp32 exp_avg + exp_avg_sq
   CHECK(m.step_transient_steady.value == 0);  // fp32 grads: main.grad is a view
   CHECK(m.ddp_init_transient.value == 0);     // no param_data remap without DistOpt
   CHECK(m.fp8_weight_cache.value == 0);
@@ -136,8 +135,8 @@ TEST_CASE("VPP=2: each rank holds two chunks of one layer", "[model][static]") {
   const auto ranks = run(s);
   REQUIRE(ranks.size() == 2);
   CHECK(at(ranks, 0).vpp_chunks == std::vector<std::int64_t>{0, 1});
-  CHECK(at(ranks, 0).memory.params.dense == kTp2Vocab + 2 * kTp2Layer);                // layers 0 and 2
-  CHECK(at(ranks, 1).memory.params.dense == 2 * kTp2Layer + kFinalNorm + kTp2Vocab);   // layers 1 and 3
+  CHECK(at(ranks, 0).memory.params.dense == kTp2Vocab + 2 * kTp2Layer);               // layers 0 and 2
+  CHECK(at(ranks, 1).memory.params.dense == 2 * kTp2Layer + kFinalNorm + kTp2Vocab);  // layers 1 and 3
 }
 
 TEST_CASE("MTP on the last stage: duplicate embedding, enorm/hnorm/eh_proj, one layer, its norm", "[model][static]") {
@@ -160,12 +159,8 @@ TEST_CASE("MTP on the last stage: duplicate embedding, enorm/hnorm/eh_proj, one 
 // 64-element alignment, so the DistOpt layout has gaps.
 TEST_CASE("DistOpt layout: 64-element param alignment, bucket end padded to lcm(dp, 128), shard remainders", "[model][static]") {
   RunSpec s;
-  auto& m = s.model;
-  m.num_layers = 1; m.hidden_size = 96; m.ffn_hidden_size = 160;
-  m.num_attention_heads = 2; m.kv_channels = 48; m.vocab_size = 1000;
-  m.normalization = Normalization::rms_norm; m.gated_linear_unit = true; m.activation_func = Activation::silu;
-  m.add_bias_linear = false; m.position_embedding_type = PositionEmbedding::rope;
-  m.share_embeddings_and_output_weights = false; m.bf16 = true;
+  test_models::llama_common(s.model);
+  test_models::small_sizes(s.model, 1, 96, 160, 2, 48, 1000);
   s.ddp.grad_reduce_in_fp32 = true;
   s.optimizer.use_distributed_optimizer = true;
   s.ddp.use_distributed_optimizer = true;
@@ -183,7 +178,7 @@ TEST_CASE("DistOpt layout: 64-element param alignment, bucket end padded to lcm(
   const std::int64_t end = 275'328;
   const std::int64_t padded = (end + 639) / 640 * 640;  // lcm(5, 128) = 640
   CHECK(padded == 275'840);
-  const std::int64_t shard = padded / 5;                // 55168
+  const std::int64_t shard = padded / 5;  // 55168
   // Shard 0 lies inside the output weight; shards 1-3 each straddle one 32-element gap; shard 4
   // ends at the embedding's end, before 512 elements of bucket padding.
   const std::int64_t owned_first = shard;
@@ -215,12 +210,12 @@ TEST_CASE("DistOpt layout: 64-element param alignment, bucket end padded to lcm(
 TEST_CASE("EP/ETP: routed experts split over EP and ETP, sharded over expert DP", "[model][static]") {
   RunSpec s;
   auto& m = s.model;
-  m.num_layers = 2; m.hidden_size = 64; m.ffn_hidden_size = 256;
-  m.num_attention_heads = 2; m.kv_channels = 32; m.vocab_size = 512;
-  m.normalization = Normalization::rms_norm; m.gated_linear_unit = true; m.activation_func = Activation::silu;
-  m.add_bias_linear = false; m.position_embedding_type = PositionEmbedding::rope;
-  m.share_embeddings_and_output_weights = false; m.bf16 = true;
-  m.num_moe_experts = 8; m.moe_ffn_hidden_size = 64; m.moe_router_topk = 2; m.moe_grouped_gemm = true;
+  test_models::llama_common(m);
+  test_models::small_sizes(m, 2, 64, 256, 2, 32, 512);
+  m.num_moe_experts = 8;
+  m.moe_ffn_hidden_size = 64;
+  m.moe_router_topk = 2;
+  m.moe_grouped_gemm = true;
   m.moe_router_enable_expert_bias = true;
   m.tensor_model_parallel_size = 2;
   m.expert_model_parallel_size = 4;
@@ -230,18 +225,18 @@ TEST_CASE("EP/ETP: routed experts split over EP and ETP, sharded over expert DP"
   s.optimizer.use_distributed_optimizer = true;
   s.ddp.use_distributed_optimizer = true;
 
-  const std::int64_t dense_layer = 64                 // fused input norm
+  const std::int64_t dense_layer = 64                     // fused input norm
                                    + (64 + 128) / 2 * 64  // qkv / TP
-                                   + 64 * 32             // proj
-                                   + 64                  // pre-MLP norm (TENorm, MoE layer)
-                                   + 8 * 64;             // router, replicated
+                                   + 64 * 32              // proj
+                                   + 64                   // pre-MLP norm (TENorm, MoE layer)
+                                   + 8 * 64;              // router, replicated
   const std::int64_t dense = 2 * dense_layer + 2 * (512 / 2 * 64) + 64;
   CHECK(dense == 50'496);
   const std::int64_t expert = 2 * (8 / 4) * (2 * 64 * 64 + 64 * 64);  // 2 layers x 2 local experts x (fc1 + fc2)
   CHECK(expert == 49'152);
   const std::int64_t dense_padded = (dense + 127) / 128 * 128;  // lcm(4, 128); all sizes are multiples of 64
-  const std::int64_t dense_shard = dense_padded / 4;             // 12640
-  const std::int64_t expert_shard = expert / 2;                  // lcm(2, 128) divides 49152
+  const std::int64_t dense_shard = dense_padded / 4;            // 12640
+  const std::int64_t expert_shard = expert / 2;                 // lcm(2, 128) divides 49152
 
   const auto ranks = run(s);
   REQUIRE(ranks.size() == 2);
@@ -315,26 +310,41 @@ TEST_CASE("Precision-aware optimizer: TE master weights vs MCore fp32 master", "
 TEST_CASE("Hybrid pattern with '|': Mamba + attention on stage 0, MLP + MoE on stage 1", "[model][static]") {
   RunSpec s;
   auto& m = s.model;
-  m.num_layers = 4; m.hidden_size = 64; m.ffn_hidden_size = 96;
-  m.num_attention_heads = 2; m.num_query_groups = 1; m.kv_channels = 32; m.vocab_size = 256;
-  m.normalization = Normalization::rms_norm; m.gated_linear_unit = false; m.activation_func = Activation::squared_relu;
-  m.add_bias_linear = false; m.position_embedding_type = PositionEmbedding::none;
-  m.share_embeddings_and_output_weights = false; m.bf16 = true;
+  m.num_layers = 4;
+  m.hidden_size = 64;
+  m.ffn_hidden_size = 96;
+  m.num_attention_heads = 2;
+  m.num_query_groups = 1;
+  m.kv_channels = 32;
+  m.vocab_size = 256;
+  m.normalization = Normalization::rms_norm;
+  m.gated_linear_unit = false;
+  m.activation_func = Activation::squared_relu;
+  m.add_bias_linear = false;
+  m.position_embedding_type = PositionEmbedding::none;
+  m.share_embeddings_and_output_weights = false;
+  m.bf16 = true;
   m.hybrid_override_pattern = "M*|-E";
-  m.mamba_num_heads = 4; m.mamba_head_dim = 32; m.mamba_num_groups = 2; m.mamba_state_dim = 16; m.mamba_d_conv = 4;
-  m.num_moe_experts = 4; m.moe_ffn_hidden_size = 32; m.moe_router_topk = 2;
+  m.mamba_num_heads = 4;
+  m.mamba_head_dim = 32;
+  m.mamba_num_groups = 2;
+  m.mamba_state_dim = 16;
+  m.mamba_d_conv = 4;
+  m.num_moe_experts = 4;
+  m.moe_ffn_hidden_size = 32;
+  m.moe_router_topk = 2;
   m.pipeline_model_parallel_size = 2;
   s.cluster.num_gpus = 2;
   const std::int64_t d_inner = 4 * 32, gs = 2 * 16;
-  const std::int64_t mamba = 64                                   // fused norm
-                             + (2 * d_inner + 2 * gs + 4) * 64    // in_proj: z, x, B, C, dt
-                             + (d_inner + 2 * gs) * (4 + 1)       // conv1d weight (kernel 4) + bias
-                             + 3 * 4                              // dt_bias, A_log, D
-                             + d_inner                            // gated RMSNorm
-                             + 64 * d_inner;                      // out_proj
+  const std::int64_t mamba = 64                                 // fused norm
+                             + (2 * d_inner + 2 * gs + 4) * 64  // in_proj: z, x, B, C, dt
+                             + (d_inner + 2 * gs) * (4 + 1)     // conv1d weight (kernel 4) + bias
+                             + 3 * 4                            // dt_bias, A_log, D
+                             + d_inner                          // gated RMSNorm
+                             + 64 * d_inner;                    // out_proj
   const std::int64_t attention = 64 + (64 + 2 * 32) * 64 + 64 * 64;
-  const std::int64_t mlp = 64 + 96 * 64 + 64 * 96;                  // not gated
-  const std::int64_t moe = 64 + 4 * 64 + 4 * (32 * 64 + 64 * 32);   // norm, router, experts
+  const std::int64_t mlp = 64 + 96 * 64 + 64 * 96;                 // not gated
+  const std::int64_t moe = 64 + 4 * 64 + 4 * (32 * 64 + 64 * 32);  // norm, router, experts
   const auto ranks = run(s);
   REQUIRE(ranks.size() == 2);
   CHECK(at(ranks, 0).memory.params.dense == 256 * 64 + mamba + attention);

@@ -9,6 +9,7 @@
 #include "peakcast/model/layer_plan.hpp"
 #include "peakcast/model/static_memory.hpp"
 #include "static_memory_internal.hpp"
+#include "test_params_models.hpp"
 
 using namespace peakcast;
 using namespace peakcast::model;
@@ -18,12 +19,8 @@ namespace {
 // h=96 breaks the 64-element alignment (the norms leave 32-element gaps); untied, 3 layers.
 RunSpec gapped(std::int64_t gpus) {
   RunSpec s;
-  auto& m = s.model;
-  m.num_layers = 3; m.hidden_size = 96; m.ffn_hidden_size = 160;
-  m.num_attention_heads = 2; m.kv_channels = 48; m.vocab_size = 1000;
-  m.normalization = Normalization::rms_norm; m.gated_linear_unit = true; m.activation_func = Activation::silu;
-  m.add_bias_linear = false; m.position_embedding_type = PositionEmbedding::rope;
-  m.share_embeddings_and_output_weights = false; m.bf16 = true;
+  test_models::llama_common(s.model);
+  test_models::small_sizes(s.model, 3, 96, 160, 2, 48, 1000);
   s.ddp.grad_reduce_in_fp32 = true;
   s.optimizer.use_distributed_optimizer = true;
   s.ddp.use_distributed_optimizer = true;
@@ -36,7 +33,10 @@ RunSpec moe(std::int64_t gpus, std::int64_t tp, std::int64_t ep, std::int64_t et
   RunSpec s = gapped(gpus);
   auto& m = s.model;
   m.num_layers = 2;
-  m.num_moe_experts = 8; m.moe_ffn_hidden_size = 96; m.moe_router_topk = 2; m.moe_grouped_gemm = true;
+  m.num_moe_experts = 8;
+  m.moe_ffn_hidden_size = 96;
+  m.moe_router_topk = 2;
+  m.moe_grouped_gemm = true;
   m.tensor_model_parallel_size = tp;
   m.expert_model_parallel_size = ep;
   m.expert_tensor_parallel_size = etp;
@@ -131,8 +131,7 @@ TEST_CASE("static_memory_per_rank equals the every-shard reference (dense, gaps,
 
 TEST_CASE("static_memory_per_rank equals the every-shard reference (experts: EP, ETP, TP)", "[model][static][dp]") {
   for (const std::int64_t gpus : {8, 16, 24, 48, 64, 128, 512}) {
-    for (const auto& [tp, ep, etp] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 8, 1}, {2, 4, 1}, {2, 2, 2},
-                                      {1, 2, 4}, {2, 8, 1}, {1, 1, 1}}) {
+    for (const auto& [tp, ep, etp] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 8, 1}, {2, 4, 1}, {2, 2, 2}, {1, 2, 4}, {2, 8, 1}, {1, 1, 1}}) {
       if (gpus % tp != 0 || gpus % (ep * etp) != 0) continue;
       RunSpec s = moe(gpus, tp, ep, etp);
       check_same(s);

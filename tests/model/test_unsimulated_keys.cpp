@@ -28,17 +28,17 @@ bool holds(const std::string& expr) {
 
 TEST_CASE("applies_when reads keys with their defaults, strings, lists and dtypes", "[unsimulated]") {
   CHECK(holds("model.bf16"));
-  CHECK_FALSE(holds("model.fp16"));                     // left out: the Megatron Core default, false
+  CHECK_FALSE(holds("model.fp16"));  // left out: the Megatron Core default, false
   CHECK(holds("model.num_moe_experts == null"));
   CHECK(holds("model.num_layers > 4 && model.num_layers <= 8"));
   CHECK(holds("'M' in model.hybrid_override_pattern"));  // substring of a string
   CHECK_FALSE(holds("'E' in model.hybrid_override_pattern"));
-  CHECK(holds("model.pipeline_dtype == 'bf16'"));        // torch.bfloat16 is bf16
+  CHECK(holds("model.pipeline_dtype == 'bf16'"));                            // torch.bfloat16 is bf16
   CHECK(holds("model.moe_router_load_balancing_type in ['seq_aux_loss']"));  // any member of a list
   CHECK(holds("optimizer.optimizer not in ['muon', 'soap']"));
   CHECK(holds("!model.fp16 && (model.fp16 || model.bf16)"));
   CHECK(holds("model.fp16 && model.bf16 || model.bf16"));  // && binds tighter than ||
-  CHECK_FALSE(holds("model.num_moe_experts > 0"));       // null compares false
+  CHECK_FALSE(holds("model.num_moe_experts > 0"));         // null compares false
 }
 
 TEST_CASE("applies_when refuses a malformed expression", "[unsimulated]") {

@@ -28,8 +28,7 @@ const std::vector<RuleCase>& model_cases() {
                    "model.sequence_parallel=true", "model.add_bias_linear=false"}),
        plus(kMoe, {"model.moe_router_load_balancing_type=quantile_balancing", "model.seq_length=102", "model.tensor_model_parallel_size=2",
                    "model.sequence_parallel=true", "model.add_bias_linear=false", "train.micro_batch_size=4", "train.global_batch_size=16"})},
-      {"hybrid_pattern_symbol", "model.hybrid_override_pattern", Severity::error,
-       {"model.num_layers=null", "model.hybrid_override_pattern=\"M*X*\""}, kHybrid},
+      {"hybrid_pattern_symbol", "model.hybrid_override_pattern", Severity::error, {"model.num_layers=null", "model.hybrid_override_pattern=\"M*X*\""}, kHybrid},
       // in_proj output 2 d_inner + 2 groups x state + heads: 2*512 + 2*8*128 + 8 = 3080 is not a multiple of 16;
       // 16 heads of 64 give 2*1024 + 2048 + 16 = 4112 = 257 x 16.
       {"mamba_fp8_in_proj_alignment", "model.fp8", Severity::error,
@@ -53,15 +52,10 @@ const std::vector<RuleCase>& model_cases() {
 const std::vector<RuleCase>& run_cases() {
   static const std::vector<RuleCase> k = {
       // cuda_graph_config.py:98-112: the deprecated full_iteration scope.
-      {"cuda_graph_scope_full_iteration", "model.cuda_graph_modules", Severity::error,
-       {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["full_iteration"])"},
-       {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["attn"])"}},
-      {"cuda_graph_scope_full_iteration", "model.cuda_graph_modules", Severity::error,
-       {"model.cuda_graph_impl=transformer_engine", R"(model.cuda_graph_modules=["full_iteration"])"},
-       {"model.cuda_graph_impl=transformer_engine", R"(model.cuda_graph_modules=["attn"])"}},
+      {"cuda_graph_scope_full_iteration", "model.cuda_graph_modules", Severity::error, {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["full_iteration"])"}, {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["attn"])"}},
+      {"cuda_graph_scope_full_iteration", "model.cuda_graph_modules", Severity::error, {"model.cuda_graph_impl=transformer_engine", R"(model.cuda_graph_modules=["full_iteration"])"}, {"model.cuda_graph_impl=transformer_engine", R"(model.cuda_graph_modules=["attn"])"}},
       // normalize_cuda_graph_modules: a name that is no CudaGraphModule (transformer_config.py:2467).
-      {"wrong_type", "model.cuda_graph_modules[0]", Severity::error, {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["bogus"])"},
-       {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["attn"])"}},
+      {"wrong_type", "model.cuda_graph_modules[0]", Severity::error, {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["bogus"])"}, {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["attn"])"}},
       // Emerging optimizers (optimizer/__init__.py:741-842).
       {"optimizer_not_modelled", "optimizer.optimizer", Severity::warning, kMuon, {"optimizer.optimizer=adam"}},
       {"layer_wise_no_moe", "optimizer.use_layer_wise_distributed_optimizer", Severity::error,
@@ -69,9 +63,7 @@ const std::vector<RuleCase>& run_cases() {
        plus(kMoe, plus(kMuon, plus(kDistOpt, {"optimizer.use_layer_wise_distributed_optimizer=true", "model.add_bias_linear=false"})))},
       {"optimizer_unknown", "optimizer.optimizer", Severity::warning, {"optimizer.optimizer=soap"}, kMuon},
       {"optimizer_unknown", "optimizer.optimizer", Severity::warning, {"optimizer.optimizer=lion"}, {"optimizer.optimizer=dist_adaptive_muon"}},
-      {"emerging_optimizer_no_fp16", "optimizer.fp16", Severity::error,
-       plus(kMuon, {"model.bf16=false", "model.fp16=true", "optimizer.bf16=false", "optimizer.fp16=true"}),
-       {"model.bf16=false", "model.fp16=true", "optimizer.bf16=false", "optimizer.fp16=true"}},
+      {"emerging_optimizer_no_fp16", "optimizer.fp16", Severity::error, plus(kMuon, {"model.bf16=false", "model.fp16=true", "optimizer.bf16=false", "optimizer.fp16=true"}), {"model.bf16=false", "model.fp16=true", "optimizer.bf16=false", "optimizer.fp16=true"}},
       {"layer_wise_vs_param_gather_overlap", "optimizer.overlap_param_gather_with_optimizer_step", Severity::error,
        plus(kMuon, plus(kDistOpt, {"optimizer.use_layer_wise_distributed_optimizer=true", "optimizer.overlap_param_gather_with_optimizer_step=true"})),
        plus(kMuon, plus(kDistOpt, {"optimizer.overlap_param_gather_with_optimizer_step=true"}))},
@@ -95,14 +87,12 @@ TEST_CASE("survey rows: CUDA-graph scopes and emerging optimizers", "[validate][
 // p2p without it (model/src/bridge_runtime.cpp applies it).
 TEST_CASE("survey rows: Bridge's comm_overlap sets the p2p flags by the pipeline layout", "[validate][refusals][bridge]") {
   const char* recipe = "bridge:llama3_70b_sft_32gpu_h100_bf16_config";
-  const ParseResult vpp = parse_spec_input(recipe, "", {"model.pipeline_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=5",
-                                                        "comm_overlap.tp_comm_overlap=false"});
+  const ParseResult vpp = parse_spec_input(recipe, "", {"model.pipeline_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=5", "comm_overlap.tp_comm_overlap=false"});
   for (const auto& d : vpp.diagnostics) UNSCOPED_INFO(format(d));
   REQUIRE(vpp.spec);
   CHECK(vpp.spec->model.overlap_p2p_comm);
   CHECK_FALSE(vpp.spec->model.batch_p2p_comm);
-  const ParseResult plain = parse_spec_input(recipe, "", {"model.pipeline_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=null",
-                                                          "comm_overlap.tp_comm_overlap=false"});
+  const ParseResult plain = parse_spec_input(recipe, "", {"model.pipeline_model_parallel_size=4", "model.virtual_pipeline_model_parallel_size=null", "comm_overlap.tp_comm_overlap=false"});
   for (const auto& d : plain.diagnostics) UNSCOPED_INFO(format(d));
   REQUIRE(plain.spec);
   CHECK_FALSE(plain.spec->model.overlap_p2p_comm);

@@ -15,9 +15,11 @@ namespace {
 sim::ModuleProfile loss_profile(const std::string& model_extra, std::int64_t tp) {
   auto r = model::parse_run_spec(R"({
     "defaults": "megatron-core", "model": {"preset": "llama3-8b", "num_layers": 2, "seq_length": 1024, "bf16": true,
-              "tensor_model_parallel_size": )" + std::to_string(tp) + model_extra + R"(},
+              "tensor_model_parallel_size": )" +
+                                 std::to_string(tp) + model_extra + R"(},
     "train": {"micro_batch_size": 2, "global_batch_size": 2},
-    "cluster": {"num_gpus": )" + std::to_string(tp) + R"(, "gpu": "h100-sxm-80gb"}})");
+    "cluster": {"num_gpus": )" + std::to_string(tp) +
+                                 R"(, "gpu": "h100-sxm-80gb"}})");
   REQUIRE(r.spec);
   const model::Derived d = model::derive(*r.spec);
   const sim::ShapeContext ctx = sim::make_shape_context(*r.spec, d);

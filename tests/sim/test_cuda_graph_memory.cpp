@@ -49,7 +49,9 @@ Bytes optimizer_live(const sim::Prediction& p, int iteration) {
 
 // One iteration of a recorded timeline: the largest live bytes of its forward-backward and the live
 // bytes at its gradient sync.
-struct IterationLive { Bytes forward_backward, sync; };
+struct IterationLive {
+  Bytes forward_backward, sync;
+};
 IterationLive forward_backward_and_sync(const sim::Prediction& p, int iteration) {
   IterationLive r;
   for (const auto& e : p.ranks.at(0).timeline) {
@@ -113,7 +115,8 @@ TEST_CASE("Transformer Engine graphs: the warm-up iterations before the capture 
       "model": {"preset": "nemotron-3-nano-30b-a3b", "num_layers": 4, "hybrid_override_pattern": "M*E*",
                 "seq_length": 4096, "expert_model_parallel_size": 1, "num_moe_experts": 8, "moe_router_topk": 2,
                 "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn", "mamba"], "use_te_rng_tracker": true,
-                "recompute_granularity": "selective", "recompute_modules": ["core_attn"] )" + extra + R"(},
+                "recompute_granularity": "selective", "recompute_modules": ["core_attn"] )" +
+                             extra + R"(},
       "train": {"micro_batch_size": 1, "global_batch_size": 1},
       "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})";
     auto r = model::parse_run_spec(text);
@@ -144,7 +147,8 @@ TEST_CASE("local CUDA graphs: the pool holds an mla_up_proj layer's whole saved 
                 "seq_length": 2048, "transformer_impl": "local", "attention_backend": "unfused",
                 "normalization": "RMSNorm", "gated_linear_unit": true, "add_bias_linear": false,
                 "attention_dropout": 0.0, "hidden_dropout": 0.0, "bf16": true, "params_dtype": "bf16",
-                "cuda_graph_impl": "local" )" + extra + R"(},
+                "cuda_graph_impl": "local" )" +
+                             extra + R"(},
       "train": {"micro_batch_size": 1, "global_batch_size": 2},
       "optimizer": {"optimizer": "adam", "bf16": true},
       "cluster": {"num_gpus": 1, "gpu": "h200-141gb", "transformer_engine_available": false, "calibration_harness": true}})";

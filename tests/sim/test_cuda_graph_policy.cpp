@@ -13,9 +13,11 @@ namespace {
 model::RunSpec spec(const std::string& fp8, const std::string& modules) {
   const std::string text = R"({
     "model": {"preset": "llama3-8b", "num_layers": 4, "seq_length": 8192, "bf16": true,
-              "transformer_impl": "transformer_engine", )" + fp8 + R"(
+              "transformer_impl": "transformer_engine", )" +
+                           fp8 + R"(
               "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["mlp"], "use_te_rng_tracker": true,
-              "recompute_granularity": "selective", "recompute_modules": )" + modules + R"(},
+              "recompute_granularity": "selective", "recompute_modules": )" +
+                           modules + R"(},
     "train": {"micro_batch_size": 4, "global_batch_size": 4},
     "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})";
   auto r = model::parse_run_spec(text);
@@ -55,7 +57,8 @@ TEST_CASE("a captured layer's forward is one graph replay on the host, not one c
   // op calls when not; the difference between 4 and 2 layers isolates the two added layers.
   const auto calls = [](int layers, bool captured) {
     const std::string text = R"({
-      "model": {"preset": "llama3-8b", "num_layers": )" + std::to_string(layers) + R"(, "seq_length": 4096, "bf16": true,
+      "model": {"preset": "llama3-8b", "num_layers": )" +
+                             std::to_string(layers) + R"(, "seq_length": 4096, "bf16": true,
                 "transformer_impl": "transformer_engine", "use_te_rng_tracker": true, "cuda_graph_impl": ")" +
                              (captured ? "transformer_engine" : "none") + R"("},
       "train": {"micro_batch_size": 1, "global_batch_size": 1},

@@ -17,7 +17,8 @@ namespace {
 std::vector<sim::ModuleProfile::HeldTensor> layer0_held(const std::string& recipe) {
   const std::string text = R"({
     "defaults": "megatron-core", "model": {"preset": "llama3-8b", "num_layers": 2, "seq_length": 4096, "bf16": true,
-              "transformer_impl": "transformer_engine", "fp8": "hybrid", "fp8_recipe": ")" + recipe + R"("},
+              "transformer_impl": "transformer_engine", "fp8": "hybrid", "fp8_recipe": ")" +
+                           recipe + R"("},
     "train": {"micro_batch_size": 1, "global_batch_size": 1},
     "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})";
   auto r = model::parse_run_spec(text);

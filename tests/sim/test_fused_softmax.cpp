@@ -14,7 +14,8 @@ constexpr std::int64_t kLayers = 2, kHeads = 8;
 
 Bytes held(std::int64_t seq, const std::vector<std::string>& sets) {
   const std::string text = R"({"model": {"num_layers": 2, "hidden_size": 512, "num_attention_heads": 8, "vocab_size": 1024,
-      "seq_length": )" + std::to_string(seq) + R"(, "max_position_embeddings": 16384, "attention_backend": "unfused",
+      "seq_length": )" + std::to_string(seq) +
+                           R"(, "max_position_embeddings": 16384, "attention_backend": "unfused",
       "attention_softmax_in_fp32": true, "attention_dropout": 0.0, "bf16": true},
     "train": {"micro_batch_size": 1, "global_batch_size": 1},
     "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})";
@@ -50,7 +51,8 @@ TEST_CASE("TE's unfused backend fuses below 16,384 keys regardless of masked_sof
   // NVTE_MASKED_SOFTMAX_FUSION environment variable, on by default, not masked_softmax_fusion).
   const auto saved_names = [](std::int64_t seq) {
     const std::string text = R"({"model": {"num_layers": 1, "hidden_size": 512, "num_attention_heads": 8, "vocab_size": 1024,
-        "seq_length": )" + std::to_string(seq) + R"(, "max_position_embeddings": 32768, "attention_backend": "unfused",
+        "seq_length": )" + std::to_string(seq) +
+                             R"(, "max_position_embeddings": 32768, "attention_backend": "unfused",
         "transformer_impl": "transformer_engine", "masked_softmax_fusion": false, "bf16": true},
       "train": {"micro_batch_size": 1, "global_batch_size": 1},
       "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})";

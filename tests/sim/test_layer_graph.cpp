@@ -10,6 +10,18 @@ using namespace peakcast::sim;
 
 namespace {
 
+// An op that reads `inputs`, writes `outputs` and saves `saves` for its backward, inside `regions`.
+OpNode op(std::string name, std::vector<int> inputs, std::vector<int> outputs, std::vector<int> saves,
+          std::uint32_t regions = kNoRegion) {
+  OpNode n;
+  n.name = std::move(name);
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  n.saves = std::move(saves);
+  n.regions = regions;
+  return n;
+}
+
 // x -> A -> a -> B -> b -> C -> y, each op saving its input; A and B form region kMlp.
 struct Chain {
   LayerGraph g;
@@ -19,10 +31,9 @@ struct Chain {
     a = g.add_tensor("a", Bytes{200});
     b = g.add_tensor("b", Bytes{300});
     y = g.add_tensor("y", Bytes{100});
-    OpNode A; A.name = "A"; A.inputs = {x}; A.outputs = {a}; A.saves = {x}; A.regions = kMlp;
-    OpNode B; B.name = "B"; B.inputs = {a}; B.outputs = {b}; B.saves = {a}; B.regions = kMlp;
-    OpNode C; C.name = "C"; C.inputs = {b}; C.outputs = {y}; C.saves = {b};
-    op_a = g.add_op(A); op_b = g.add_op(B); op_c = g.add_op(C);
+    op_a = g.add_op(op("A", {x}, {a}, {x}, kMlp));
+    op_b = g.add_op(op("B", {a}, {b}, {a}, kMlp));
+    op_c = g.add_op(op("C", {b}, {y}, {b}));
     g.output = y;
   }
 };
@@ -72,8 +83,8 @@ TEST_CASE("discard-output checkpoint frees the output after its consumer saved i
   CheckpointSet ck;
   ck.discard_output = kMoeAct;
   const ModuleProfile p = profile_module(c.g, ck);
-  CHECK(p.held == Bytes{100 + 200});     // b is discarded
-  CHECK(p.replay_bytes == Bytes{300});   // and comes back at C's backward
+  CHECK(p.held == Bytes{100 + 200});    // b is discarded
+  CHECK(p.replay_bytes == Bytes{300});  // and comes back at C's backward
   CheckpointSet none;
   CHECK(profile_module(c.g, none).held - p.held == Bytes{300});
 }
@@ -95,10 +106,9 @@ TEST_CASE("a tensor freed at step k is absent at k and present at k-1", "[sim][g
   const int t = g.add_tensor("t", Bytes{1000});
   const int u = g.add_tensor("u", Bytes{10});
   const int v = g.add_tensor("v", Bytes{10});
-  OpNode p1; p1.name = "make_t"; p1.inputs = {x}; p1.outputs = {t};
-  OpNode p2; p2.name = "use_t"; p2.inputs = {t}; p2.outputs = {u};       // last use of t: t is not saved
-  OpNode p3; p3.name = "after"; p3.inputs = {u}; p3.outputs = {v};
-  g.add_op(p1); g.add_op(p2); g.add_op(p3);
+  g.add_op(op("make_t", {x}, {t}, {}));
+  g.add_op(op("use_t", {t}, {u}, {}));  // last use of t: t is not saved
+  g.add_op(op("after", {u}, {v}, {}));
   g.output = v;
   const auto ev = trace_module(g, CheckpointSet{});
   REQUIRE(ev.size() >= 3);
@@ -119,11 +129,10 @@ TEST_CASE("a keep-inputs checkpoint holds every tensor its region reads from out
   const int e = g.add_tensor("e", Bytes{400});
   const int f = g.add_tensor("f", Bytes{50});
   const int y = g.add_tensor("y", Bytes{10});
-  OpNode P; P.name = "P"; P.inputs = {x}; P.outputs = {p}; P.saves = {x};
-  OpNode E; E.name = "E"; E.inputs = {p}; E.outputs = {e}; E.regions = kCoreAttn;
-  OpNode F; F.name = "F"; F.inputs = {e}; F.outputs = {f}; F.saves = {e}; F.regions = kCoreAttn;
-  OpNode G; G.name = "G"; G.inputs = {f}; G.outputs = {y}; G.saves = {f};
-  g.add_op(P); g.add_op(E); g.add_op(F); g.add_op(G);
+  g.add_op(op("P", {x}, {p}, {x}));
+  g.add_op(op("E", {p}, {e}, {}, kCoreAttn));
+  g.add_op(op("F", {e}, {f}, {e}, kCoreAttn));
+  g.add_op(op("G", {f}, {y}, {f}));
   g.output = y;
   // Without the checkpoint: x (by P), e (by F) and f (by G); p dies after E.
   CHECK(profile_module(g, CheckpointSet{}).held == Bytes{10 + 400 + 50});

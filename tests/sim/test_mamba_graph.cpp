@@ -14,7 +14,8 @@ TEST_CASE("Mamba's l b d -> b l d rearranges copy only with more than one sequen
   // 2 x 4096 + 2 x 8 x 128 + 64 = 10304.
   const auto graph = [](int mbs) {
     auto r = model::parse_run_spec(R"({"model":{"preset":"nemotron-3-nano-30b-a3b","seq_length":2048,"bf16":true},
-      "train":{"micro_batch_size":)" + std::to_string(mbs) + R"(,"global_batch_size":)" + std::to_string(8 * mbs) + R"(},
+      "train":{"micro_batch_size":)" +
+                                   std::to_string(mbs) + R"(,"global_batch_size":)" + std::to_string(8 * mbs) + R"(},
       "cluster":{"num_gpus":8,"gpu":"h100-sxm-80gb"}})");
     REQUIRE(r.spec);
     const auto d = model::derive(*r.spec);

@@ -59,8 +59,8 @@ const sim::OpNode& op_named(const sim::LayerGraph& g, const std::string& suffix)
   return g.ops.front();
 }
 
-constexpr std::int64_t kMap = T * E;             // the bool routing map
-constexpr std::int64_t kTopk = T * k * 8;        // top-k indices (topk, scatter save the same tensor)
+constexpr std::int64_t kMap = T * E;       // the bool routing map
+constexpr std::int64_t kTopk = T * k * 8;  // top-k indices (topk, scatter save the same tensor)
 
 }  // namespace
 

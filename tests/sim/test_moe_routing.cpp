@@ -8,10 +8,10 @@
 
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
 #include "peakcast/sim/moe_routing.hpp"
-#include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/sim/prediction.hpp"
 
 using namespace peakcast;
@@ -79,10 +79,12 @@ TEST_CASE("unfused GLU keeps x1 + glu_linear_offset besides silu's output", "[si
   // Transformer Engine linears do not fuse the activation: mlp.py only does with bias_activation_fusion
   // (or TE's activation op), so the same two tensors are saved under TE.
   const Bytes te_unfused = held_by_layer(parse(kLocalMoe, {"model.transformer_impl=\"transformer_engine\"",
-                                                           "model.attention_backend=\"auto\""}), model::FfnKind::dense);
+                                                           "model.attention_backend=\"auto\""}),
+                                         model::FfnKind::dense);
   const Bytes te_fused = held_by_layer(parse(kLocalMoe, {"model.transformer_impl=\"transformer_engine\"",
                                                          "model.attention_backend=\"auto\"",
-                                                         "model.bias_activation_fusion=true"}), model::FfnKind::dense);
+                                                         "model.bias_activation_fusion=true"}),
+                                       model::FfnKind::dense);
   CHECK(static_cast<double>((te_unfused - te_fused).value) == Approx(2 * N * F * 2));
 }
 
@@ -158,7 +160,8 @@ TEST_CASE("activation_func_fp8_input_store: the fused SwiGLU keeps an FP8 copy o
   const double N = 2048, F = 11264;
   const Bytes bf16 = held_by_layer(parse(kLocalMoe, {"model.bias_activation_fusion=true"}), model::FfnKind::dense);
   const Bytes fp8 = held_by_layer(parse(kLocalMoe, {"model.bias_activation_fusion=true",
-                                                    "model.activation_func_fp8_input_store=true"}), model::FfnKind::dense);
+                                                    "model.activation_func_fp8_input_store=true"}),
+                                  model::FfnKind::dense);
   CHECK(static_cast<double>((bf16 - fp8).value) == Approx(N * 2 * F * (2 - 1)));
   // The unfused GLU ignores the flag (mlp.py only passes it to the fused kernels).
   const Bytes unfused = held_by_layer(parse(kLocalMoe), model::FfnKind::dense);

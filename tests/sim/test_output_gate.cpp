@@ -19,7 +19,8 @@ std::string spec_text(bool gate, int tp, const std::string& extra = "") {
          std::to_string(tp) + R"(, "sequence_parallel": )" + (tp > 1 ? "true" : "false") +
          R"(, "make_vocab_size_divisible_by": 16, "attention_output_gate": )" + (gate ? "true" : "false") + extra +
          R"(}, "train": {"micro_batch_size": 1, "global_batch_size": 1},
-      "cluster": {"num_gpus": )" + std::to_string(tp) + R"(, "gpu": "h100-sxm-80gb", "calibration_harness": true}})";  // measured on the harness's patched local stack (SP with torch norms)
+      "cluster": {"num_gpus": )" +
+         std::to_string(tp) + R"(, "gpu": "h100-sxm-80gb", "calibration_harness": true}})";  // measured on the harness's patched local stack (SP with torch norms)
 }
 
 model::RunSpec parse(const std::string& text) { return test::valid_spec(text); }

@@ -112,7 +112,8 @@ void check_against_brute_force(model::RunSpec base, sim::PlanOptions o) {
   auto all = brute_force(base, o, &static_cut_that_fit);
   CHECK(static_cut_that_fit == 0);  // rule 1 never discards a configuration that fits
   std::vector<Config> fit;
-  for (const auto& c : all) if (c.accepted) fit.push_back(c);
+  for (const auto& c : all)
+    if (c.accepted) fit.push_back(c);
   REQUIRE(fit.size() >= o.top);
   REQUIRE(fit.size() < all.size());  // the capacity leaves some out
   const bool time = o.objective == sim::PlanObjective::step_time;

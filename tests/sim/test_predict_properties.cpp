@@ -31,8 +31,7 @@ TEST_CASE("recompute never raises the peak", "[sim][property]") {
   sim::Predictor p(spec_from(kDense));
   const auto none = p.run(sim::RecomputeChoice{model::RecomputeGranularity::selective, {}, {}, {}, false, 0});
   using model::RecomputeTag;
-  for (auto tags : std::vector<std::vector<RecomputeTag>>{{RecomputeTag::core_attn}, {RecomputeTag::mlp},
-                                                         {RecomputeTag::layernorm}, {RecomputeTag::core_attn, RecomputeTag::mlp}}) {
+  for (auto tags : std::vector<std::vector<RecomputeTag>>{{RecomputeTag::core_attn}, {RecomputeTag::mlp}, {RecomputeTag::layernorm}, {RecomputeTag::core_attn, RecomputeTag::mlp}}) {
     const auto r = p.run(sim::RecomputeChoice{model::RecomputeGranularity::selective, tags, {}, {}, false, 0});
     CHECK(r.max_peak_allocated <= none.max_peak_allocated);
     // Under the TE spec a dense layer's norms are fused into its linears, so `layernorm` has

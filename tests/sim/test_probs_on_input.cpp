@@ -17,9 +17,11 @@ std::string spec_text(bool on, bool fused, int topk = 1) {
   return R"({"model": {"num_layers": 1, "hidden_size": 1024, "num_attention_heads": 8, "ffn_hidden_size": 2048,
       "vocab_size": 1024, "seq_length": 1024, "bf16": true, "transformer_impl": "local", "attention_backend": "unfused",
       "normalization": "RMSNorm", "gated_linear_unit": true, "activation_func": "silu", "add_bias_linear": false, "hidden_dropout": 0.0,
-      "num_moe_experts": 4, "moe_ffn_hidden_size": 512, "moe_router_topk": )" + std::to_string(topk) +
+      "num_moe_experts": 4, "moe_ffn_hidden_size": 512, "moe_router_topk": )" +
+         std::to_string(topk) +
          R"(, "moe_router_pre_softmax": true, "moe_grouped_gemm": false, "moe_layer_freq": 1,
-      "bias_activation_fusion": )" + (fused ? "true" : "false") + R"(, "moe_apply_probs_on_input": )" +
+      "bias_activation_fusion": )" +
+         (fused ? "true" : "false") + R"(, "moe_apply_probs_on_input": )" +
          (on ? "true" : "false") + R"(},
     "train": {"micro_batch_size": 1, "global_batch_size": 1}, "cluster": {"num_gpus": 1, "gpu": "h100-sxm-80gb"}})";
 }

@@ -163,7 +163,10 @@ TEST_CASE("ranking order (replay-time): viable first by replay time, then the re
   // A budget between the smallest and largest peak so both groups exist.
   const sim::Ranking all = sim::rank_candidates(spec, Bytes{1'000'000'000'000});
   Bytes lo{INT64_MAX}, hi{};
-  for (const auto& c : all.candidates) { lo = std::min(lo, c.max_peak); hi = std::max(hi, c.max_peak); }
+  for (const auto& c : all.candidates) {
+    lo = std::min(lo, c.max_peak);
+    hi = std::max(hi, c.max_peak);
+  }
   REQUIRE(lo < hi);
   const Bytes budget{(lo.value + hi.value) / 2};
   const sim::Ranking r = sim::rank_candidates(spec, budget, 0, sim::RankOrder::replay_time);
@@ -261,33 +264,33 @@ TEST_CASE("seed: Nemotron 3 Nano on 80 GB H100: the rows that ran out of memory 
   const auto busiest = sim::untrained_busiest_rank_load(spec);
   REQUIRE(busiest);
   for (const double load : {1.0, *busiest}) {
-  spec.model.moe_routing_imbalance = load;
-  INFO("routing load " << load);
-  const sim::Ranking r = sim::rank_candidates(spec, spec.cluster.gpu.memory_bytes);
-  auto find = [&](std::vector<RecomputeTag> tags) -> const sim::RankedCandidate* {
-    for (const auto& c : r.candidates)
-      if (c.choice.granularity == model::RecomputeGranularity::selective && c.choice.modules == tags) return &c;
-    return nullptr;
-  };
-  for (const auto& tags : std::vector<std::vector<RecomputeTag>>{
-           {}, {RecomputeTag::core_attn}, {RecomputeTag::moe_act}, {RecomputeTag::layernorm, RecomputeTag::moe_act}}) {
-    const auto* c = find(tags);
-    REQUIRE(c);
-    std::cout << "nemotron " << c->label << " peak " << c->max_peak.gb() << " GB viable " << c->viable << " reason '"
-              << c->reason << "'\n";
-    CHECK_FALSE(c->viable);
-    CHECK_FALSE(c->reason.empty());
-  }
-  // The two rows that completed 12 steps (the seed's table) are viable. Under the expandable segments
-  // the recipe's env_vars set, a narrower unmeasured set ([layernorm, moe_act, shared_experts]) can be
-  // viable too: the seed did not run it, so no claim is made about it here.
-  for (const auto& tags : std::vector<std::vector<RecomputeTag>>{{RecomputeTag::moe}, {RecomputeTag::layernorm, RecomputeTag::moe}}) {
-    const auto* c = find(tags);
-    REQUIRE(c);
-    CHECK(c->viable);
-  }
-  REQUIRE(r.narrowest_viable);
-  std::cout << "nemotron narrowest viable: " << r.candidates[*r.narrowest_viable].label << "\n";
+    spec.model.moe_routing_imbalance = load;
+    INFO("routing load " << load);
+    const sim::Ranking r = sim::rank_candidates(spec, spec.cluster.gpu.memory_bytes);
+    auto find = [&](std::vector<RecomputeTag> tags) -> const sim::RankedCandidate* {
+      for (const auto& c : r.candidates)
+        if (c.choice.granularity == model::RecomputeGranularity::selective && c.choice.modules == tags) return &c;
+      return nullptr;
+    };
+    for (const auto& tags : std::vector<std::vector<RecomputeTag>>{
+             {}, {RecomputeTag::core_attn}, {RecomputeTag::moe_act}, {RecomputeTag::layernorm, RecomputeTag::moe_act}}) {
+      const auto* c = find(tags);
+      REQUIRE(c);
+      std::cout << "nemotron " << c->label << " peak " << c->max_peak.gb() << " GB viable " << c->viable << " reason '"
+                << c->reason << "'\n";
+      CHECK_FALSE(c->viable);
+      CHECK_FALSE(c->reason.empty());
+    }
+    // The two rows that completed 12 steps (the seed's table) are viable. Under the expandable segments
+    // the recipe's env_vars set, a narrower unmeasured set ([layernorm, moe_act, shared_experts]) can be
+    // viable too: the seed did not run it, so no claim is made about it here.
+    for (const auto& tags : std::vector<std::vector<RecomputeTag>>{{RecomputeTag::moe}, {RecomputeTag::layernorm, RecomputeTag::moe}}) {
+      const auto* c = find(tags);
+      REQUIRE(c);
+      CHECK(c->viable);
+    }
+    REQUIRE(r.narrowest_viable);
+    std::cout << "nemotron narrowest viable: " << r.candidates[*r.narrowest_viable].label << "\n";
   }
 }
 

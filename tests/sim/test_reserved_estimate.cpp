@@ -16,7 +16,8 @@ model::RunSpec dense_on(std::int64_t memory_bytes) {
   auto r = model::parse_run_spec(R"({
     "model": {"preset": "llama3-8b", "num_layers": 4, "seq_length": 4096, "bf16": true},
     "train": {"micro_batch_size": 1, "global_batch_size": 1},
-    "cluster": {"num_gpus": 1, "gpu": {"name": "h100-sxm-80gb", "memory_bytes": )" + std::to_string(memory_bytes) + "}}}");
+    "cluster": {"num_gpus": 1, "gpu": {"name": "h100-sxm-80gb", "memory_bytes": )" +
+                                 std::to_string(memory_bytes) + "}}}");
   for (const auto& d : r.diagnostics) INFO(model::format(d));
   REQUIRE(r.spec.has_value());
   return *r.spec;

@@ -12,7 +12,10 @@ namespace {
 // Largest number of (chunk, micro-batch) forwards whose backward has not run yet.
 int max_in_flight(const std::vector<ScheduleStep>& steps) {
   int live = 0, peak = 0;
-  for (const auto& s : steps) { live += s.forward ? 1 : -1; peak = std::max(peak, live); }
+  for (const auto& s : steps) {
+    live += s.forward ? 1 : -1;
+    peak = std::max(peak, live);
+  }
   return peak;
 }
 }  // namespace
@@ -65,8 +68,10 @@ TEST_CASE("walking a shortened steady state finds the same peaks as the full ste
     for (int gbs : {64, 72, 200}) {
       INFO("global batch " << gbs);
       const std::string text = std::string(R"({"model": {"preset": "llama3-8b", "num_layers": 16, "seq_length": 2048,
-        "bf16": true, "attention_backend": "fused", )") + layout + R"(},
-        "train": {"micro_batch_size": 1, "global_batch_size": )" + std::to_string(gbs) + R"(},
+        "bf16": true, "attention_backend": "fused", )") +
+                               layout + R"(},
+        "train": {"micro_batch_size": 1, "global_batch_size": )" +
+                               std::to_string(gbs) + R"(},
         "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})";
       const auto parsed = peakcast::model::parse_run_spec(text);
       for (const auto& d : parsed.diagnostics) INFO(peakcast::model::format(d));

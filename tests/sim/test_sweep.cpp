@@ -114,15 +114,15 @@ TEST_CASE("SpecText: the text read once parses like parse_run_spec for every ove
   const model::SpecText once(text);
   const std::vector<std::vector<std::string>> sets = {
       {},
-      {"model.seq_length=8192", "cluster.gpu=h200-141gb"},       // a bare word where a string is taken
+      {"model.seq_length=8192", "cluster.gpu=h200-141gb"},  // a bare word where a string is taken
       {"cluster.gpu=\"b200\"", "model.recompute_modules=[\"moe_act\"]"},
-      {"model.recompute_modules=[\"not_a_tag\"]"},                // a value error
-      {"model.seq_lenght=4096"},                                  // an unknown key
-      {"model.seq_length=\"long\""},                              // a wrong type
-      {"model.seq_length=[1,"},                                   // not JSON, no bare strings here
+      {"model.recompute_modules=[\"not_a_tag\"]"},  // a value error
+      {"model.seq_lenght=4096"},                    // an unknown key
+      {"model.seq_length=\"long\""},                // a wrong type
+      {"model.seq_length=[1,"},                     // not JSON, no bare strings here
       {"cluster.gpu=no-such-gpu"},
       {"model.preset=llama3-8b", "model.expert_model_parallel_size=1"},  // another preset
-      {"model.tensor_model_parallel_size=3"},                     // parses; validation rejects it
+      {"model.tensor_model_parallel_size=3"},                            // parses; validation rejects it
   };
   for (const auto& overrides : sets) {
     const auto a = model::parse_run_spec(text, overrides);

@@ -82,8 +82,7 @@ TEST_CASE("sweep grid size saturates instead of wrapping") {
 
 TEST_CASE("a misspelt --vary key is found before the sweep runs") {
   const std::string text(model::default_run_spec_text());
-  const auto errors = sim::sweep_axis_key_errors(text, "", {}, {{"model.seq_lenght", {"1024", "2048"}},
-                                                               {"model.seq_length", {"1024"}}});
+  const auto errors = sim::sweep_axis_key_errors(text, "", {}, {{"model.seq_lenght", {"1024", "2048"}}, {"model.seq_length", {"1024"}}});
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].path == "model.seq_lenght");
   CHECK(errors[0].message.find("model.seq_length") != std::string::npos);  // the suggestion

@@ -49,9 +49,9 @@ TEST_CASE("a module takes the longer of its GPU and host time, and both when it 
   w.gemm_flops = 1e12;  // 1e12 / (0.5 x 1e15) = 2 ms on the GPU
   w.host_calls = 10;    // 10 x 0.1 ms = 1 ms on the host
   CHECK(t.seconds(w) == Approx(2e-3));
-  w.host_calls = 50;    // 5 ms on the host: host-bound
+  w.host_calls = 50;  // 5 ms on the host: host-bound
   CHECK(t.seconds(w) == Approx(5e-3));
-  w.host_syncs = 1;     // the host waits for the GPU: no overlap
+  w.host_syncs = 1;  // the host waits for the GPU: no overlap
   CHECK(t.seconds(w) == Approx(7e-3));
   // Backward: 2x the GEMM work (4 ms) against 50 x 0.2 ms = 10 ms of host work.
   CHECK(t.backward_seconds(w) == Approx(10e-3));
@@ -126,7 +126,7 @@ TEST_CASE("a rank's step is its forward-backward, exposed grad sync and optimize
   REQUIRE_FALSE(p.ranks.empty());
   for (const auto& rk : p.ranks) {
     CHECK(rk.step_time_s == Approx(rk.time.forward_backward_s + rk.time.grad_sync_s + rk.time.optimizer_s));
-    CHECK(rk.time.grad_sync_s > 0);          // DP 2 without overlap: the reduction is exposed
+    CHECK(rk.time.grad_sync_s > 0);              // DP 2 without overlap: the reduction is exposed
     CHECK(rk.time.checkpoint_regions == 4 * 4);  // core_attn in 4 layers, 4 micro-batches per DP rank
     CHECK(rk.replay_time_s > 0);
     CHECK(rk.replay_time_s < rk.time.forward_backward_s);
@@ -135,9 +135,9 @@ TEST_CASE("a rank's step is its forward-backward, exposed grad sync and optimize
 
 TEST_CASE("a fused attention kernel costs its fixed part per call plus FLOPs at its own rate", "[sim][time]") {
   auto f = constants();
-  f.fused_attention_efficiency = 0.5;             // 5e14 FLOP/s
+  f.fused_attention_efficiency = 0.5;  // 5e14 FLOP/s
   f.fused_attention_s_per_call = 50e-6;
-  f.fused_attention_backward_efficiency = 0.2;    // 2e14 forward FLOP/s
+  f.fused_attention_backward_efficiency = 0.2;  // 2e14 forward FLOP/s
   f.fused_attention_backward_s_per_call = 100e-6;
   const sim::TimeModel t(gpu(), f);
   sim::ModuleProfile::Work w;
@@ -154,7 +154,8 @@ TEST_CASE("a fused attention kernel costs its fixed part per call plus FLOPs at 
 TEST_CASE("Transformer Engine attention goes to the fused class, the local core to the batched GEMMs", "[sim][time]") {
   const auto work_of = [](const std::string& impl) {
     auto r = model::parse_run_spec(R"({"model":{"preset":"llama3-8b","num_layers":2,"seq_length":4096,"bf16":true,
-      "transformer_impl":")" + impl + R"("},"train":{"micro_batch_size":1,"global_batch_size":1},
+      "transformer_impl":")" + impl +
+                                   R"("},"train":{"micro_batch_size":1,"global_batch_size":1},
       "cluster":{"num_gpus":1,"gpu":"h200-141gb"}})");
     REQUIRE(r.spec);
     const auto d = model::derive(*r.spec);
@@ -174,7 +175,7 @@ TEST_CASE("Transformer Engine attention goes to the fused class, the local core 
 }
 
 TEST_CASE("row gathers and block copies take the measured movement rate, other byte ops the memory one", "[sim][time]") {
-  auto f = constants();        // memory efficiency 0.5 of 4000 GB/s
+  auto f = constants();         // memory efficiency 0.5 of 4000 GB/s
   f.movement_efficiency = 0.8;  // 3200 GB/s
   const sim::TimeModel t(gpu(), f);
   sim::ModuleProfile::Work w;

@@ -13,7 +13,8 @@ namespace {
 sim::Prediction predict(std::int64_t global_batch, bool timeline) {
   const std::string text = R"({"model": {"num_layers": 2, "hidden_size": 256, "num_attention_heads": 4, "vocab_size": 1024,
       "seq_length": 128, "transformer_impl": "local", "bf16": true},
-    "train": {"micro_batch_size": 1, "global_batch_size": )" + std::to_string(global_batch) + R"(},
+    "train": {"micro_batch_size": 1, "global_batch_size": )" +
+                           std::to_string(global_batch) + R"(},
     "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})";
   const auto parsed = model::parse_run_spec(text);
   REQUIRE(parsed.spec);

@@ -50,7 +50,7 @@ std::string gpu_with(std::int64_t bytes) {
 sim::RecomputeChoice own_choice(const model::RunSpec& s) {
   sim::RecomputeChoice c;
   c.granularity = s.model.recompute_granularity == model::RecomputeGranularity::none ? model::RecomputeGranularity::selective
-                                                                                       : s.model.recompute_granularity;
+                                                                                     : s.model.recompute_granularity;
   c.modules = s.model.recompute_modules.value_or(std::vector<model::RecomputeTag>{});
   c.method = s.model.recompute_method;
   c.num_layers = s.model.recompute_num_layers;
@@ -92,7 +92,8 @@ TEST_CASE("predict, sweep and rank agree on the verdict", "[sim][verdict][proper
         const auto ranking = sim::rank_candidates(spec, Bytes{}, 0, sim::RankOrder::narrowest, opt);
         const std::string own = sim::describe(own_choice(spec));
         const sim::RankedCandidate* mine = nullptr;
-        for (const auto& c : ranking.candidates) if (c.label == own) mine = &c;
+        for (const auto& c : ranking.candidates)
+          if (c.label == own) mine = &c;
         INFO(text << " replay " << replay << " device " << (sets.empty() ? "default" : sets[0]) << ": " << predicted.reason);
         REQUIRE(mine != nullptr);
         CHECK(sweep.points[0].verdict == predicted.kind);

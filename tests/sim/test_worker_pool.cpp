@@ -35,7 +35,7 @@ TEST_CASE("worker pool: every item is done whether 0, some or all of the threads
     };
     unsigned started = 0;
     run_on_workers(kThreads, work, failing_after(allowed, started));
-    CHECK(started == std::min(allowed, kThreads - 1));  // the caller is the last worker; no retry after a failure
+    CHECK(started == std::min(allowed, kThreads - 1));                      // the caller is the last worker; no retry after a failure
     for (std::size_t i = 0; i < kItems; ++i) REQUIRE(done[i].load() == 1);  // each item once
   }
 }
@@ -43,7 +43,8 @@ TEST_CASE("worker pool: every item is done whether 0, some or all of the threads
 TEST_CASE("worker pool: start_workers returns the threads that started, stopping at the first failure") {
   unsigned started = 0;
   std::atomic<int> runs{0};
-  auto pool = start_workers(5, [&] { ++runs; }, failing_after(2, started));
+  auto pool = start_workers(
+      5, [&] { ++runs; }, failing_after(2, started));
   CHECK(pool.size() == 2);
   for (auto& t : pool) t.join();
   CHECK(runs.load() == 2);

@@ -84,7 +84,7 @@ TEST_CASE("walk: two micro-batches in flight keep two saved sets", "[sim][stages
 
 TEST_CASE("walk: the first backward creates its workspaces and keeps them", "[sim][stages][walk]") {
   const std::vector<sim::ScheduleStep> steps = {{true, 0, 0}, {false, 0, 0}};
-  auto s = setup_for(10 + 7);  // `fixed` includes the backward's workspaces...
+  auto s = setup_for(10 + 7);        // `fixed` includes the backward's workspaces...
   s.backward_workspaces = Bytes{7};  // ...which iteration 1's forward runs without
   const auto sm = state();
   const auto w = walk_rank({two_modules()}, steps, sm, s);

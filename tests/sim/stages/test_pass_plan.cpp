@@ -10,7 +10,10 @@ using sim::detail::PassPlan;
 using sim::detail::plan_passes;
 
 namespace {
-struct Expected { int iteration; bool first, graphed, capture; };
+struct Expected {
+  int iteration;
+  bool first, graphed, capture;
+};
 void check(const PassPlan& p, const std::vector<Expected>& want) {
   REQUIRE(p.passes.size() == want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {

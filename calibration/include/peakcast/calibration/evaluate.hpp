@@ -14,24 +14,24 @@ namespace peakcast::calibration {
 struct Evaluation {
   const Record* record = nullptr;
   bool usable = false;
-  std::string why_unusable;        // spec does not parse/validate, no measured peak, ...
-  std::string stack;               // spec.model.transformer_impl: "transformer_engine" | "local"
-  double measured_peak = 0;        // bytes; the whole-run peak, else the first-iteration peak
+  std::string why_unusable;  // spec does not parse/validate, no measured peak, ...
+  std::string stack;         // spec.model.transformer_impl: "transformer_engine" | "local"
+  double measured_peak = 0;  // bytes; the whole-run peak, else the first-iteration peak
   bool measured_first_iteration_only = false;
-  double predicted_peak = 0;       // bytes, with the shipped profile, at the measured rank
-  double profile_fixed = 0;        // framework_fixed bytes of the shipped profile inside predicted_peak
-  std::string predicted_phase;     // forward | backward | grad_sync | optimizer
-  bool predicted_fits = true;      // the run's verdict is fits (Prediction::fits_with_allocator_reserve)
+  double predicted_peak = 0;    // bytes, with the shipped profile, at the measured rank
+  double profile_fixed = 0;     // framework_fixed bytes of the shipped profile inside predicted_peak
+  std::string predicted_phase;  // forward | backward | grad_sync | optimizer
+  bool predicted_fits = true;   // the run's verdict is fits (Prediction::fits_with_allocator_reserve)
   // The run's verdict (sim/verdict.hpp), its cause and margin, and the capacity it was judged on.
   sim::FitKind verdict = sim::FitKind::fits;
   sim::FitCause verdict_cause = sim::FitCause::none;
   std::int64_t verdict_margin = 0;
   double capacity = 0;
   double predicted_step_time_s = 0;
-  bool without_recompute = false;  // no recompute and no offloading: a policy study's control row
+  bool without_recompute = false;                // no recompute and no offloading: a policy study's control row
   sim::RankPrediction::StepTime predicted_time;  // the measured rank's step-time parts
-  bool expandable_segments = false;  // the run's allocator grew segments (spec cluster.expandable_segments)
-  double predicted_graph_pool = 0;   // bytes the graphs' private pool keeps reserved beside the cache
+  bool expandable_segments = false;              // the run's allocator grew segments (spec cluster.expandable_segments)
+  double predicted_graph_pool = 0;               // bytes the graphs' private pool keeps reserved beside the cache
   // The simulator's reservation estimate at the compared rank (sim/reserved_estimate.hpp), median and
   // p90, and the ratios it scaled the allocated peaks by (0: the profile has none).
   double predicted_reserved = 0, predicted_reserved_p90 = 0;

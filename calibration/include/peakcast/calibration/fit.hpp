@@ -14,7 +14,7 @@ struct FitPoint {
 };
 
 struct StackFit {
-  std::string stack;              // transformer_impl
+  std::string stack;  // transformer_impl
   int n = 0;
   double framework_fixed = 0;     // bytes, fitted
   double sigma = 0;               // residual standard deviation, bytes (n - 1 degrees of freedom)
@@ -40,7 +40,11 @@ ErrorStats error_stats(std::vector<double> abs_relative_errors);
 // (layer load - 1) x sqrt(g) over every MoE layer of the first iterations measured with expert
 // parallelism, per router score function (sigmoid and softmax routers spread very differently).
 struct RoutingFit {
-  struct Spread { double expert_load_sigma = 0; int layers = 0; int records = 0; };
+  struct Spread {
+    double expert_load_sigma = 0;
+    int layers = 0;
+    int records = 0;
+  };
   std::vector<std::pair<std::string, Spread>> by_score_function;
 };
 struct Record;

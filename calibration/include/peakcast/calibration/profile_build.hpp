@@ -43,7 +43,7 @@ struct Input {
 
 struct TimeInputs {
   std::optional<Input<std::string>> microbench, attention, movement;  // JSON texts
-  std::optional<Input<std::vector<Record>>> timing, stack_timing;      // timed records
+  std::optional<Input<std::vector<Record>>> timing, stack_timing;     // timed records
   std::vector<std::string> stack_timing_groups;
   std::string gpu_preset;
 };

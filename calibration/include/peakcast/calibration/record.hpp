@@ -18,9 +18,9 @@ struct Measurement {
   std::optional<double> fwd_bwd_time_s, optimizer_time_s;
   std::optional<double> fwd_bwd_time_min_s, fwd_bwd_time_max_s;  // their spread
   bool oom = false;
-  std::optional<std::string> oom_phase;                    // "forward", "backward", "grad_sync", "optimizer", ...
+  std::optional<std::string> oom_phase;  // "forward", "backward", "grad_sync", "optimizer", ...
   std::optional<int> oom_iteration;
-  std::optional<std::string> peak_phase;                   // where the whole-run peak landed, when known
+  std::optional<std::string> peak_phase;  // where the whole-run peak landed, when known
   // Dropless MoE routing of the iteration with the largest forward-backward peak: the rows the
   // rank's local experts received over the rows its routers sent (tokens x top-k), summed over
   // the MoE layers. Predictions for the record use it as model.moe_routing_imbalance.
@@ -38,11 +38,11 @@ struct Measurement {
 };
 
 struct Record {
-  std::string source;            // file (or "<text>") it came from
-  int line = 0;                  // 1-based line in that file
-  std::string name;              // "case"
-  std::string group;             // optional grouping label
-  std::string spec_json;         // the run spec, as JSON text
+  std::string source;                   // file (or "<text>") it came from
+  int line = 0;                         // 1-based line in that file
+  std::string name;                     // "case"
+  std::string group;                    // optional grouping label
+  std::string spec_json;                // the run spec, as JSON text
   std::optional<std::int64_t> pp_rank;  // the measured rank's pipeline stage; unset = largest over ranks
   Measurement measured;
   std::vector<std::pair<std::string, std::string>> provenance;  // facts kept with the record (text)

@@ -24,9 +24,9 @@ struct StackHostPoint {
 
 struct StackHostFit {
   std::string stack;
-  double host_scale = 1;            // on the local stack's per-call forward, backward and micro-batch costs
+  double host_scale = 1;  // on the local stack's per-call forward, backward and micro-batch costs
   double host_s_per_checkpoint = 0;
-  double rms_relative_error = 0;    // of the fitted step times
+  double rms_relative_error = 0;  // of the fitted step times
   int records = 0;
   std::vector<StackHostPoint> points;  // fitted and held-out records
   std::vector<std::string> notes;

@@ -19,25 +19,25 @@ const std::vector<std::string>& fitted_corpus_files();
 const std::vector<std::string>& validation_corpus_files();
 
 struct ValidationOptions {
-  int cross_validate = 0;   // K > 1: K-fold (record i in fold i % K)
-  double max_median = -1;   // a group's median |relative error| above it breaks the bounds (< 0: none)
-  double max_worst = -1;    // a group's worst |relative error| above it breaks the bounds (< 0: none)
+  int cross_validate = 0;  // K > 1: K-fold (record i in fold i % K)
+  double max_median = -1;  // a group's median |relative error| above it breaks the bounds (< 0: none)
+  double max_worst = -1;   // a group's worst |relative error| above it breaks the bounds (< 0: none)
 };
 
 struct ValidationRow {
   const Evaluation* eval = nullptr;
-  std::optional<double> predicted;           // bytes, with the record's fixed term (its fold's when cross-validated)
+  std::optional<double> predicted;  // bytes, with the record's fixed term (its fold's when cross-validated)
   // Measured out of memory and the verdict does_not_fit, or ran and the verdict is not does_not_fit.
   std::optional<bool> fit_ok;
   // The verdict is inside the reservation's stated interval (sim::reservation_edge): at risk, or does
   // not fit by the reservation by less than the interval. A wrong fit_ok there is not counted wrong.
   bool fit_edge = false;
-  bool compared = false;                     // usable: the peak is compared
-  double rel_error = 0;                      // (predicted - measured) / measured, when compared
+  bool compared = false;  // usable: the peak is compared
+  double rel_error = 0;   // (predicted - measured) / measured, when compared
   std::optional<bool> phase_ok;
-  std::optional<double> reserved_estimate;   // bytes, median ratio, when the record measured its reservation
-  std::optional<bool> reserved_within_p90;   // measured reservation at most the p90 estimate
-  std::optional<double> reserved_replayed;   // bytes, the allocator replay's reservation (with the record's fixed term)
+  std::optional<double> reserved_estimate;  // bytes, median ratio, when the record measured its reservation
+  std::optional<bool> reserved_within_p90;  // measured reservation at most the p90 estimate
+  std::optional<double> reserved_replayed;  // bytes, the allocator replay's reservation (with the record's fixed term)
 };
 
 struct GroupStats {
@@ -48,9 +48,9 @@ struct GroupStats {
 };
 
 struct ValidationReport {
-  std::vector<ValidationRow> rows;            // one per evaluation, in order
-  std::map<std::string, GroupStats> groups;   // by record group, and "(all)"
-  ErrorStats reserved;                        // |estimate - measured| / measured reservation
+  std::vector<ValidationRow> rows;           // one per evaluation, in order
+  std::map<std::string, GroupStats> groups;  // by record group, and "(all)"
+  ErrorStats reserved;                       // |estimate - measured| / measured reservation
   int reserved_within_p90 = 0;
   // By allocator, [0] default, [1] expandable_segments: the ratio estimate's and (with a replay)
   // the replayed reservation's |error| over the records that measured a reservation, and the

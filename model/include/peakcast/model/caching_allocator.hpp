@@ -60,7 +60,7 @@ struct AllocatorSettings {
 // configuration at its first allocation) is `error`.
 struct AllocConfParse {
   AllocatorSettings settings;
-  bool expandable_given = false;          // the string sets expandable_segments
+  bool expandable_given = false;  // the string sets expandable_segments
   std::vector<std::string> unmodelled;
   std::string error;
 };
@@ -90,9 +90,9 @@ class CachingAllocatorModel {
   Bytes peak_reserved() const { return Bytes{peak_reserved_}; }
   // The largest cached free block (mapped memory), what cacheInfo() reports.
   Bytes largest_free_block() const { return Bytes{free_sizes_.empty() ? 0 : *free_sizes_.rbegin()}; }
-  std::int64_t segments() const { return segments_; }       // cudaMalloc'd segments held (not expandable)
-  std::int64_t alloc_retries() const { return retries_; }   // num_alloc_retries
-  std::int64_t ooms() const { return ooms_; }               // num_ooms
+  std::int64_t segments() const { return segments_; }      // cudaMalloc'd segments held (not expandable)
+  std::int64_t alloc_retries() const { return retries_; }  // num_alloc_retries
+  std::int64_t ooms() const { return ooms_; }              // num_ooms
   // Bytes handed out for one live block beyond its request (rounding and an unsplit remainder).
   Bytes slack(Handle handle) const;
   const AllocatorSettings& settings() const { return settings_; }
@@ -104,11 +104,11 @@ class CachingAllocatorModel {
   static std::int64_t allocation_size(std::int64_t rounded);
 
   static constexpr std::int64_t kMinBlock = 512;
-  static constexpr std::int64_t kSmallSize = 1 << 20;        // largest small-pool request
-  static constexpr std::int64_t kSmallBuffer = 2 << 20;      // small-pool segment (and expandable page)
-  static constexpr std::int64_t kLargeBuffer = 20 << 20;     // segment for requests under 10 MiB (and expandable page)
+  static constexpr std::int64_t kSmallSize = 1 << 20;     // largest small-pool request
+  static constexpr std::int64_t kSmallBuffer = 2 << 20;   // small-pool segment (and expandable page)
+  static constexpr std::int64_t kLargeBuffer = 20 << 20;  // segment for requests under 10 MiB (and expandable page)
   static constexpr std::int64_t kMinLargeAlloc = 10 << 20;
-  static constexpr std::int64_t kRoundLarge = 2 << 20;       // larger segments round up to this
+  static constexpr std::int64_t kRoundLarge = 2 << 20;  // larger segments round up to this
 
  private:
   struct Block {
@@ -118,10 +118,15 @@ class CachingAllocatorModel {
     int expandable = -1;       // the expandable segment it lies in, -1 for a cudaMalloc'd segment
     int prev = -1, next = -1;  // neighbours in the same segment
   };
-  using FreeKey = std::tuple<int, std::int64_t, std::int64_t, int>;   // (stream, size, ptr, block): best fit
-  using UnmappedKey = std::tuple<int, std::int64_t, int>;              // (stream, ptr, block): lowest address
-  struct Pool { std::set<FreeKey> blocks; std::set<UnmappedKey> unmapped; };
-  struct Expandable { std::int64_t base = 0, page = 0; };
+  using FreeKey = std::tuple<int, std::int64_t, std::int64_t, int>;  // (stream, size, ptr, block): best fit
+  using UnmappedKey = std::tuple<int, std::int64_t, int>;            // (stream, ptr, block): lowest address
+  struct Pool {
+    std::set<FreeKey> blocks;
+    std::set<UnmappedKey> unmapped;
+  };
+  struct Expandable {
+    std::int64_t base = 0, page = 0;
+  };
 
   Block& at(int i) { return blocks_[static_cast<std::size_t>(i)]; }
   const Block& at(int i) const { return blocks_[static_cast<std::size_t>(i)]; }

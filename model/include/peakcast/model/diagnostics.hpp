@@ -7,7 +7,8 @@
 
 namespace peakcast::model {
 
-enum class Severity { error, warning };
+enum class Severity { error,
+                      warning };
 
 struct Diagnostic {
   Severity severity = Severity::error;

@@ -7,8 +7,14 @@
 
 namespace peakcast::model {
 
-enum class MixerKind { none, attention, mla, mamba, gdn };  // token mixer of a layer
-enum class FfnKind { none, dense, moe };
+enum class MixerKind { none,
+                       attention,
+                       mla,
+                       mamba,
+                       gdn };  // token mixer of a layer
+enum class FfnKind { none,
+                     dense,
+                     moe };
 
 struct LayerSpec {
   std::int64_t index = 0;  // global decoder layer index (MTP layers follow the decoder)

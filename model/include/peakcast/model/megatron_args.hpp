@@ -36,12 +36,12 @@ struct MegatronLineOptions {
 };
 
 struct MegatronLineImport {
-  std::string spec_json;                      // the run spec (pretty JSON); empty when there are errors
-  Diagnostics diagnostics;                    // errors and warnings; path = the argument
-  std::vector<std::string> ignored;           // defined arguments with no memory effect in peakcast
-  std::vector<std::string> notes;             // values Megatron-LM derives or defaults, said once each
-  std::map<std::string, KeyOrigin> origins;   // run-spec key path -> the argument or rule it came from
-  std::string script;                         // pretrain_gpt.py / pretrain_hybrid.py / pretrain_mamba.py, or ""
+  std::string spec_json;                     // the run spec (pretty JSON); empty when there are errors
+  Diagnostics diagnostics;                   // errors and warnings; path = the argument
+  std::vector<std::string> ignored;          // defined arguments with no memory effect in peakcast
+  std::vector<std::string> notes;            // values Megatron-LM derives or defaults, said once each
+  std::map<std::string, KeyOrigin> origins;  // run-spec key path -> the argument or rule it came from
+  std::string script;                        // pretrain_gpt.py / pretrain_hybrid.py / pretrain_mamba.py, or ""
 };
 
 // The line -> a run-spec document (not yet parsed as a run spec).

@@ -8,12 +8,12 @@
 namespace peakcast::model {
 
 struct RecipeInfo {
-  std::string name;         // the recipe function
-  std::string source;       // bridge:path:line of its def
-  std::string gpu;          // the recipe folder (h100, gb200, ...)
+  std::string name;    // the recipe function
+  std::string source;  // bridge:path:line of its def
+  std::string gpu;     // the recipe folder (h100, gb200, ...)
   std::int64_t num_gpus = 0;
-  std::string task;         // pretrain, sft, peft (from the name)
-  std::string model;        // the Hugging Face id, or the provider class the recipe builds
+  std::string task;   // pretrain, sft, peft (from the name)
+  std::string model;  // the Hugging Face id, or the provider class the recipe builds
 };
 
 std::vector<RecipeInfo> recipe_catalogue();

@@ -15,6 +15,8 @@
 
 namespace peakcast::model {
 
+// One enum a line: with ColumnLimit 0, clang-format 14 would put each enumerator on its own line.
+// clang-format off
 enum class Normalization { layer_norm, rms_norm };
 enum class Activation { gelu, silu, squared_relu, relu };  // silu + gated_linear_unit = SwiGLU
 enum class PositionEmbedding { rope, yarn, learned_absolute, none };
@@ -31,6 +33,7 @@ enum class OptimizerImpl { te_fused_adam, apex_fused_adam, torch_adamw };
 
 // The eight selective-recompute tags of the pinned TransformerConfig.
 enum class RecomputeTag { core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts, gdn_norm_out };
+// clang-format on
 
 const char* to_string(RecomputeTag t);
 std::optional<RecomputeTag> recompute_tag_from_string(const std::string& s);
@@ -77,8 +80,8 @@ struct ModelSpec {
 
   // Mixture of experts
   std::optional<std::int64_t> num_moe_experts;
-  bool moe_apply_probs_on_input = false;
-  std::int64_t mlp_chunks_for_training = 1;  // the MLP / MoE layer runs on this many sequence chunks  // the router probabilities scale the experts' input (top-1 only)
+  bool moe_apply_probs_on_input = false;            // the router probabilities scale the experts' input (top-1 only)
+  std::int64_t mlp_chunks_for_training = 1;         // the MLP / MoE layer runs on this many sequence chunks
   std::optional<std::int64_t> moe_ffn_hidden_size;  // default ffn_hidden_size
   std::int64_t moe_router_topk = 2;
   std::optional<std::int64_t> moe_shared_expert_intermediate_size;
@@ -114,11 +117,11 @@ struct ModelSpec {
   std::optional<std::int64_t> moe_router_topk_limited_devices;  // deprecated: group_topk with EP groups
   std::variant<std::string, std::vector<std::string>> moe_router_load_balancing_type = std::string("aux_loss");
   std::variant<double, std::vector<double>> moe_aux_loss_coeff = 0.0;
-  std::optional<double> moe_z_loss_coeff;               // set (0.0 included): the z-loss runs
+  std::optional<double> moe_z_loss_coeff;  // set (0.0 included): the z-loss runs
   std::optional<double> moe_router_topk_scaling_factor;
-  bool moe_router_fusion = false;                       // Transformer Engine's fused router kernels
-  std::optional<double> moe_router_force_biased;        // benchmark: a shared random bias on random logits
-  bool use_te_activation_func = false;  // TE's activation op (treated as a fused kernel)
+  bool moe_router_fusion = false;                 // Transformer Engine's fused router kernels
+  std::optional<double> moe_router_force_biased;  // benchmark: a shared random bias on random logits
+  bool use_te_activation_func = false;            // TE's activation op (treated as a fused kernel)
 
   // Hybrid Mamba / GDN
   std::optional<std::string> hybrid_override_pattern;  // also accepted as hybrid_layer_pattern
@@ -157,7 +160,7 @@ struct ModelSpec {
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
   std::optional<std::int64_t> microbatch_group_size_per_vp_stage;  // default PP
-  bool deallocate_pipeline_outputs = false;  // Megatron Core's default; Bridge's GPTModelProvider and MLM training set True
+  bool deallocate_pipeline_outputs = false;                        // Megatron Core's default; Bridge's GPTModelProvider and MLM training set True
 
   // Recompute and offloading
   RecomputeGranularity recompute_granularity = RecomputeGranularity::none;
@@ -189,7 +192,7 @@ struct ModelSpec {
   bool masked_softmax_fusion = false;
   bool attention_softmax_in_fp32 = true;
   bool bias_dropout_fusion = false;
-  bool bias_activation_fusion = false;  // fused bias+GLU saves only its input
+  bool bias_activation_fusion = false;           // fused bias+GLU saves only its input
   bool activation_func_fp8_input_store = false;  // the fused SwiGLU saves its input as FP8 (1 byte)
   bool apply_rope_fusion = false;
   double rotary_percent = 1.0;  // fraction of each head's channels RoPE rotates (rotary_pos_embedding.py)
@@ -271,7 +274,7 @@ struct ModelSpec {
   double hybrid_attention_ratio = 0.0;
   double hybrid_mlp_ratio = 0.0;
   bool hybrid_pattern_from_deprecated_key = false;  // the spec named it hybrid_override_pattern
-  std::int64_t mamba_chunk_size = 128;  // Bridge hybrid_provider.py:46 DEFAULT_MAMBA_CHUNK_SIZE (an expression in the schema)
+  std::int64_t mamba_chunk_size = 128;              // Bridge hybrid_provider.py:46 DEFAULT_MAMBA_CHUNK_SIZE (an expression in the schema)
   std::optional<std::string> mtp_hybrid_override_pattern;
   std::int64_t gtp_weight_remat_size = 1;
   std::int64_t expert_gtp_weight_remat_size = 1;
@@ -294,7 +297,7 @@ struct ModelSpec {
   bool use_fused_weighted_squared_relu = false;
   bool cuda_graph_modules_full_with_others = false;  // "full" listed beside other scopes
   bool cuda_graph_modules_full_iteration_inference = false;
-  bool cuda_graph_modules_full_listed = true;   // the deprecated "full" scope named at all (the default scope is "full")
+  bool cuda_graph_modules_full_listed = true;  // the deprecated "full" scope named at all (the default scope is "full")
   bool use_te_rng_tracker = false;
   bool overlap_p2p_comm = false;
   bool batch_p2p_comm = true;
@@ -319,7 +322,7 @@ struct ModelSpec {
 struct TrainSpec {
   std::int64_t micro_batch_size = 1;
   std::optional<std::int64_t> global_batch_size;  // default micro_batch_size * DP
-  std::int64_t train_iters = 3;  // iterations simulated; >= 2 so the steady state exists
+  std::int64_t train_iters = 3;                   // iterations simulated; >= 2 so the steady state exists
 
   // Read only by the validation rules (spec_fill_checks.cpp).
   std::optional<std::vector<std::int64_t>> rampup_batch_size;
@@ -390,13 +393,13 @@ struct DdpSpec {
 // One GPU type: usable allocator capacity plus the ceilings the time model needs.
 struct GpuSpec {
   std::string name;
-  Bytes memory_bytes;             // usable by PyTorch's caching allocator
-  double bf16_dense_tflops = 0;   // peak dense bf16 matrix rate, TFLOP/s
+  Bytes memory_bytes;            // usable by PyTorch's caching allocator
+  double bf16_dense_tflops = 0;  // peak dense bf16 matrix rate, TFLOP/s
   double fp8_dense_tflops = 0;
   double fp32_tflops = 0;
   double hbm_bandwidth_gbps = 0;  // GB/s
   double nvlink_bandwidth_gbps = 0;
-  std::string source;             // where the figures come from
+  std::string source;  // where the figures come from
 
   bool operator==(const GpuSpec&) const = default;
 };
@@ -438,15 +441,15 @@ struct RunSpec {
 // Quantities every stage derives the same way; computed once from a validated spec.
 struct Derived {
   std::int64_t tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1;
-  std::int64_t dp = 1;        // world / (tp * pp * cp)
-  std::int64_t edp = 1;       // world / (etp * ep * pp)
+  std::int64_t dp = 1;   // world / (tp * pp * cp)
+  std::int64_t edp = 1;  // world / (etp * ep * pp)
   std::int64_t ffn = 0, kv_channels = 0, query_groups = 0;
   std::int64_t moe_ffn = 0;
   std::int64_t padded_vocab = 0;
   std::int64_t num_microbatches = 1;  // global_batch / (micro_batch * dp)
   DType act_dtype = DType::bf16;      // bf16 / fp16 / fp32 from the precision flags
   DType param_dtype = DType::bf16;
-  DType grad_dtype = DType::fp32;     // main grad buffer dtype
+  DType grad_dtype = DType::fp32;  // main grad buffer dtype
   bool distributed_optimizer = false;
   std::vector<RecomputeTag> selective_tags;  // effective list (None -> core_attn, moe_layer_recompute -> +moe)
 };

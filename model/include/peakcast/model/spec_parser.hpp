@@ -19,7 +19,8 @@ namespace peakcast::model {
 // recipe or run_config.yaml runs with). A run spec says which with the top-level key "defaults";
 // without it, a spec that names a model.preset (every shipped model is a Bridge model) takes
 // Bridge's, any other spec Megatron Core's.
-enum class DefaultsProfile { megatron_core, bridge };
+enum class DefaultsProfile { megatron_core,
+                             bridge };
 const char* to_string(DefaultsProfile p);
 
 // Where one value of the resolved spec came from.

@@ -35,22 +35,24 @@ struct AllocatorSlack {
   std::size_t moments = 0;  // the first `moments` entries are moments, the rest temporaries
   // The moments' and the temporaries' slack when the first `cached` bytes of the step's requests
   // are carved from memory the forward-backward freed (no new segment, so no unsplit remainder).
-  struct Step { Bytes moments, temporaries; };
+  struct Step {
+    Bytes moments, temporaries;
+  };
   Step step(Bytes cached) const;
 };
 
 struct StaticMemory {
   ParamCounts params;
-  Bytes parameters;          // model weights in their dtype (DDP param buffer with DistOpt)
-  Bytes gradients;           // DDP grad buffers incl. bucket padding
-  Bytes main_params;         // fp32 (or main_params_dtype) master shard, from optimizer build
-  Bytes optimizer_states;    // Adam moments (+ TE remainders), created at the first step
-  Bytes fp8_weight_cache;    // FP8 weight copies/transposes kept by TE when FP8 compute is on
+  Bytes parameters;             // model weights in their dtype (DDP param buffer with DistOpt)
+  Bytes gradients;              // DDP grad buffers incl. bucket padding
+  Bytes main_params;            // fp32 (or main_params_dtype) master shard, from optimizer build
+  Bytes optimizer_states;       // Adam moments (+ TE remainders), created at the first step
+  Bytes fp8_weight_cache;       // FP8 weight copies/transposes kept by TE when FP8 compute is on
   Bytes step_transient_first;   // extra bytes live during the first optimizer.step()
   Bytes step_transient_steady;  // extra bytes live during later optimizer.step() calls
-  Bytes ddp_init_transient;  // duplicate params while DDP copies them into its buffer
-  Bytes buffers;             // module buffers that are not parameters (fp32 router expert bias + token counts)
-  AllocatorSlack slack;      // without DistOpt only
+  Bytes ddp_init_transient;     // duplicate params while DDP copies them into its buffer
+  Bytes buffers;                // module buffers that are not parameters (fp32 router expert bias + token counts)
+  AllocatorSlack slack;         // without DistOpt only
 };
 
 struct RankStatic {

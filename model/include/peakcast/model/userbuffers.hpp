@@ -11,9 +11,9 @@
 namespace peakcast::model {
 
 struct Userbuffer {
-  std::string gemm;      // e.g. "qkv_fprop"
-  bool fp8_mode = false; // the FP8 quantization mode's set (the other: high precision)
-  std::string method;    // ring_exchange | pipeline | bulk | external
+  std::string gemm;       // e.g. "qkv_fprop"
+  bool fp8_mode = false;  // the FP8 quantization mode's set (the other: high precision)
+  std::string method;     // ring_exchange | pipeline | bulk | external
   bool reduce_scatter = false;
   Bytes bytes;
 };

@@ -12,22 +12,22 @@
 namespace peakcast::sim {
 
 struct AllocatorReplay {
-  Bytes peak_reserved;            // max_memory_reserved(): segments (or mapped pages), plus any CUDA-graph pool
-  Bytes peak_allocated;           // max_memory_allocated() of the replayed stream (block sizes)
-  Bytes peak_requested;           // the stream's largest sum of requested bytes (the walk's peak less the slack it adds)
-  Bytes largest_free_at_peak;     // largest cached free block when the allocated bytes peaked
-  Bytes reserved_at_peak;         // reserved bytes at that moment
-  std::int64_t requests = 0;      // allocations replayed
-  std::int64_t segments = 0;      // cudaMalloc'd segments at the end (0 with expandable segments)
+  Bytes peak_reserved;         // max_memory_reserved(): segments (or mapped pages), plus any CUDA-graph pool
+  Bytes peak_allocated;        // max_memory_allocated() of the replayed stream (block sizes)
+  Bytes peak_requested;        // the stream's largest sum of requested bytes (the walk's peak less the slack it adds)
+  Bytes largest_free_at_peak;  // largest cached free block when the allocated bytes peaked
+  Bytes reserved_at_peak;      // reserved bytes at that moment
+  std::int64_t requests = 0;   // allocations replayed
+  std::int64_t segments = 0;   // cudaMalloc'd segments at the end (0 with expandable segments)
   // The requests replayed before each pass's first forward (iteration 1 after the model state, then
   // each later pass): where each iteration starts in the stream, to set it against a measured one.
   std::vector<std::int64_t> pass_starts;
   // The first request that failed within the capacity after the allocator freed its cached
   // segments and retried (the OutOfMemoryError); the replay then goes on without the limit.
   struct Failure {
-    Bytes request;                 // bytes the tensor asked for
-    Bytes allocated, reserved;     // at that moment
-    std::string where;             // "<op> (<phase>, iteration <n>)"
+    Bytes request;              // bytes the tensor asked for
+    Bytes allocated, reserved;  // at that moment
+    std::string where;          // "<op> (<phase>, iteration <n>)"
   };
   std::optional<Failure> first_failure;
 };

@@ -11,15 +11,15 @@
 namespace peakcast::sim {
 
 struct FittedConstants {
-  std::string profile = "none";    // name of the profile these came from
+  std::string profile = "none";  // name of the profile these came from
   // Memory: allocations outside the lifetime graph, per rank.
-  Bytes cublas_workspace;          // cuBLAS/cuBLASLt workspaces held through the caching allocator
-  Bytes framework_fixed;           // other persistent allocations (RNG states, flags, small buffers)
+  Bytes cublas_workspace;         // cuBLAS/cuBLASLt workspaces held through the caching allocator
+  Bytes framework_fixed;          // other persistent allocations (RNG states, flags, small buffers)
   double activation_scale = 1.0;  // fitted ratio of measured to simulated activation bytes (1 = none)
   // Time: achieved fraction of the GPU preset's peak, per op class.
   double gemm_efficiency = 0;
   double attention_efficiency = 0;
-  double memory_efficiency = 0;    // fraction of HBM bandwidth reached by elementwise/norm ops
+  double memory_efficiency = 0;  // fraction of HBM bandwidth reached by elementwise/norm ops
   // Fused attention (cuDNN's kernel, as Transformer Engine runs it): time per call = a fixed part
   // plus FLOPs at a fraction of the dense bf16 peak, forward and backward (measured on the H200,
   // calibration/data/attention_h200.json). Zero efficiency: timed like the unfused core.
@@ -29,13 +29,13 @@ struct FittedConstants {
   // (calibration/data/movement_h200.json). Zero: timed like the other memory-bound ops.
   double movement_efficiency = 0;
   // Time, fitted on measured Megatron Core step times (calibration/data/h200_timing.jsonl):
-  double host_forward_s_per_call = 0;   // host cost of one forward op call (Python, autograd, launch)
-  double host_backward_s_per_call = 0;  // host cost of its backward node
-  double host_s_per_microbatch = 0;     // schedule, data and loss host work around each micro-batch
-  double host_s_per_checkpoint = 0;     // fixed host cost of one checkpoint call (wrapper, RNG states,
-                                        // the nested autograd backward), paid with its replay
-  double gpu_time_scale = 1;            // measured / microbenchmark-efficiency GPU time in Megatron runs
-  double comm_efficiency = 0;           // fraction of one NVLink direction a TP/EP collective reaches
+  double host_forward_s_per_call = 0;      // host cost of one forward op call (Python, autograd, launch)
+  double host_backward_s_per_call = 0;     // host cost of its backward node
+  double host_s_per_microbatch = 0;        // schedule, data and loss host work around each micro-batch
+  double host_s_per_checkpoint = 0;        // fixed host cost of one checkpoint call (wrapper, RNG states,
+                                           // the nested autograd backward), paid with its replay
+  double gpu_time_scale = 1;               // measured / microbenchmark-efficiency GPU time in Megatron runs
+  double comm_efficiency = 0;              // fraction of one NVLink direction a TP/EP collective reaches
   double optimizer_memory_efficiency = 0;  // fraction of HBM bandwidth the optimizer step reaches
   // Spread of the fit, for prediction intervals (relative, one sigma).
   double peak_relative_sigma = 0;

@@ -25,24 +25,25 @@ enum Region : std::uint32_t {
   kGdnNormOut = 1u << 8,     // mechanism 2: GDN gated norm output discarded
 };
 
-enum class Mechanism { keep_inputs, discard_output };
+enum class Mechanism { keep_inputs,
+                       discard_output };
 
 struct TensorNode {
   std::string name;
   Bytes bytes;
-  bool external = false;       // produced before this module (its input)
-  bool requires_grad = true;   // activations do; index maps and masks do not
-  int producer = -1;           // op index, -1 for external inputs
+  bool external = false;      // produced before this module (its input)
+  bool requires_grad = true;  // activations do; index maps and masks do not
+  int producer = -1;          // op index, -1 for external inputs
 };
 
 struct OpNode {
   std::string name;
-  std::vector<int> inputs;     // tensor indices read in forward
-  std::vector<int> outputs;    // tensor indices written in forward
-  std::vector<int> saves;      // tensor indices this op keeps for its backward
+  std::vector<int> inputs;       // tensor indices read in forward
+  std::vector<int> outputs;      // tensor indices written in forward
+  std::vector<int> saves;        // tensor indices this op keeps for its backward
   std::vector<int> keeps_alive;  // tensors a Python local keeps referenced until this op (no grad flow)
-  Bytes forward_workspace;     // scratch live only while the op runs forward
-  Bytes backward_workspace;    // scratch live only while its backward runs (e.g. wgrad, re-gather)
+  Bytes forward_workspace;       // scratch live only while the op runs forward
+  Bytes backward_workspace;      // scratch live only while its backward runs (e.g. wgrad, re-gather)
   double forward_flops = 0;
   double backward_flops = 0;
   double forward_bytes_moved = 0;  // memory traffic of the forward kernel(s), for the time model
@@ -54,11 +55,11 @@ struct OpNode {
   // Collective traffic per rank (bytes on the wire, ring algorithms), forward and backward.
   double comm_bytes = 0, backward_comm_bytes = 0;
   std::uint32_t regions = kNoRegion;
-  bool is_gemm = false;        // for the time model's efficiency classes
+  bool is_gemm = false;  // for the time model's efficiency classes
   bool is_attention_core = false;
   bool is_fused_attention = false;  // a fused attention kernel (timed by its own measured class)
   bool is_movement = false;         // row gathers and block copies (timed by their measured rate)
-  bool grad_passthrough = false;  // backward returns its output grad unchanged (views, residual adds)
+  bool grad_passthrough = false;    // backward returns its output grad unchanged (views, residual adds)
 };
 
 struct LayerGraph {
@@ -94,33 +95,41 @@ struct CheckpointSet {
 // Memory profile of one module for one micro-batch under a checkpoint set. "Excess" values are
 // relative to the live bytes just before the module's forward (or backward) starts.
 struct ModuleProfile {
-  Bytes held;                // saved from the end of forward until the module's backward
-  struct HeldTensor { std::string name; Bytes bytes; };
+  Bytes held;  // saved from the end of forward until the module's backward
+  struct HeldTensor {
+    std::string name;
+    Bytes bytes;
+  };
   std::vector<HeldTensor> held_tensors;  // what `held` is made of, in graph order
-  Bytes forward_peak_excess; // max over the forward of (live - live_at_start)
-  Bytes output_bytes;        // the output handed on (live after forward besides `held`)
-  Bytes input_bytes;         // the external input (freed or held at the end of forward)
+  Bytes forward_peak_excess;             // max over the forward of (live - live_at_start)
+  Bytes output_bytes;                    // the output handed on (live after forward besides `held`)
+  Bytes input_bytes;                     // the external input (freed or held at the end of forward)
   bool input_held = false;
   Bytes backward_peak_excess;  // max over the backward of (live - live_at_backward_start), where
                                // live_at_backward_start includes `held` and the output gradient
-  Bytes replay_bytes;        // largest set of tensors re-materialised at once by recompute
+  Bytes replay_bytes;          // largest set of tensors re-materialised at once by recompute
   double forward_flops = 0, backward_flops = 0, replay_flops = 0;
   double forward_bytes_moved = 0, replay_bytes_moved = 0;
   // The same work split by the time model's op classes (forward, and what a replay repeats).
   struct Work {
     double gemm_flops = 0, attention_flops = 0, other_flops = 0, other_bytes = 0;
     double fused_attention_flops = 0, fused_attention_calls = 0;  // fused kernels (not in attention_flops)
-    double movement_bytes = 0;  // read + written by row gathers and block copies (not in other_bytes)
-    double host_calls = 0, host_syncs = 0;               // forward host calls and blocking syncs
-    double comm_bytes = 0, backward_comm_bytes = 0;      // collective bytes per rank
-    double checkpoint_regions = 0;  // replay only: checkpoint calls (each wrapper's fixed host cost)
+    double movement_bytes = 0;                                    // read + written by row gathers and block copies (not in other_bytes)
+    double host_calls = 0, host_syncs = 0;                        // forward host calls and blocking syncs
+    double comm_bytes = 0, backward_comm_bytes = 0;               // collective bytes per rank
+    double checkpoint_regions = 0;                                // replay only: checkpoint calls (each wrapper's fixed host cost)
     Work& operator+=(const Work& o) {
-      gemm_flops += o.gemm_flops; attention_flops += o.attention_flops;
-      other_flops += o.other_flops; other_bytes += o.other_bytes;
-      fused_attention_flops += o.fused_attention_flops; fused_attention_calls += o.fused_attention_calls;
+      gemm_flops += o.gemm_flops;
+      attention_flops += o.attention_flops;
+      other_flops += o.other_flops;
+      other_bytes += o.other_bytes;
+      fused_attention_flops += o.fused_attention_flops;
+      fused_attention_calls += o.fused_attention_calls;
       movement_bytes += o.movement_bytes;
-      host_calls += o.host_calls; host_syncs += o.host_syncs;
-      comm_bytes += o.comm_bytes; backward_comm_bytes += o.backward_comm_bytes;
+      host_calls += o.host_calls;
+      host_syncs += o.host_syncs;
+      comm_bytes += o.comm_bytes;
+      backward_comm_bytes += o.backward_comm_bytes;
       checkpoint_regions += o.checkpoint_regions;
       return *this;
     }

@@ -11,16 +11,16 @@ namespace peakcast::sim {
 
 // Per-rank sizes shared by all module builders.
 struct ShapeContext {
-  std::int64_t seq = 0;          // tokens of one sequence on this CP rank (seq_length / cp)
-  std::int64_t batch = 1;        // micro-batch size
-  std::int64_t tokens = 0;       // seq * batch: rows of a full (TP-gathered) activation
-  std::int64_t local_tokens = 0; // tokens / tp under sequence parallelism, else tokens
+  std::int64_t seq = 0;           // tokens of one sequence on this CP rank (seq_length / cp)
+  std::int64_t batch = 1;         // micro-batch size
+  std::int64_t tokens = 0;        // seq * batch: rows of a full (TP-gathered) activation
+  std::int64_t local_tokens = 0;  // tokens / tp under sequence parallelism, else tokens
   std::int64_t hidden = 0;
   std::int64_t tp = 1, cp = 1, ep = 1, etp = 1;
-  std::int64_t act_bytes = 2;    // activation dtype size
-  bool te = true;                // Transformer Engine modules (fused LN-linear, fused attention)
-  bool fused_attention = true;   // flash/fused attention kernel (no s*s tensors)
-  bool fp8 = false;              // FP8 GEMM inputs saved as 1-byte copies
+  std::int64_t act_bytes = 2;   // activation dtype size
+  bool te = true;               // Transformer Engine modules (fused LN-linear, fused attention)
+  bool fused_attention = true;  // flash/fused attention kernel (no s*s tensors)
+  bool fp8 = false;             // FP8 GEMM inputs saved as 1-byte copies
   bool sequence_parallel = false;
   bool grad_accumulation_fusion = false;  // wgrad written straight into main_grad
   double moe_routing_imbalance = 1.0;     // received tokens / balanced share (1 = balanced)

@@ -18,7 +18,8 @@
 
 namespace peakcast::sim {
 
-enum class PlanObjective { step_time, memory_headroom };
+enum class PlanObjective { step_time,
+                           memory_headroom };
 const char* to_string(PlanObjective o);
 
 // One parallel layout: everything but the recompute policy.
@@ -66,7 +67,7 @@ struct PlanOptions {
   // MoE under expert parallelism: every rank checked at the busiest EP rank's load under an untrained
   // router (what `rank` checks by default), unless the spec fixes model.moe_routing_imbalance.
   bool moe_busiest_rank = true;
-  unsigned threads = 0;                  // 0: every hardware thread
+  unsigned threads = 0;  // 0: every hardware thread
   // Brute force: simulate every configuration Megatron accepts (no bound pruning); for tests.
   bool exhaustive = false;
 };
@@ -74,11 +75,11 @@ struct PlanOptions {
 // Where the busiest rank's step goes (seconds per iteration); the parts add up to step_s.
 struct StepSplit {
   double step_s = 0;
-  double compute_s = 0;         // forward and backward of every micro-batch (GPU and host), less the parts below
-  double exposed_comm_s = 0;    // TP/CP/EP collectives inside the modules (none overlapped) and the exposed gradient sync
-  double grad_sync_s = 0;       // of which the gradient reduction after the backward
-  double replay_s = 0;          // recompute replay (or CPU offloading's copies)
-  double bubble_s = 0;          // pipeline bubble
+  double compute_s = 0;       // forward and backward of every micro-batch (GPU and host), less the parts below
+  double exposed_comm_s = 0;  // TP/CP/EP collectives inside the modules (none overlapped) and the exposed gradient sync
+  double grad_sync_s = 0;     // of which the gradient reduction after the backward
+  double replay_s = 0;        // recompute replay (or CPU offloading's copies)
+  double bubble_s = 0;        // pipeline bubble
   double optimizer_s = 0;
 };
 
@@ -103,22 +104,22 @@ struct PlanEntry {
   StepSplit time;
   std::vector<PlanRank> ranks;
   LaunchSettings launch;
-  int tie_group = 0;        // entries with equal objective (to the printed precision) share a group
-  bool near_tie = false;    // shown because it is within near_tie of the K-th entry
+  int tie_group = 0;      // entries with equal objective (to the printed precision) share a group
+  bool near_tie = false;  // shown because it is within near_tie of the K-th entry
 };
 
 struct PlanStats {
-  std::size_t configurations = 0;          // layouts x policies enumerated (structural)
-  std::size_t layouts = 0;                 // layouts enumerated
+  std::size_t configurations = 0;  // layouts x policies enumerated (structural)
+  std::size_t layouts = 0;         // layouts enumerated
   std::size_t layouts_rejected = 0, layouts_pruned_static = 0, layouts_pruned_by_bound = 0, layouts_searched = 0;
   // Every configuration lands in exactly one of: rejected, pruned_static_memory, pruned_by_bound, simulated.
-  std::size_t rejected_by_megatron = 0;    // configurations validate() refuses (a layout refused: all its policies)
-  std::size_t pruned_static_memory = 0;    // of layouts whose static memory alone exceeds the GPU (policies not validated)
-  std::size_t pruned_by_bound = 0;         // that cannot reach the shown entries (layout or exact time bound)
-  std::size_t timed = 0;                   // configurations whose step time was evaluated (no memory walk)
-  std::size_t simulated = 0;               // configurations whose memory was simulated
-  std::size_t fitting = 0;                 // of those, accepted by the verdict
-  std::size_t shape_groups = 0;            // distinct per-rank shapes (layer graphs built once each)
+  std::size_t rejected_by_megatron = 0;  // configurations validate() refuses (a layout refused: all its policies)
+  std::size_t pruned_static_memory = 0;  // of layouts whose static memory alone exceeds the GPU (policies not validated)
+  std::size_t pruned_by_bound = 0;       // that cannot reach the shown entries (layout or exact time bound)
+  std::size_t timed = 0;                 // configurations whose step time was evaluated (no memory walk)
+  std::size_t simulated = 0;             // configurations whose memory was simulated
+  std::size_t fitting = 0;               // of those, accepted by the verdict
+  std::size_t shape_groups = 0;          // distinct per-rank shapes (layer graphs built once each)
   double seconds = 0;
 };
 

@@ -24,7 +24,9 @@ struct ChunkPolicy {
 //            first iteration of Megatron's local graphs, which ends in the capture;
 //   warmup:  the warm-up runs before each capture also run CheckpointWithoutOutput plain
 //            (random.py:759, :846): what the graph pool and the cache beside it must hold once.
-enum class GraphBypass { none, capture, warmup };
+enum class GraphBypass { none,
+                         capture,
+                         warmup };
 ChunkPolicy chunk_policy(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& chunk,
                          GraphBypass bypass = GraphBypass::capture);
 
@@ -41,7 +43,10 @@ bool layer_captured_by_cuda_graphs(const model::RunSpec& spec, const model::Laye
 // What of a layer a per-layer CUDA graph captures. Transformer Engine graphs a scoped part of a
 // standard layer only (transformer_layer.py:1138-1193): the attention half (attn) or the MLP / MoE
 // half (mlp, moe) runs eagerly beside the graph.
-enum class GraphCapture { none, whole, mixer, ffn };
+enum class GraphCapture { none,
+                          whole,
+                          mixer,
+                          ffn };
 GraphCapture graph_capture(const model::RunSpec& spec, const model::LayerSpec& layer);
 
 }  // namespace peakcast::sim

@@ -8,14 +8,17 @@
 
 #include "peakcast/model/diagnostics.hpp"
 #include "peakcast/model/run_spec.hpp"
-#include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/model/static_memory.hpp"
 #include "peakcast/sim/allocator_replay.hpp"
+#include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 
 namespace peakcast::sim {
 
-enum class Phase { forward, backward, grad_sync, optimizer };
+enum class Phase { forward,
+                   backward,
+                   grad_sync,
+                   optimizer };
 const char* to_string(Phase p);
 
 struct Breakdown {
@@ -25,12 +28,12 @@ struct Breakdown {
 
 // One point of a rank's memory timeline (live allocated bytes right after the event).
 struct TimelineEvent {
-  double time_s = 0;        // simulated time since the start of iteration 1
-  Bytes live;               // allocated bytes after this event
-  std::string op;           // e.g. "L3.mlp.fc1", "optimizer.step", "grad_sync.reduce_scatter"
-  int layer = -1;           // global decoder layer, -1 when not a layer op
+  double time_s = 0;  // simulated time since the start of iteration 1
+  Bytes live;         // allocated bytes after this event
+  std::string op;     // e.g. "L3.mlp.fc1", "optimizer.step", "grad_sync.reduce_scatter"
+  int layer = -1;     // global decoder layer, -1 when not a layer op
   int microbatch = -1;
-  int chunk = -1;           // virtual pipeline chunk
+  int chunk = -1;  // virtual pipeline chunk
   int iteration = 1;
   Phase phase = Phase::forward;
 };
@@ -48,25 +51,25 @@ struct ModuleSummary {
 
 struct RankPrediction {
   model::RankId rank;
-  model::ParamCounts params;    // parameters this rank holds (after TP / PP / EP / ETP sharding)
+  model::ParamCounts params;  // parameters this rank holds (after TP / PP / EP / ETP sharding)
   std::vector<std::int64_t> vpp_chunks;
-  Bytes peak_allocated;         // whole run, iteration 1 included
-  Bytes steady_peak_allocated;  // iteration 2 on
+  Bytes peak_allocated;                  // whole run, iteration 1 included
+  Bytes steady_peak_allocated;           // iteration 2 on
   Bytes first_iteration_peak_allocated;  // iteration 1 (Adam state appears at its optimizer step)
   // Where iteration 1's own peak lands: what a memory report printed after iteration 1 shows (Bridge
   // before its PR #3169 printed only that one).
   Phase first_iteration_peak_phase = Phase::forward;
   Phase peak_phase = Phase::forward;
   bool peak_in_first_iteration = false;
-  std::string peak_op;          // the op at which the peak lands
-  Breakdown breakdown;          // at the whole-run peak
+  std::string peak_op;  // the op at which the peak lands
+  Breakdown breakdown;  // at the whole-run peak
   // Device memory held outside the allocator's "allocated" bytes that a fit must leave room for:
   // CUDA-graph private pools keep the addresses of every captured region's tensors reserved.
   Bytes reserved_outside_allocated;
   // The most device memory the run needs from allocated bytes and graph pools together: the largest
   // of the eager iterations' peaks and the replaying iterations' peak plus the pool beside it.
   Bytes peak_with_graph_pool;
-  bool fits = true;             // peak_with_graph_pool <= capacity
+  bool fits = true;  // peak_with_graph_pool <= capacity
   // Also what the caching allocator reserves at that peak in 90 % of our measured runs
   // (estimated_peak_reserved_p90) fits: out-of-memory errors come from the reservation.
   bool fits_with_allocator_reserve = true;
@@ -80,7 +83,7 @@ struct RankPrediction {
   // With PredictOptions::record_allocator_trace: the replayed requests in order, a request as its
   // bytes (> 0), a free as -(n + 1) for the n-th request (0-based): what the replay fed the model.
   std::vector<std::int64_t> allocator_trace;
-  double replay_flops = 0;      // per iteration
+  double replay_flops = 0;  // per iteration
   double step_time_s = 0;
   double replay_time_s = 0;
   struct StepTime {
@@ -102,7 +105,7 @@ struct RankPrediction {
   // The micro-batches of each iteration the timeline shows: every one of a short step, else the
   // first ones up to at least 16 (the rest repeat the steady pattern; time.microbatches has the count).
   std::int64_t timeline_microbatches = 0;
-  std::vector<ModuleSummary> modules;   // one entry per module of each chunk, per micro-batch
+  std::vector<ModuleSummary> modules;  // one entry per module of each chunk, per micro-batch
 };
 
 struct Prediction {
@@ -141,7 +144,7 @@ struct RecomputeChoice {
   model::RecomputeGranularity granularity = model::RecomputeGranularity::none;
   std::vector<model::RecomputeTag> modules;  // selective tags
   model::RecomputeMethod method = model::RecomputeMethod::none;
-  std::optional<std::int64_t> num_layers;    // full: layers per group (uniform) or count (block)
+  std::optional<std::int64_t> num_layers;  // full: layers per group (uniform) or count (block)
   bool cpu_offloading = false;
   std::int64_t cpu_offloading_num_layers = 0;
 };
@@ -172,7 +175,9 @@ class Predictor {
   // and a time no recompute policy of this run can beat: every rank's forward and backward GPU time
   // through the schedule (no replay, no host time beyond the per-micro-batch part) with its gradient
   // sync and optimizer step.
-  struct StepTimeEstimate { double step_s = 0, any_policy_lower_bound_s = 0; };
+  struct StepTimeEstimate {
+    double step_s = 0, any_policy_lower_bound_s = 0;
+  };
   StepTimeEstimate step_time(const RecomputeChoice& choice);
 
  private:

@@ -63,10 +63,10 @@ std::string megatron_refusal(const model::RunSpec& spec, const RecomputeChoice& 
 struct RankedCandidate {
   RecomputeChoice choice;
   std::string label;
-  bool viable = false;       // verdict == fits (verdict.hpp)
+  bool viable = false;  // verdict == fits (verdict.hpp)
   FitKind verdict = FitKind::fits;
   FitCause cause = FitCause::none;  // what decided a verdict other than fits
-  std::int64_t margin = 0;   // the verdict's margin, bytes
+  std::int64_t margin = 0;          // the verdict's margin, bytes
   Bytes max_peak;
   double replay_flops = 0, replay_time_s = 0, step_time_s = 0;
   // The rank that breaks the budget the most (non-viable only).
@@ -75,7 +75,7 @@ struct RankedCandidate {
   std::string breaking_op;
   Bytes over_budget;
   int ranks_over_budget = 0;
-  std::string reason;  // empty when viable
+  std::string reason;                                 // empty when viable
   std::vector<model::RecomputeTag> ineffective_tags;  // removing the tag changes the peak by <= 1 MB
   std::vector<Bytes> rank_peaks;                      // per RankPrediction, in prediction order
   // Largest rank's reserved-memory estimate at the p90 reserved / allocated ratio (RankPrediction);
@@ -88,7 +88,8 @@ struct RankedCandidate {
 //   targeted selective boundaries cannot make the run fit): selective boundaries first, then full
 //   recompute and CPU offloading; within each, cheapest replay first, then lower peak.
 // replay_time: cheapest replay first whatever the boundary, then lower peak.
-enum class RankOrder { narrowest, replay_time };
+enum class RankOrder { narrowest,
+                       replay_time };
 std::string to_string(RankOrder o);
 
 // 0 for a targeted selective boundary (including the empty list), 1 for whole-layer recompute or
@@ -98,8 +99,8 @@ int boundary_tier(const RecomputeChoice& c);
 struct Ranking {
   Bytes budget;
   RankOrder order = RankOrder::narrowest;
-  double moe_routing_imbalance = 1.0;  // the spec's MoE load on the ranked rank (1 = balanced)
-  double headroom_sigma = 0;  // a rank fits when peak x (1 + k x sigma) + graph pools <= budget
+  double moe_routing_imbalance = 1.0;       // the spec's MoE load on the ranked rank (1 = balanced)
+  double headroom_sigma = 0;                // a rank fits when peak x (1 + k x sigma) + graph pools <= budget
   std::vector<RankedCandidate> candidates;  // viable first (in `order`); then the rest by peak
   std::vector<RejectedChoice> rejected;
   std::optional<std::size_t> narrowest_viable;  // index into candidates (the first viable one)

@@ -13,8 +13,8 @@ struct ReservedInputs {
   Bytes steady_peak;         // the later iterations' peak
   bool steady_eager = true;  // a later iteration runs eagerly (its peak is steady_peak)
   bool graphs_replay = false;
-  Bytes graphed_peak;        // allocated peak of the replaying pass, when graphs replay
-  Bytes graph_pool;          // the graphs' private pool, reserved beside the cache
+  Bytes graphed_peak;  // allocated peak of the replaying pass, when graphs replay
+  Bytes graph_pool;    // the graphs' private pool, reserved beside the cache
 };
 
 // The largest of each eager pass's peak x `ratio` and the replaying pass's peak x `ratio` plus the

@@ -8,7 +8,7 @@ namespace peakcast::sim {
 
 struct ScheduleStep {
   bool forward = true;
-  int chunk = 0;       // virtual pipeline chunk on this rank
+  int chunk = 0;  // virtual pipeline chunk on this rank
   int microbatch = 0;
 };
 

@@ -44,13 +44,13 @@ model::Diagnostics sweep_axis_key_errors(std::string_view spec_text, std::string
 struct SweepPoint {
   std::vector<std::string> values;  // one per axis
   bool valid = false;
-  std::string error;                // first parse / validation error of an invalid point
-  bool fits = false;                // the verdict is not does_not_fit (verdict.hpp)
+  std::string error;  // first parse / validation error of an invalid point
+  bool fits = false;  // the verdict is not does_not_fit (verdict.hpp)
   FitKind verdict = FitKind::does_not_fit;
   FitCause cause = FitCause::none;  // what decided a verdict other than fits
   std::int64_t margin = 0;          // the verdict's margin, bytes
   Bytes max_peak;
-  Bytes limit;                      // the budget, or the GPU capacity when none is given
+  Bytes limit;  // the budget, or the GPU capacity when none is given
   std::int64_t peak_pp_rank = -1;
   Phase peak_phase = Phase::forward;
   std::string peak_op;
@@ -70,8 +70,8 @@ struct SweepOptions {
   unsigned threads = 0;         // 0: every hardware thread
   // Called on the calling thread about every 100 ms with (points done, total).
   std::function<void(std::size_t, std::size_t)> progress;
-  std::string spec_name;  // the input's name: a Bridge recipe ("bridge:...") or file, for its format
-  bool replay_allocator = true;   // PredictOptions::replay_allocator for every point
+  std::string spec_name;         // the input's name: a Bridge recipe ("bridge:...") or file, for its format
+  bool replay_allocator = true;  // PredictOptions::replay_allocator for every point
 };
 
 struct SweepResult {

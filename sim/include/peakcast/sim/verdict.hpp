@@ -17,12 +17,16 @@
 
 namespace peakcast::sim {
 
-enum class FitKind { fits, fits_without_reservation_margin, does_not_fit };
-const char* to_string(FitKind k);        // "fits", "fits_without_reservation_margin", "does_not_fit"
-const char* short_label(FitKind k);      // "fits", "at risk", "does not fit"
+enum class FitKind { fits,
+                     fits_without_reservation_margin,
+                     does_not_fit };
+const char* to_string(FitKind k);    // "fits", "fits_without_reservation_margin", "does_not_fit"
+const char* short_label(FitKind k);  // "fits", "at risk", "does not fit"
 // What decided a verdict other than fits: the allocated bytes or the allocator's reservation.
-enum class FitCause { none, allocated, reservation };
-const char* to_string(FitCause c);       // "none", "allocated", "reservation"
+enum class FitCause { none,
+                      allocated,
+                      reservation };
+const char* to_string(FitCause c);  // "none", "allocated", "reservation"
 
 // The interval below the device's capacity inside which a replayed reservation is "at risk"
 // rather than "fits": the replay's stated uncertainty (verdict.cpp gives its basis).
@@ -43,9 +47,9 @@ struct Verdict {
   // margin; the smaller of the two when it fits.
   std::int64_t margin = 0;
   Bytes allocated_need, reservation, budget, capacity;
-  bool reservation_replayed = false;   // from the allocator replay, not the measured-ratio estimate
-  std::int64_t pp_rank = 0;            // the deciding rank (run_verdict)
-  std::string reason;                  // one line, in a Megatron user's words
+  bool reservation_replayed = false;  // from the allocator replay, not the measured-ratio estimate
+  std::int64_t pp_rank = 0;           // the deciding rank (run_verdict)
+  std::string reason;                 // one line, in a Megatron user's words
 };
 
 Verdict rank_verdict(const RankPrediction& r, Bytes capacity, const VerdictLimits& limits = {});

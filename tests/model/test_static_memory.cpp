@@ -310,13 +310,8 @@ TEST_CASE("Precision-aware optimizer: TE master weights vs MCore fp32 master", "
 TEST_CASE("Hybrid pattern with '|': Mamba + attention on stage 0, MLP + MoE on stage 1", "[model][static]") {
   RunSpec s;
   auto& m = s.model;
-  m.num_layers = 4;
-  m.hidden_size = 64;
-  m.ffn_hidden_size = 96;
-  m.num_attention_heads = 2;
+  test_models::small_sizes(m, 4, 64, 96, 2, 32, 256);
   m.num_query_groups = 1;
-  m.kv_channels = 32;
-  m.vocab_size = 256;
   m.normalization = Normalization::rms_norm;
   m.gated_linear_unit = false;
   m.activation_func = Activation::squared_relu;

@@ -118,21 +118,19 @@ struct ModuleProfile {
     double host_calls = 0, host_syncs = 0;                        // forward host calls and blocking syncs
     double comm_bytes = 0, backward_comm_bytes = 0;               // collective bytes per rank
     double checkpoint_regions = 0;                                // replay only: checkpoint calls (each wrapper's fixed host cost)
+    // Field by field, in the declaration's groups.
+    // clang-format off
     Work& operator+=(const Work& o) {
-      gemm_flops += o.gemm_flops;
-      attention_flops += o.attention_flops;
-      other_flops += o.other_flops;
-      other_bytes += o.other_bytes;
-      fused_attention_flops += o.fused_attention_flops;
-      fused_attention_calls += o.fused_attention_calls;
+      gemm_flops += o.gemm_flops; attention_flops += o.attention_flops;
+      other_flops += o.other_flops; other_bytes += o.other_bytes;
+      fused_attention_flops += o.fused_attention_flops; fused_attention_calls += o.fused_attention_calls;
       movement_bytes += o.movement_bytes;
-      host_calls += o.host_calls;
-      host_syncs += o.host_syncs;
-      comm_bytes += o.comm_bytes;
-      backward_comm_bytes += o.backward_comm_bytes;
+      host_calls += o.host_calls; host_syncs += o.host_syncs;
+      comm_bytes += o.comm_bytes; backward_comm_bytes += o.backward_comm_bytes;
       checkpoint_regions += o.checkpoint_regions;
       return *this;
     }
+    // clang-format on
   };
   Work forward_work, replay_work;
 };

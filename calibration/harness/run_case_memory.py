@@ -52,8 +52,8 @@ def peak_blocks_by_source(torch, top=60):
 
 
 def alive_blocks_by_source(torch, top=40):
-    """Allocated blocks now alive, summed by the innermost Megatron / harness frame that allocated
-    them (torch.cuda.memory._snapshot() with recorded history); the largest `top` sources."""
+    """Allocated blocks now alive, summed by the innermost Megatron / Transformer Engine / harness frame
+    that allocated them (torch.cuda.memory._snapshot() with recorded history); the largest `top` sources."""
     snap = torch.cuda.memory._snapshot()
     by = {}
     for seg in snap.get("segments", []):
@@ -64,8 +64,8 @@ def alive_blocks_by_source(torch, top=40):
             key = "?"
             for f in frames:
                 fn = f.get("filename", "")
-                if "megatron" in fn or "harness" in fn:
-                    key = fn.split("/megatron/")[-1] + ":" + str(f.get("line")) + " " + f.get("name", "")
+                if "megatron" in fn or "harness" in fn or "transformer_engine" in fn:
+                    key = fn.split("/megatron/")[-1].split("/TransformerEngine/")[-1] + ":" + str(f.get("line")) + " " + f.get("name", "")
                     break
             e = by.setdefault(key, [0, 0])
             e[0] += int(b.get("size", 0))

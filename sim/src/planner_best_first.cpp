@@ -116,8 +116,14 @@ void Search::search_layout(std::size_t i) {
       stats_.pruned_by_bound += order.size() - n;
       break;
     }
-    const Prediction pred = p.run(policies[order[n].index]);
     ++stats_.simulated;
+    // First without the caching-allocator replay, most of a simulation's cost (docs/planning.md): where
+    // the allocated peak alone is over the GPU (Prediction::fits false, verdict.cpp's first test, which
+    // the replay does not change), no reservation can make the configuration fit.
+    PredictOptions allocated_only;
+    allocated_only.replay_allocator = false;
+    if (!p.run(policies[order[n].index], allocated_only).fits) continue;
+    const Prediction pred = p.run(policies[order[n].index]);
     if (!plan_verdict(pred).accepted()) continue;
     ++stats_.fitting;
     keep(i, order[n].index, policies[order[n].index], pred);

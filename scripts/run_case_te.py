@@ -15,9 +15,9 @@ Adam case's optimizer.implementation is set to "te_fused_adam".
   python3 run_case_te.py --case CASE.json --out records.jsonl      # one expanded case (internal)
 
 A name may carry overrides, `NAME@key=value@key=value` (value as JSON, else a string): a model key, a
-`section.key` of another section (`train.global_batch_size=2`), or `iterations`; the record's case name is
-NAME, then each override as `_key-value`, then `_te`; `LABEL:NAME@...` names it LABEL_te instead. `--specs-only --out DIR` writes the expanded run
-specs and runs nothing, to predict them before they are measured.
+`section.key` of another section (`train.global_batch_size=2`), or `iterations`. The record's case name is
+NAME, then each override as `_key-value`, then `_te`; `LABEL:NAME@...` names it LABEL_te instead.
+`--specs-only --out DIR` writes the expanded run specs and runs nothing, to predict them before measuring.
 
 Needs the environment of `source te_carry/build_te_on_device.sh env`, run from the repo root.
 """

@@ -13,16 +13,19 @@ def _build_ddp(PHASE, torch, config, ddp_config, chunks, m, take_peak, reset, Di
     """Phase ddp_build: one DistributedDataParallel per model chunk."""
     PHASE["name"] = "ddp_build"
     reset()
-    # Full-iteration graphs: DDP is built on the capture stream, as Megatron-LM's get_model does
-    # (training.py:1891-1900), so its AccumulateGrad nodes reference no other stream.
+    # Megatron-LM's get_model builds DDP on the full-iteration capture stream for those graphs and on a
+    # fresh side stream otherwise (training.py:1891-1900), so its AccumulateGrad nodes reference no
+    # stream a capture cannot wait on. The harness follows it for the two graph kinds whose backward is
+    # captured (TE's fails on the legacy stream) and keeps the default stream elsewhere, as every
+    # earlier record was measured.
     import contextlib
     ddp_stream_ctx = contextlib.nullcontext()
-    # Every other implementation gets a fresh side stream there; the harness does so for TE's graphs
-    # only (their backward capture fails on AccumulateGrad nodes of the legacy stream), and keeps the
-    # default stream elsewhere, as every earlier record was measured.
-    if config.cuda_graph_impl in ("full_iteration", "transformer_engine"):
+    if config.cuda_graph_impl == "full_iteration":
         from megatron.core.full_cuda_graph import get_shared_capture_stream
-        ddp_stream = get_shared_capture_stream() if config.cuda_graph_impl == "full_iteration" else torch.cuda.Stream()
+        ddp_stream = get_shared_capture_stream()
+    elif config.cuda_graph_impl == "transformer_engine":
+        ddp_stream = torch.cuda.Stream()
+    if config.cuda_graph_impl in ("full_iteration", "transformer_engine"):
         ddp_stream.wait_stream(torch.cuda.current_stream())
         ddp_stream_ctx = torch.cuda.stream(ddp_stream)
     with ddp_stream_ctx:

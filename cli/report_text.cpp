@@ -10,7 +10,8 @@
 namespace peakcast::cli {
 
 namespace {
-std::string gb(Bytes b) {
+// Gigabytes with three decimals (the text report's precision).
+std::string gb3(Bytes b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", b.gb());
   return buf;
@@ -25,8 +26,8 @@ std::string mb(Bytes b) {
 void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const sim::Prediction& p) {
   const auto& m = spec.model;
   os << "peakcast predict: " << m.preset.value_or("custom model") << " on " << spec.cluster.num_gpus << " x "
-     << spec.cluster.gpu.name << " (capacity " << gb(p.capacity) << " GB per GPU";
-  if (p.userbuffers.value > 0) os << ", after " << gb(p.userbuffers) << " GB of Transformer Engine userbuffers for tp_comm_overlap";
+     << spec.cluster.gpu.name << " (capacity " << gb3(p.capacity) << " GB per GPU";
+  if (p.userbuffers.value > 0) os << ", after " << gb3(p.userbuffers) << " GB of Transformer Engine userbuffers for tp_comm_overlap";
   os << ")\n";
   os << "layout TP" << m.tensor_model_parallel_size << " PP" << m.pipeline_model_parallel_size;
   if (m.virtual_pipeline_model_parallel_size) os << " VPP" << *m.virtual_pipeline_model_parallel_size;
@@ -40,17 +41,17 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
   os << line;
   for (const auto& r : p.ranks) {
     std::snprintf(line, sizeof line, "%-8lld %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-9s %-7s %s\n",
-                  static_cast<long long>(r.rank.pp_rank), gb(r.peak_allocated).c_str(),
-                  gb(r.steady_peak_allocated).c_str(), gb(r.breakdown.parameters).c_str(),
-                  gb(r.breakdown.gradients).c_str(), gb(r.breakdown.optimizer_states).c_str(),
-                  gb(r.breakdown.activations).c_str(), gb(r.breakdown.transient).c_str(), gb(r.breakdown.other).c_str(),
+                  static_cast<long long>(r.rank.pp_rank), gb3(r.peak_allocated).c_str(),
+                  gb3(r.steady_peak_allocated).c_str(), gb3(r.breakdown.parameters).c_str(),
+                  gb3(r.breakdown.gradients).c_str(), gb3(r.breakdown.optimizer_states).c_str(),
+                  gb3(r.breakdown.activations).c_str(), gb3(r.breakdown.transient).c_str(), gb3(r.breakdown.other).c_str(),
                   sim::to_string(r.peak_phase), r.peak_in_first_iteration ? "first" : "steady", r.fits ? "yes" : "NO");
     os << line;
   }
   os << "\npeak lands at: " << (p.ranks.empty() ? "" : p.ranks.front().peak_op) << "\n";
   const sim::Verdict v = sim::run_verdict(p);
   std::snprintf(line, sizeof line, "max peak %s GB: %s. step %.3f s, of which replay %.3f s (%.3g replay FLOPs)\n",
-                gb(p.max_peak_allocated).c_str(),
+                gb3(p.max_peak_allocated).c_str(),
                 v.kind == sim::FitKind::does_not_fit
                     ? (v.cause == sim::FitCause::reservation ? "DOES NOT FIT (the caching allocator's reservation)" : "DOES NOT FIT")
                     : (v.kind == sim::FitKind::fits ? "fits on every rank"
@@ -65,9 +66,9 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
     std::snprintf(line, sizeof line,
                   "allocator replay, pp_rank %lld: reserved peak %s GB (allocated peak %s GB), largest free block at the "
                   "allocated peak %s GB, %lld requests%s\n",
-                  static_cast<long long>(r.rank.pp_rank), gb(a.peak_reserved).c_str(), gb(a.peak_allocated).c_str(),
-                  gb(a.largest_free_at_peak).c_str(), static_cast<long long>(a.requests),
-                  a.first_failure ? (", FIRST FAILING REQUEST " + gb(a.first_failure->request) + " GB at " + a.first_failure->where).c_str()
+                  static_cast<long long>(r.rank.pp_rank), gb3(a.peak_reserved).c_str(), gb3(a.peak_allocated).c_str(),
+                  gb3(a.largest_free_at_peak).c_str(), static_cast<long long>(a.requests),
+                  a.first_failure ? (", FIRST FAILING REQUEST " + gb3(a.first_failure->request) + " GB at " + a.first_failure->where).c_str()
                                   : "");
     os << line;
   }
@@ -79,7 +80,7 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
     std::snprintf(line, sizeof line,
                   "reserved by the caching allocator at that peak (estimate from measured runs): %s GB, %s GB at the "
                   "90th percentile\n",
-                  gb(largest->estimated_peak_reserved).c_str(), gb(largest->estimated_peak_reserved_p90).c_str());
+                  gb3(largest->estimated_peak_reserved).c_str(), gb3(largest->estimated_peak_reserved_p90).c_str());
     os << line;
   }
   // Per-layer CUDA graphs: the pool replaying iterations keep beside what they allocate.
@@ -90,8 +91,8 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
     std::snprintf(line, sizeof line,
                   "CUDA graphs: pp_rank %lld keeps a %s GB graph pool beside what its replaying iterations allocate: "
                   "%s GB together at most (eager iterations included)\n",
-                  static_cast<long long>(pooled->rank.pp_rank), gb(pooled->reserved_outside_allocated).c_str(),
-                  gb(pooled->peak_with_graph_pool).c_str());
+                  static_cast<long long>(pooled->rank.pp_rank), gb3(pooled->reserved_outside_allocated).c_str(),
+                  gb3(pooled->peak_with_graph_pool).c_str());
     os << line;
   }
   // The busiest rank's step, split as the time model builds it.
@@ -119,7 +120,7 @@ void print_module_table(std::ostream& os, const sim::Prediction& p) {
     os << line;
     for (const auto& m : r.modules) {
       std::snprintf(line, sizeof line, "%-6d %-40s %-10s %-10s %-10s %-13.1f %-8.3f %-8.3f %.3f\n", m.chunk, m.name.c_str(),
-                    gb(m.held).c_str(), gb(m.forward_excess).c_str(), gb(m.backward_excess).c_str(),
+                    gb3(m.held).c_str(), gb3(m.forward_excess).c_str(), gb3(m.backward_excess).c_str(),
                     m.replay_flops / 1e9, 1e3 * m.forward_s, 1e3 * m.backward_s, 1e3 * m.replay_s);
       os << line;
     }

@@ -19,7 +19,8 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # against 47 s at RelWithDebInfo's -O2 -g with UBSan (sim/src/simulator.cpp, measured on the 2-core CI
 # machine's kind), which had the sanitizer build alone near half of CI's 90 minutes.
 sanitizer_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1")
-cmake -S . -B build-asan -G Ninja "${sanitizer_flags[@]}" -DPEAKCAST_SANITIZE=ON -DPEAKCAST_BUILD_BENCHMARKS=OFF -DPEAKCAST_BUILD_PYTHON=OFF >/dev/null
+# Without the unity build (CMakeLists.txt): every file compiles on its own, with only what it includes.
+cmake -S . -B build-asan -G Ninja "${sanitizer_flags[@]}" -DPEAKCAST_UNITY_BUILD=OFF -DPEAKCAST_SANITIZE=ON -DPEAKCAST_BUILD_BENCHMARKS=OFF -DPEAKCAST_BUILD_PYTHON=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 # Every test but the planner's three brute-force comparisons (the same plan() and Predictor paths as the
 # other planner tests, over a whole layout space: about 6 minutes under the sanitizers; they run above).

@@ -11,9 +11,7 @@ namespace peakcast::model::detail {
 
 using nlohmann::json;
 
-namespace {
-
-const json& table() {
+const json& bridge_defaults_table() {
   static const json t = [] {
     const auto text = embedded_config("bridge/defaults.json");
     if (!text) return json::object();
@@ -22,6 +20,8 @@ const json& table() {
   }();
   return t;
 }
+
+namespace {
 
 // The few expression defaults that decide memory, evaluated as in the environment peakcast assumes
 // (Transformer Engine installed, as in every NeMo / Bridge container); nullopt for the rest.
@@ -48,8 +48,8 @@ std::optional<json> literal(const json& d) {
 // applying the fields it declares, then the "shadowed" exceptions.
 std::map<std::string, BridgeDefault> provider_fields(const std::string& cls) {
   std::map<std::string, BridgeDefault> out;
-  const json& providers = table()["providers"];
-  const json& bases = table()["base_classes"];
+  const json& providers = bridge_defaults_table()["providers"];
+  const json& bases = bridge_defaults_table()["base_classes"];
   const auto it = providers.find(cls);
   if (it == providers.end()) return out;
   const json& mro = (*it)["mro"];
@@ -76,7 +76,7 @@ std::map<std::string, BridgeDefault> provider_fields(const std::string& cls) {
 
 std::map<std::string, BridgeDefault> section_fields(const std::string& section) {
   std::map<std::string, BridgeDefault> out;
-  const json& s = table()["sections"][section];
+  const json& s = bridge_defaults_table()["sections"][section];
   if (!s.is_object() || !s.contains("fields")) return out;
   for (const auto& [field, f] : s["fields"].items())
     if (auto v = literal(f.value("default", json()))) out[field] = {*v, f.value("source", "")};
@@ -98,7 +98,7 @@ const std::map<std::string, std::set<std::string>>& precision_copies() {
 
 struct BridgeDefaultsBuilder {
   static std::unique_ptr<BridgeDefaults> build(const std::string& cls) {
-    if (!table()["providers"].contains(cls)) return nullptr;
+    if (!bridge_defaults_table()["providers"].contains(cls)) return nullptr;
     auto d = std::make_unique<BridgeDefaults>();
     d->provider_class_ = cls;
     d->by_section_["model"] = provider_fields(cls);

@@ -13,6 +13,10 @@
 
 namespace peakcast::model::detail {
 
+// configs/bridge/defaults.json as one parsed document (an empty object if it is missing or invalid; the
+// build embeds it, and tests/model check it parses).
+const nlohmann::json& bridge_defaults_table();
+
 struct BridgeDefault {
   nlohmann::json value;
   std::string source;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "bridge_container.hpp"
+#include "bridge_defaults.hpp"
 #include "peakcast/model/embedded_configs.hpp"
 #include "spec_parser_detail.hpp"
 #include "spec_schema.hpp"
@@ -15,15 +16,6 @@ namespace peakcast::model::detail {
 using nlohmann::json;
 
 namespace {
-
-const json& defaults_table() {
-  static const json t = [] {
-    const auto text = embedded_config("bridge/defaults.json");
-    json j = text ? json::parse(text->begin(), text->end(), nullptr, false) : json();
-    return j.is_object() ? j : json::object();
-  }();
-  return t;
-}
 
 // A default as a value: torch dtype expressions become the names the run spec takes.
 json plain(const json& v) {
@@ -64,12 +56,12 @@ bool model_flag(const json& model, const char* key) {
 // (__setattr__, :77-95).
 std::optional<json> mixed_precision_fields(const json& mp, Diagnostics& out) {
   json fields = json::object();
-  for (const auto& [k, f] : defaults_table()["sections"]["mixed_precision"]["fields"].items()) fields[k] = plain(f.value("default", json()));
+  for (const auto& [k, f] : bridge_defaults_table()["sections"]["mixed_precision"]["fields"].items()) fields[k] = plain(f.value("default", json()));
   if (mp.is_string()) {
     std::string name = mp.get<std::string>();
     for (char& c : name)
       if (c == '-') c = '_';
-    const json& presets = defaults_table()["mixed_precision_presets"];
+    const json& presets = bridge_defaults_table()["mixed_precision_presets"];
     if (!presets.contains(name)) {
       std::vector<std::string> names;
       for (const auto& [k, v] : presets.items()) names.push_back(k);
@@ -195,7 +187,7 @@ void finalize_and_validate(json& doc) {
 
 std::vector<std::string> apply_bridge_overrides(BridgeDocument& d, const std::vector<std::string>& overrides, Diagnostics& out) {
   std::vector<std::string> rest;
-  const json& sections = defaults_table()["sections"];
+  const json& sections = bridge_defaults_table()["sections"];
   for (const std::string& item : overrides) {
     // A whole mixed_precision section given as a preset name (mixed_precision.py:432-448).
     if (item.rfind("mixed_precision=", 0) == 0) {

@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-const json& table() {
+const json& hf_table() {
   static const json t = [] {
     const auto text = embedded_config("hf/architectures.json");
     json j = text ? json::parse(text->begin(), text->end(), nullptr, false) : json();
@@ -63,7 +63,7 @@ std::vector<std::pair<std::string, std::string>> pairs_of(const json& list) {
   return out;
 }
 
-void Mapper::base() { copy(pairs_of(table()["base_mapping"])); }
+void Mapper::base() { copy(pairs_of(hf_table()["base_mapping"])); }
 
 // Activation names of Bridge's ACTIVATION_FUNC_MAP (utils/activation_map.py:41-63) as the run spec names them.
 std::optional<std::string> activation(const std::string& hf_act) {
@@ -125,7 +125,7 @@ void Mapper::post_process(bool mla) {
   else error("hidden_act", "hf_unknown_activation", "hidden_act \"" + a.substr(0, 40) + "\" is not in Bridge's ACTIVATION_FUNC_MAP (utils/activation_map.py:41-63)");
   // MLA-only fields are not fields of a GPT provider: the base provider_bridge drops them (:782-783).
   if (!mla)
-    for (const auto& f : table()["mla_only_fields"]) model.fields.erase(f.get<std::string>());
+    for (const auto& f : hf_table()["mla_only_fields"]) model.fields.erase(f.get<std::string>());
 }
 
 void Mapper::rules() {
@@ -216,10 +216,10 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   } else if (hf.contains("architectures") && hf["architectures"].is_array() && !hf["architectures"].empty() && hf["architectures"][0].is_string()) {
     key = hf["architectures"][0].get<std::string>();
   }
-  const json& archs = table()["architectures"];
+  const json& archs = hf_table()["architectures"];
   if (!archs.contains(key)) {
     std::string msg = key.empty() ? "no architectures entry" : "architecture \"" + key.substr(0, 60) + "\" is not mapped";
-    if (table()["unsupported"].contains(key)) msg += ": " + table()["unsupported"][key].get<std::string>();
+    if (hf_table()["unsupported"].contains(key)) msg += ": " + hf_table()["unsupported"][key].get<std::string>();
     else {
       std::vector<std::string> names;
       for (const auto& [k, v] : archs.items()) names.push_back(k);
@@ -235,7 +235,7 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   m.model.architecture = key;
   m.model.bridge = string_or(arch, "bridge");
   m.model.provider_class = string_or(arch, "provider");
-  m.model.sources = {string_or(arch, "source"), string_or(table(), "base_mapping_source")};
+  m.model.sources = {string_or(arch, "source"), string_or(hf_table(), "base_mapping_source")};
   const bool mla = m.model.provider_class.find("MLAModelProvider") != std::string::npos;
   if (detail::is_true(arch, "base")) {
     m.base();
@@ -247,8 +247,8 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   for (const auto& [k, v] : constants.items()) m.model.fields[k] = v;
   std::set<std::string> read = m.known;  // what the dispatch, the mapping and the rules looked at
   read.insert({"architectures", "auto_map"});
-  for (const auto& k : table()["ignored"]) m.known.insert(k.get<std::string>());
-  for (const auto& p : pairs_of(table()["base_mapping"])) m.known.insert(p.first);
+  for (const auto& k : hf_table()["ignored"]) m.known.insert(k.get<std::string>());
+  for (const auto& p : pairs_of(hf_table()["base_mapping"])) m.known.insert(p.first);
   for (const auto& [k, v] : hf.items())
     if (!m.known.count(k))
       m.error(k, "hf_unknown_key", "\"" + k.substr(0, 60) + "\" is not read by Bridge's " + m.model.bridge + " and peakcast cannot tell whether it changes shapes (docs/hf-config-mapping.md)");

@@ -55,7 +55,7 @@ void index_definitions(Table& out) {
 
 // The pinned parser: add_megatron_arguments (arguments.py:45-85) with pretrain_gpt.py's optional
 // modelopt arguments.
-const Table& table() {
+const Table& argparse_table() {
   static const Table t = [] {
     Table out;
     const auto text = embedded_config("schema/megatron_args.json");
@@ -71,14 +71,14 @@ const Table& table() {
 // Another training script's parser: the pinned one plus its extra_args_provider's arguments
 // (megatron_args.json other_scripts), for checking that script's lines.
 const Table& table_for(const std::string& script) {
-  if (script.empty()) return table();
+  if (script.empty()) return argparse_table();
   static std::mutex lock;
   static std::map<std::string, std::unique_ptr<Table>> tables;
   std::lock_guard<std::mutex> guard(lock);
   auto& slot = tables[script];
   if (!slot) {
     slot = std::make_unique<Table>();
-    const json& base = table().doc;
+    const json& base = argparse_table().doc;
     if (base.is_object() && base.contains("arguments")) {
       add_definitions(*slot, base["arguments"]);
       const json& others = base["other_scripts"];
@@ -358,14 +358,14 @@ std::string Namespace::str(const std::string& dest) const {
   return x.is_string() ? x.get<std::string>() : "";
 }
 
-const std::vector<ArgDef>& megatron_arg_defs() { return table().defs; }
+const std::vector<ArgDef>& megatron_arg_defs() { return argparse_table().defs; }
 
 const ArgDef* find_arg_by_dest(const std::string& dest) {
-  const auto it = table().by_dest.find(dest);
-  return it == table().by_dest.end() ? nullptr : &table().defs[it->second];
+  const auto it = argparse_table().by_dest.find(dest);
+  return it == argparse_table().by_dest.end() ? nullptr : &argparse_table().defs[it->second];
 }
 
-const json& megatron_args_document() { return table().doc; }
+const json& megatron_args_document() { return argparse_table().doc; }
 
 std::string option_of(const Namespace& ns, const std::string& dest) {
   if (const auto it = ns.given.find(dest); it != ns.given.end()) return it->second;

@@ -107,6 +107,12 @@ struct ImportContext {
 };
 
 // The source of a validate_args rule: "mcore:megatron/training/arguments.py:LINE".
+// The last path component, as os.path.basename returns it.
+inline std::string basename(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 inline std::string arguments_source(int line) { return "mcore:megatron/training/arguments.py:" + std::to_string(line); }
 
 // validate_args sets `dest` (arguments.py:LINE): the value, and where it came from.

@@ -183,11 +183,6 @@ class Lexer {
   }
 };
 
-std::string basename(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool is_python(const std::string& word) {
   const std::string b = basename(word);
   if (b.rfind("python", 0) != 0) return false;

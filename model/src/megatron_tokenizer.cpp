@@ -32,11 +32,6 @@ std::optional<std::int64_t> known(const std::string& name, std::string* source) 
   return (*it)["vocab_size"].get<std::int64_t>();
 }
 
-std::string basename(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // --vocab-size as the user's statement of len(tokenizer), for a tokenizer type whose builder does
 // not read it; else the error that says what to give.
 Vocabulary stated_or_required(const Namespace& ns, ImportContext& ctx, const std::string& type, const std::string& what) {

@@ -55,6 +55,11 @@ inline std::string tag_path(const ModelSpec& m, RecomputeTag t) {
   return m.moe_layer_recompute && t == RecomputeTag::moe ? "model.moe_layer_recompute" : "model.recompute_modules";
 }
 
+// Whether offload_modules names a module (fine-grained activation offloading's list).
+inline bool offloads(const ModelSpec& m, const char* module) {
+  return std::find(m.offload_modules.begin(), m.offload_modules.end(), module) != m.offload_modules.end();
+}
+
 inline bool is_moe_model(const ModelSpec& m) { return m.num_moe_experts.has_value(); }
 
 // Every layer is MoE: moe_layer_freq 1 (or an all-ones list), or a hybrid pattern with no dense MLP.

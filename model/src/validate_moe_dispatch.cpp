@@ -9,10 +9,6 @@ namespace peakcast::model::detail {
 
 namespace {
 
-bool offloads(const ModelSpec& m, const char* module) {
-  return std::find(m.offload_modules.begin(), m.offload_modules.end(), module) != m.offload_modules.end();
-}
-
 // The config checks, formerly on the raw JSON (the removed spec_untyped_rules.cpp); same ids and messages.
 void flex_config(const ModelSpec& m, RuleSink& sink) {
   const bool flex = m.moe_token_dispatcher_type == Dispatcher::flex;

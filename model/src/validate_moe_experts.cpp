@@ -8,10 +8,8 @@ namespace peakcast::model::detail {
 
 namespace {
 
-bool offloads(const ModelSpec& m, const char* module) {
-  return m.fine_grained_activation_offloading &&
-         std::find(m.offload_modules.begin(), m.offload_modules.end(), module) != m.offload_modules.end();
-}
+// Offloaded only when fine-grained offloading is on (the list alone does nothing).
+bool offloaded(const ModelSpec& m, const char* module) { return m.fine_grained_activation_offloading && offloads(m, module); }
 
 // TEGroupedMLP.__init__ (experts.py:201-300) and its first forward (:848-856).
 void grouped_mlp(const ModelSpec& m, RuleSink& sink) {
@@ -26,7 +24,7 @@ void grouped_mlp(const ModelSpec& m, RuleSink& sink) {
     // _is_fused_impl_supported (experts.py:332-400); a Transformer Engine older than 2.14 fails it too.
     std::string why;
     if (m.expert_tensor_parallel_size.value_or(m.tensor_model_parallel_size) > 1) why = "expert_tensor_parallel_size > 1";
-    else if (offloads(m, "expert_fc1") || offloads(m, "moe_act")) why = "expert_fc1 / moe_act offloading";
+    else if (offloaded(m, "expert_fc1") || offloaded(m, "moe_act")) why = "expert_fc1 / moe_act offloading";
     else if (m.moe_apply_probs_on_input) why = "moe_apply_probs_on_input";
     else if (!glu_fusion && !srelu_fusion) why = "activation " + act + (m.gated_linear_unit ? " with" : " without") + " gated_linear_unit";
     if (!why.empty())

@@ -10,10 +10,6 @@ namespace peakcast::model::detail {
 
 namespace {
 
-bool offloads(const ModelSpec& m, const char* module) {
-  return std::find(m.offload_modules.begin(), m.offload_modules.end(), module) != m.offload_modules.end();
-}
-
 void offload_modules(const ModelSpec& m, RuleSink& sink) {
   static const char* const kAllowed[] = {"core_attn", "attn_proj", "expert_fc1", "fused_group_mlp",
                                          "moe_act", "attn_norm", "mlp_norm", "qkv_linear"};

@@ -64,8 +64,8 @@ std::optional<model::RunSpec> read_spec(const PlanArgs& a) {
 void print_entry(std::ostream& os, const sim::PlanEntry& e, std::size_t i) {
   char line[512];
   const auto& t = e.time;
-  std::snprintf(line, sizeof line, "%-3zu%s %-44s %-22s %8.4f %8.2f %8.2f %8.2f\n", i + 1, e.near_tie ? "~" : " ",
-                sim::describe(e.layout).c_str(), e.policy.c_str(), t.step_s, e.max_peak_allocated.gb(), e.max_reserved_p90.gb(),
+  std::snprintf(line, sizeof line, "%-3zu%s %-44s %-22s %8.4f %8.2f %8.2f %9.2f\n", i + 1, e.near_tie ? "~" : " ",
+                sim::describe(e.layout).c_str(), e.policy.c_str(), t.step_s, e.max_peak_allocated.gb(), e.max_reservation.gb(),
                 e.headroom.gb());
   os << line;
 }
@@ -78,14 +78,14 @@ void print_details(std::ostream& os, const sim::PlanEntry& e, std::size_t i) {
                 "  step %.4f s = compute %.4f + exposed comm %.4f (grad sync %.4f) + replay %.4f + bubble %.4f + optimizer %.4f\n",
                 t.step_s, t.compute_s, t.exposed_comm_s, t.grad_sync_s, t.replay_s, t.bubble_s, t.optimizer_s);
   os << line;
-  std::snprintf(line, sizeof line, "  verdict: %s (allocated %s, with the p90 reservation %s), capacity %.2f GB\n",
-                e.verdict.accepted() ? "fits" : "does not fit", e.verdict.fits ? "fits" : "over",
-                e.verdict.fits_with_allocator_reserve ? "fits" : "over", e.capacity.gb());
-  os << line;
+  std::snprintf(line, sizeof line, " (margin %.2f GB, pp_rank %lld)\n", Bytes{e.verdict.run.margin}.gb(),
+                static_cast<long long>(e.verdict.run.pp_rank));
+  os << "  verdict: " << e.verdict.run.reason << line;
   for (const auto& r : e.ranks) {
-    std::snprintf(line, sizeof line, "  pp_rank %-3lld dp_rank %-5lld peak %8.2f GB  with graph pool %8.2f  reserved %8.2f (p90 %8.2f)\n",
+    std::snprintf(line, sizeof line, "  pp_rank %-3lld dp_rank %-5lld peak %8.2f GB  with graph pool %8.2f  reserved %8.2f (%s; p90 estimate %.2f)\n",
                   static_cast<long long>(r.rank.pp_rank), static_cast<long long>(r.rank.dp_rank), r.peak_allocated.gb(),
-                  r.peak_with_graph_pool.gb(), r.estimated_reserved.gb(), r.estimated_reserved_p90.gb());
+                  r.peak_with_graph_pool.gb(), r.reservation.gb(), r.reservation_replayed ? "replayed" : "p90 estimate",
+                  r.estimated_reserved_p90.gb());
     os << line;
   }
   os << "  Megatron-LM:";
@@ -114,8 +114,8 @@ void print_plan(std::ostream& os, const sim::PlanResult& r) {
     os << "\nnothing fits: every configuration Megatron accepts is over the GPU on some rank\n";
     return;
   }
-  std::snprintf(line, sizeof line, "\n%-4s %-44s %-22s %8s %8s %8s %8s\n", "#", "layout", "recompute", "step s", "peak GB",
-                "p90 GB", "free GB");
+  std::snprintf(line, sizeof line, "\n%-4s %-44s %-22s %8s %8s %8s %9s\n", "#", "layout", "recompute", "step s", "peak GB",
+                "rsrvd GB", "margin GB");
   os << line;
   for (std::size_t i = 0; i < r.entries.size(); ++i) print_entry(os, r.entries[i], i);
   os << "(~: a near-tie of the last of the top K; equal tie groups: the same objective to 0.01 %)\n";

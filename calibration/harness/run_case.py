@@ -296,6 +296,17 @@ def _meters(torch, rec, m, peaks, rpeaks, trace_dir, marks):
             alloc_trace.write(torch, trace_dir, rec, marks)
         m["max_allocated_bytes"] = max(peaks) if peaks else None
         m["max_reserved_bytes"] = max(rpeaks) if rpeaks else None
+        # What the allocator could have reserved: the device's free bytes plus what it holds now (after an
+        # out-of-memory error its cache is still held). The rest of the device is held outside PyTorch
+        # (CUDA context, lazily loaded kernels, NCCL): a run's capacity as peakcast's GPU memory_bytes.
+        try:
+            free, total = torch.cuda.mem_get_info()
+            m["device_total_bytes"] = total
+            m["device_free_at_end_bytes"] = free
+            m["reserved_at_end_bytes"] = torch.cuda.memory_reserved()
+            m["allocator_capacity_bytes"] = free + m["reserved_at_end_bytes"]
+        except Exception:
+            pass
 
     return take_peak, reset, finish
 

@@ -22,13 +22,9 @@
 
 namespace peakcast::sim {
 
-PlanVerdict plan_verdict(const Prediction& p) { return {p.fits, p.fits_with_allocator_reserve}; }
+PlanVerdict plan_verdict(const Prediction& p) { return {p.fits, p.fits_with_allocator_reserve, run_verdict(p)}; }
 
-Bytes plan_headroom(const Prediction& p) {
-  Bytes need{};
-  for (const auto& r : p.ranks) need = max(need, max(r.peak_with_graph_pool, r.estimated_peak_reserved_p90));
-  return p.capacity - need;
-}
+Bytes plan_headroom(const Prediction& p) { return Bytes{run_verdict(p).margin}; }
 
 namespace planning {
 
@@ -225,7 +221,10 @@ std::vector<std::string> Search::notes() const {
                   : "pipeline splits: even only");
   if (base_.model.num_moe_experts && options_.moe_busiest_rank && base_.model.moe_routing_imbalance == 1.0)
     n.push_back("MoE: every layout with EP > 1 checked at the busiest EP rank's load under an untrained router");
-  n.push_back("verdict: fits_with_allocator_reserve (allocated peak with CUDA-graph pools, and the p90 reservation, within the GPU)");
+  n.push_back(
+      "verdict: predict's, fits on every rank (the allocated peak with CUDA-graph pools within the GPU, and the replayed "
+      "caching allocator's reservation more than reservation_edge, 1.5 % of the GPU, below it); at risk is left out; "
+      "margin: the bytes left on the tightest rank");
   return n;
 }
 

@@ -47,12 +47,14 @@ PlanEntry make_entry(const model::RunSpec& base, const model::RunSpec& spec, con
   e.verdict = plan_verdict(p);
   e.capacity = p.capacity;
   e.max_peak_allocated = p.max_peak_allocated;
-  e.headroom = plan_headroom(p);
+  e.headroom = Bytes{e.verdict.run.margin};
   const RankPrediction* busiest = nullptr;  // the rank whose step time is the run's (summarize() in simulator.cpp)
   for (const auto& r : p.ranks) {
+    const Verdict v = rank_verdict(r, p.capacity);
     e.ranks.push_back({r.rank, r.peak_allocated, r.peak_with_graph_pool, r.estimated_peak_reserved, r.estimated_peak_reserved_p90,
-                       r.fits, r.fits_with_allocator_reserve});
+                       v.reservation, v.reservation_replayed, r.fits, r.fits_with_allocator_reserve});
     e.max_reserved_p90 = max(e.max_reserved_p90, r.estimated_peak_reserved_p90);
+    e.max_reservation = max(e.max_reservation, v.reservation);
     if (!busiest || r.step_time_s >= busiest->step_time_s) busiest = &r;
   }
   if (busiest) e.time = step_split(*busiest);

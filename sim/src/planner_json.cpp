@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/sim/planner.hpp"
+#include "verdict_json.hpp"
 
 namespace peakcast::sim {
 
@@ -48,18 +49,23 @@ json choice_json(const RecomputeChoice& c) {
 json entry_json(const PlanEntry& e, std::size_t index) {
   json ranks = json::array();
   for (const auto& r : e.ranks)
-    ranks.push_back({{"pp_rank", r.rank.pp_rank}, {"tp_rank", r.rank.tp_rank}, {"cp_rank", r.rank.cp_rank}, {"ep_rank", r.rank.ep_rank}, {"dp_rank", r.rank.dp_rank}, {"peak_allocated_bytes", r.peak_allocated.value}, {"peak_with_graph_pool_bytes", r.peak_with_graph_pool.value}, {"estimated_peak_reserved_bytes", r.estimated_reserved.value}, {"estimated_peak_reserved_p90_bytes", r.estimated_reserved_p90.value}, {"fits", r.fits}, {"fits_with_allocator_reserve", r.fits_with_allocator_reserve}});
+    ranks.push_back({{"pp_rank", r.rank.pp_rank}, {"tp_rank", r.rank.tp_rank}, {"cp_rank", r.rank.cp_rank}, {"ep_rank", r.rank.ep_rank}, {"dp_rank", r.rank.dp_rank}, {"peak_allocated_bytes", r.peak_allocated.value}, {"peak_with_graph_pool_bytes", r.peak_with_graph_pool.value}, {"estimated_peak_reserved_bytes", r.estimated_reserved.value}, {"estimated_peak_reserved_p90_bytes", r.estimated_reserved_p90.value}, {"reservation_bytes", r.reservation.value}, {"reservation_replayed", r.reservation_replayed}, {"fits", r.fits}, {"fits_with_allocator_reserve", r.fits_with_allocator_reserve}});
   const StepSplit& t = e.time;
+  // predict's run verdict object (kind, cause, margin, reservation, reason) with the two booleans.
+  json verdict = detail::verdict_json(e.verdict.run);
+  verdict["fits"] = e.verdict.fits;
+  verdict["fits_with_allocator_reserve"] = e.verdict.fits_with_allocator_reserve;
   return {{"position", index + 1},
           {"tie_group", e.tie_group},
           {"near_tie", e.near_tie},
           {"layout", layout_json(e.layout)},
           {"policy", e.policy},
           {"recompute", choice_json(e.choice)},
-          {"verdict", {{"fits", e.verdict.fits}, {"fits_with_allocator_reserve", e.verdict.fits_with_allocator_reserve}}},
+          {"verdict", std::move(verdict)},
           {"capacity_bytes", e.capacity.value},
           {"max_peak_allocated_bytes", e.max_peak_allocated.value},
           {"max_estimated_peak_reserved_p90_bytes", e.max_reserved_p90.value},
+          {"max_reservation_bytes", e.max_reservation.value},
           {"headroom_bytes", e.headroom.value},
           {"step_time", {{"step_s", t.step_s}, {"compute_s", t.compute_s}, {"exposed_comm_s", t.exposed_comm_s}, {"grad_sync_s", t.grad_sync_s}, {"replay_s", t.replay_s}, {"bubble_s", t.bubble_s}, {"optimizer_s", t.optimizer_s}}},
           {"ranks", std::move(ranks)},

@@ -2,9 +2,12 @@
 // config dataclass names, configs/schema/megatron_args.json), Megatron-Bridge Hydra overrides
 // (docs/megatron-lm-to-megatron-bridge.md:67-72 at 600d069b: `model.X=V`, `train.micro_batch_size=N`)
 // and the peakcast `--set` lines that turn the input spec into it.
+#include <charconv>
 #include <cstdio>
 #include <string>
+#include <utility>
 
+#include "peakcast/model/spec_parser.hpp"
 #include "peakcast/sim/planner.hpp"
 
 namespace peakcast::sim::planning {
@@ -13,6 +16,26 @@ namespace {
 
 std::string num(std::int64_t v) { return std::to_string(v); }
 const char* boolean(bool b) { return b ? "true" : "false"; }
+
+// cluster.gpu as the spec gave it: the preset's name when the GPU is a shipped one unchanged, else the
+// object with every figure (a GPU whose memory_bytes says what the process can reserve stays so).
+std::string gpu_set_value(const model::GpuSpec& g) {
+  model::Diagnostics ignored;
+  if (const auto preset = model::gpu_preset(g.name, ignored); preset && *preset == g) return g.name;
+  std::string out = "{\"name\":\"";
+  for (const char ch : g.name) {  // the name as a JSON string
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
+  }
+  out += "\",\"memory_bytes\":" + std::to_string(g.memory_bytes.value);
+  const std::pair<const char*, double> figures[] = {{"bf16_dense_tflops", g.bf16_dense_tflops}, {"fp8_dense_tflops", g.fp8_dense_tflops}, {"fp32_tflops", g.fp32_tflops}, {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps}, {"nvlink_bandwidth_gbps", g.nvlink_bandwidth_gbps}};
+  for (const auto& [key, value] : figures) {
+    char shortest[32];  // the shortest text that reads back as the same double
+    const auto end = std::to_chars(shortest, shortest + sizeof shortest, value).ptr;
+    out += std::string(",\"") + key + "\":" + std::string(shortest, end);
+  }
+  return out + "}";
+}
 
 struct Recompute {
   std::string granularity;  // "", "selective", "full"
@@ -128,7 +151,7 @@ std::vector<std::string> overrides(const model::RunSpec& s, const PlanLayout& l,
     o.push_back("optimizer.overlap_param_gather_with_optimizer_step=" +
                 std::string(boolean(s.optimizer.overlap_param_gather_with_optimizer_step)));
     o.push_back("cluster.num_gpus=" + num(s.cluster.num_gpus));
-    o.push_back("cluster.gpu=" + s.cluster.gpu.name);
+    o.push_back("cluster.gpu=" + gpu_set_value(s.cluster.gpu));
   }
   return o;
 }

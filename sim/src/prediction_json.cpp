@@ -2,17 +2,20 @@
 
 #include "peakcast/sim/prediction.hpp"
 #include "peakcast/sim/verdict.hpp"
+#include "verdict_json.hpp"
 
 namespace peakcast::sim {
 
+nlohmann::json detail::verdict_json(const Verdict& v) {
+  return {{"kind", to_string(v.kind)}, {"cause", to_string(v.cause)}, {"margin_bytes", v.margin}, {"allocated_need_bytes", v.allocated_need.value}, {"reservation_bytes", v.reservation.value}, {"reservation_replayed", v.reservation_replayed}, {"pp_rank", v.pp_rank}, {"reason", v.reason}};
+}
+
 namespace {
+
+using detail::verdict_json;
 
 nlohmann::json breakdown_json(const Breakdown& b) {
   return {{"parameters", b.parameters.value}, {"gradients", b.gradients.value}, {"optimizer_states", b.optimizer_states.value}, {"activations", b.activations.value}, {"transient", b.transient.value}, {"other", b.other.value}};
-}
-
-nlohmann::json verdict_json(const Verdict& v) {
-  return {{"kind", to_string(v.kind)}, {"cause", to_string(v.cause)}, {"margin_bytes", v.margin}, {"allocated_need_bytes", v.allocated_need.value}, {"reservation_bytes", v.reservation.value}, {"reservation_replayed", v.reservation_replayed}, {"pp_rank", v.pp_rank}, {"reason", v.reason}};
 }
 
 nlohmann::json replay_json(const AllocatorReplay& a) {

@@ -210,6 +210,11 @@ TEST_CASE("plan: launch settings turn the input spec into the planned configurat
     const sim::Prediction p = sim::predict(round);
     CHECK(p.step_time_s == Approx(e.time.step_s).epsilon(1e-12));
     CHECK(p.max_peak_allocated == e.max_peak_allocated);
+    // One verdict: predict's run verdict of the planned configuration is the entry's, margin and all.
+    const sim::Verdict v = sim::run_verdict(p);
+    CHECK(v.kind == e.verdict.run.kind);
+    CHECK(v.margin == e.verdict.run.margin);
+    CHECK(e.headroom.value == v.margin);
     const auto& t = e.time;
     CHECK(t.compute_s + t.exposed_comm_s + t.replay_s + t.bubble_s + t.optimizer_s == Approx(t.step_s));
     CHECK(t.compute_s >= 0);
@@ -217,6 +222,28 @@ TEST_CASE("plan: launch settings turn the input spec into the planned configurat
     for (const auto& f : e.launch.megatron_lm) has_tp |= f == "--tensor-model-parallel-size " + std::to_string(e.layout.tp);
     CHECK(has_tp);
   }
+}
+
+TEST_CASE("plan: launch settings keep a GPU given as an object with its own memory", "[sim][plan]") {
+  // What the process can reserve (docs/how-it-works.md: a process holding memory outside PyTorch gives the
+  // GPU as an object); the launch lines must not turn it back into the preset's 80 GB.
+  const std::vector<std::string> gpu = {R"(cluster.gpu={"name":"h100-sxm-80gb","memory_bytes":70000000000})"};
+  const model::RunSpec base = parse(kDense, gpu);
+  REQUIRE(base.cluster.gpu.memory_bytes == Bytes{70'000'000'000});
+  sim::PlanOptions o;
+  o.top = 2;
+  o.threads = 2;
+  const sim::PlanResult r = sim::plan(base, o);
+  REQUIRE(!r.entries.empty());
+  for (const auto& e : r.entries) {
+    const model::RunSpec round = parse(kDense, e.launch.peakcast_sets);
+    CHECK(round.cluster.gpu == base.cluster.gpu);
+    CHECK(e.capacity == Bytes{70'000'000'000});
+  }
+  // A preset left as it is stays a name.
+  const sim::PlanResult preset = sim::plan(parse(kDense), o);
+  REQUIRE(!preset.entries.empty());
+  CHECK(preset.entries[0].launch.peakcast_sets.back() == "cluster.gpu=h100-sxm-80gb");
 }
 
 TEST_CASE("plan: layouts of the space", "[sim][plan]") {

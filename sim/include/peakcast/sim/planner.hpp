@@ -15,6 +15,7 @@
 #include "peakcast/model/run_spec.hpp"
 #include "peakcast/model/static_memory.hpp"
 #include "peakcast/sim/prediction.hpp"
+#include "peakcast/sim/verdict.hpp"
 
 namespace peakcast::sim {
 
@@ -37,18 +38,19 @@ struct PlanLayout {
 
 std::string describe(const PlanLayout& l);  // "TP4 SP PP4 VPP5 CP1 DP2 MBS1 distopt overlap"
 
-// The verdict a plan accepts a configuration by. Kept in one place so the verdict can be unified
-// with predict's (RankPrediction::fits / fits_with_allocator_reserve today): a configuration fits
-// when every rank's allocated peak (with its CUDA-graph pool) and what the caching allocator reserves
-// at that peak in 90 % of measured runs are within the GPU.
+// The verdict a plan accepts a configuration by: predict's (sim::run_verdict, verdict.hpp), so plan,
+// predict, rank and sweep agree. A configuration is accepted when it fits on every rank: the allocated
+// need within the GPU and the replayed caching allocator's reservation more than reservation_edge()
+// below it; "at risk" (fits without the reservation margin) is not accepted.
 struct PlanVerdict {
-  bool fits = false;                         // Prediction::fits
-  bool fits_with_allocator_reserve = false;  // Prediction::fits_with_allocator_reserve
+  bool fits = false;                         // Prediction::fits: the allocated peaks alone
+  bool fits_with_allocator_reserve = false;  // Prediction::fits_with_allocator_reserve: run_verdict is fits
+  Verdict run;                               // run_verdict(p): kind, cause, margin, reservation, reason
   bool accepted() const { return fits_with_allocator_reserve; }
 };
 PlanVerdict plan_verdict(const Prediction& p);
-// What the objective memory_headroom maximises: capacity less the largest of every rank's allocated
-// peak with its graph pool and its p90 reservation estimate.
+// What the objective memory_headroom maximises: the verdict's margin (run_verdict(p).margin), the
+// bytes left on the tightest rank against its allocated need or its reservation, whichever is closer.
 Bytes plan_headroom(const Prediction& p);
 
 struct PlanOptions {
@@ -86,6 +88,8 @@ struct StepSplit {
 struct PlanRank {
   model::RankId rank;
   Bytes peak_allocated, peak_with_graph_pool, estimated_reserved, estimated_reserved_p90;
+  Bytes reservation;                  // what the verdict judged: the replay's reserved peak, or the p90 estimate
+  bool reservation_replayed = false;  // without a replay (PredictOptions::replay_allocator off): the estimate
   bool fits = false, fits_with_allocator_reserve = false;
 };
 
@@ -100,7 +104,8 @@ struct PlanEntry {
   RecomputeChoice choice;
   std::string policy;  // describe(choice)
   PlanVerdict verdict;
-  Bytes capacity, max_peak_allocated, max_reserved_p90, headroom;
+  Bytes capacity, max_peak_allocated, max_reserved_p90, headroom;  // headroom: plan_headroom()
+  Bytes max_reservation;                                           // the largest rank's PlanRank::reservation
   StepSplit time;
   std::vector<PlanRank> ranks;
   LaunchSettings launch;

@@ -2,8 +2,13 @@
 """Issue #24: `peakcast plan` on one H200 for a small model, its predicted step times written BEFORE they are
 measured, and the comparison afterwards. Pure Python (no torch).
 
-  PEAKCAST=build/cli/peakcast python3 calibration/harness/plan_cases.py predict   # writes the two files below
-  python3 calibration/harness/plan_cases.py compare RECORDS.jsonl                   # measured vs predicted
+  PEAKCAST=build/cli/peakcast python3 calibration/harness/plan_cases.py predict [ROUND]   # writes the round's two files
+  python3 calibration/harness/plan_cases.py compare RECORDS.jsonl [ROUND]                   # measured vs predicted
+
+ROUND s13 (the default; session 13): 4 layers on the `h200-141gb` preset (149.56 GB). ROUND s15 (session 15):
+8 layers on the capacity the harness process gives the allocator on the H200, 140,579,176,448 bytes (the
+process holds 9.52 GB outside PyTorch: the s13 MBS8 run's out-of-memory message, 130.92 GiB reserved + free of
+139.80 GiB, and session 12's edge runs agree), given as the GPU object a user in that position would give.
 
 The model is timing_corpus.json's "gqa8b" (Llama 3 8B width: hidden 4096, FFN 14336, 32 heads, 8 query groups,
 vocab 128256, seq 4096) with 4 layers, on the local (no Transformer Engine) stack the harness measures, global
@@ -29,19 +34,28 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 from corpus_lib import expand  # noqa: E402
 
-CORPUS = os.path.join(HERE, "plan_corpus.json")
-PREDICTED = os.path.join(REPO, "calibration", "data", "predictions", "plan_h200_predicted_before.jsonl")
+HARNESS_CAPACITY = 140_579_176_448
+ROUNDS = {
+    "s13": {"layers": 4, "gpu": "h200-141gb", "corpus": "plan_corpus.json",
+            "predicted": "plan_h200_predicted_before.jsonl", "prefix": "plan"},
+    "s15": {"layers": 8, "gpu": {"name": "h200-141gb", "memory_bytes": HARNESS_CAPACITY},
+            "corpus": "plan_corpus_s15.json", "predicted": "plan_h200_s15_predicted_before.jsonl", "prefix": "plan8"},
+}
+PREDICTIONS = os.path.join(REPO, "calibration", "data", "predictions")
 ITERATIONS = 8      # iterations 3..8 are the steady state compared
 GBS = 8
 TOP = 40
 
 
-def base_spec():
+def base_spec(rnd="s13"):
     t = json.load(open(os.path.join(HERE, "timing_corpus.json")))
     spec = copy.deepcopy(t["defaults"])
     for sec, vals in t["models"]["gqa8b"].items():
         spec.setdefault(sec, {}).update(copy.deepcopy(vals))
     spec["train"]["global_batch_size"] = GBS
+    if rnd != "s13":  # round s13's spec as it was written (its layers and GPU from timing_corpus.json)
+        spec["model"]["num_layers"] = ROUNDS[rnd]["layers"]
+        spec.setdefault("cluster", {})["gpu"] = ROUNDS[rnd]["gpu"]
     return spec
 
 
@@ -69,13 +83,15 @@ def run(cmd):
     return p.stdout
 
 
-def predict():
+def predict(rnd="s13"):
     pc = os.environ.get("PEAKCAST", os.path.join(REPO, "build", "cli", "peakcast"))
+    cfg = ROUNDS[rnd]
     os.makedirs("/tmp/plan_cases", exist_ok=True)
-    base = base_spec()
-    sp = "/tmp/plan_cases/base.json"
+    base = base_spec(rnd)
+    sp = f"/tmp/plan_cases/base_{rnd}.json"
     json.dump(base, open(sp, "w"), indent=1)
-    plan_cmd = [pc, "plan", sp, "--gpus", "1", "--gpu", "h200-141gb", "--top", str(TOP), "--json"]
+    gpu = ["--gpu", cfg["gpu"]] if isinstance(cfg["gpu"], str) else []  # an object: the spec's
+    plan_cmd = [pc, "plan", sp, "--gpus", "1"] + gpu + ["--top", str(TOP), "--json"]
     plan = json.loads(run(plan_cmd))
     chosen, seen_mbs = [], set()
     for e in plan["entries"]:
@@ -93,7 +109,7 @@ def predict():
     lines = []
     for e in chosen:
         lay = e["layout"]
-        name = f"plan_gqa8b_mbs{lay['micro_batch_size']}_" + (e["policy"].replace(" ", "_").replace(",", "")
+        name = f"{cfg['prefix']}_gqa8b_mbs{lay['micro_batch_size']}_" + (e["policy"].replace(" ", "_").replace(",", "")
                                                                  .replace("[", "").replace("]", "").replace("=", "") or "none")
         case = {"name": name, "group": "plan_h200", "set": case_set(e), "iterations": ITERATIONS}
         corpus["cases"].append(case)
@@ -104,12 +120,13 @@ def predict():
         lines.append({"case": name, "plan_position": e["position"], "layout": lay["label"], "policy": e["policy"],
                       "plan_step_time": e["step_time"], "fits": e["verdict"],
                       "max_peak_allocated_bytes": e["max_peak_allocated_bytes"],
+                      "max_reservation_bytes": e.get("max_reservation_bytes"),
                       "predict_step_time_s": pred["step_time_s"],
                       "plan_command": " ".join(plan_cmd[:2] + ["BASE"] + plan_cmd[3:]),
                       "peakcast_commit": commit, "peakcast_binary_mtime": mtime,
                       "plan_stats": plan["stats"]})
-    json.dump(corpus, open(CORPUS, "w"), indent=1)
-    with open(PREDICTED, "w") as f:
+    json.dump(corpus, open(os.path.join(HERE, cfg["corpus"]), "w"), indent=1)
+    with open(os.path.join(PREDICTIONS, cfg["predicted"]), "w") as f:
         for l in lines:
             f.write(json.dumps(l) + "\n")
     for l in lines:
@@ -117,8 +134,8 @@ def predict():
               f"predict {l['predict_step_time_s']:.4f} s  peak {l['max_peak_allocated_bytes'] / 1e9:.2f} GB")
 
 
-def compare(records_path):
-    pred = {json.loads(l)["case"]: json.loads(l) for l in open(PREDICTED)}
+def compare(records_path, rnd="s13"):
+    pred = {json.loads(l)["case"]: json.loads(l) for l in open(os.path.join(PREDICTIONS, ROUNDS[rnd]["predicted"]))}
     rows = []
     for line in open(records_path):
         r = json.loads(line)
@@ -132,20 +149,22 @@ def compare(records_path):
         steps = [i["fwd_bwd_time_s"] + i["grad_sync_time_s"] + i["optimizer_time_s"] for i in its]
         p = pred[r["case"]]["plan_step_time"]["step_s"]
         rows.append((r["case"], statistics.median(steps), p, f"spread {min(steps):.4f}-{max(steps):.4f}",
-                     m.get("max_allocated_bytes"), pred[r["case"]]["max_peak_allocated_bytes"]))
+                     m.get("max_allocated_bytes"), pred[r["case"]]["max_peak_allocated_bytes"],
+                     m.get("max_reserved_bytes"), pred[r["case"]].get("max_reservation_bytes")))
     for row in rows:
         if row[1] is None:
             print(f"{row[0]:50s} not measured: {row[3]}")
             continue
         err = (row[2] - row[1]) / row[1] * 100
         print(f"{row[0]:50s} measured {row[1]:.4f} s ({row[3]})  predicted {row[2]:.4f} s  {err:+.1f} %  "
-              f"peak measured {row[4] / 1e9:.2f} GB predicted {row[5] / 1e9:.2f} GB")
+              f"peak measured {row[4] / 1e9:.2f} GB predicted {row[5] / 1e9:.2f} GB"
+              + (f", reserved measured {row[6] / 1e9:.2f} GB predicted {row[7] / 1e9:.2f} GB" if row[6] and row[7] else ""))
 
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "predict":
-        predict()
+        predict(*sys.argv[2:3])
     elif len(sys.argv) >= 3 and sys.argv[1] == "compare":
-        compare(sys.argv[2])
+        compare(sys.argv[2], *sys.argv[3:4])
     else:
         sys.exit(__doc__)

@@ -10,9 +10,11 @@ H=calibration/harness; T0=$(date +%s); TOTAL=${TOTAL:-540}
 left() { echo $(( TOTAL - ($(date +%s) - T0) )); }
 { nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv;
   python3 -c 'import torch;print(torch.__version__, torch.version.cuda, torch.cuda.device_count())'; } > $OUT/env.log 2>&1
-PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python3 $H/run_corpus.py --corpus $H/plan_corpus_s15.json \
-  --select single --no-multi --out $OUT/plan_records.jsonl --log $OUT/plan_cases.log --deadline-s $(( $(left) - 300 )) --timeout-s 90
-echo "plan cases done at $(( $(date +%s) - T0 ))s" >> $OUT/plan_cases.log
+if [ -z "$EDGE_ONLY" ]; then  # EDGE_ONLY=1: the edge runs alone (the second call of session 15)
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python3 $H/run_corpus.py --corpus $H/plan_corpus_s15.json \
+    --select single --no-multi --out $OUT/plan_records.jsonl --log $OUT/plan_cases.log --deadline-s $(( $(left) - 300 )) --timeout-s 90
+  echo "plan cases done at $(( $(date +%s) - T0 ))s" >> $OUT/plan_cases.log
+fi
 names() { python3 -c "import json,sys; print(','.join(c['name'] for c in json.load(open('$H/alloc_edge_s15.json'))['cases'] if c['name'].endswith('_expandable') == ($1)))"; }
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python3 $H/run_corpus.py --corpus $H/alloc_edge_s15.json --names "$(names False)" \
   --out $OUT/edge_records.jsonl --log $OUT/edge_cases.log --deadline-s $(( $(left) - 130 )) --timeout-s 60

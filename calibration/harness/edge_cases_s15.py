@@ -35,7 +35,7 @@ def cases():
         for expandable in (False, True):
             out.append({"name": f"edge8_gqa8b_mbs4_seq{seq}" + ("_expandable" if expandable else ""),
                         "group": "alloc_edge_s15", "iterations": ITERATIONS,
-                        "set": {"model.seq_length": seq, "model.max_position_embeddings": seq,
+                        "set": {"model.seq_length": seq,
                                 "train.micro_batch_size": 4, "cluster.expandable_segments": expandable}})
     return out
 

@@ -25,7 +25,9 @@ const std::vector<std::string>& validation_corpus_files() {
     // Measured after the shipped profile was fitted: compared, never fitted on.
     for (const char* held_out : {"calibration/data/h200_output_gate.jsonl", "calibration/data/h200_probs_on_input.jsonl",
                                  "calibration/data/h200_mlp_chunks.jsonl", "calibration/data/h200_mtp_repeated.jsonl",
-                                 "calibration/data/h200_families.jsonl", "calibration/data/h200_alloc.jsonl"})
+                                 "calibration/data/h200_families.jsonl", "calibration/data/h200_alloc.jsonl",
+                                 "calibration/data/h200_plan.jsonl", "calibration/data/h200_plan_s15.jsonl",
+                                 "calibration/data/h200_alloc_edge_s15.jsonl"})
       f.emplace_back(held_out);
     return f;
   }();

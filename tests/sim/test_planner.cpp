@@ -147,6 +147,16 @@ void check_against_brute_force(model::RunSpec base, sim::PlanOptions o) {
   for (std::size_t i = 0; i < e.entries.size(); ++i) CHECK(e.entries[i].launch.peakcast_sets == r.entries[i].launch.peakcast_sets);
 }
 
+// The plan's top K on two threads; at least one entry.
+sim::PlanResult plan_top(const model::RunSpec& base, std::size_t top) {
+  sim::PlanOptions o;
+  o.top = top;
+  o.threads = 2;
+  sim::PlanResult r = sim::plan(base, o);
+  REQUIRE(!r.entries.empty());
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("plan: step time objective equals brute force on a dense model (every rule checked)", "[sim][plan]") {
@@ -194,11 +204,7 @@ TEST_CASE("plan: the static-memory rule prunes, and only what cannot fit", "[sim
 
 TEST_CASE("plan: launch settings turn the input spec into the planned configuration", "[sim][plan]") {
   const model::RunSpec base = parse(kDense);
-  sim::PlanOptions o;
-  o.top = 5;
-  o.threads = 2;
-  const sim::PlanResult r = sim::plan(base, o);
-  REQUIRE(!r.entries.empty());
+  const sim::PlanResult r = plan_top(base, 5);
   for (const auto& e : r.entries) {
     // A selective list without tags recomputes nothing; the launch lines say so as no recompute
     // (Megatron's --recompute-modules cannot be given empty), which is the same run.
@@ -230,19 +236,14 @@ TEST_CASE("plan: launch settings keep a GPU given as an object with its own memo
   const std::vector<std::string> gpu = {R"(cluster.gpu={"name":"h100-sxm-80gb","memory_bytes":70000000000})"};
   const model::RunSpec base = parse(kDense, gpu);
   REQUIRE(base.cluster.gpu.memory_bytes == Bytes{70'000'000'000});
-  sim::PlanOptions o;
-  o.top = 2;
-  o.threads = 2;
-  const sim::PlanResult r = sim::plan(base, o);
-  REQUIRE(!r.entries.empty());
+  const sim::PlanResult r = plan_top(base, 2);
   for (const auto& e : r.entries) {
     const model::RunSpec round = parse(kDense, e.launch.peakcast_sets);
     CHECK(round.cluster.gpu == base.cluster.gpu);
     CHECK(e.capacity == Bytes{70'000'000'000});
   }
   // A preset left as it is stays a name.
-  const sim::PlanResult preset = sim::plan(parse(kDense), o);
-  REQUIRE(!preset.entries.empty());
+  const sim::PlanResult preset = plan_top(parse(kDense), 2);
   CHECK(preset.entries[0].launch.peakcast_sets.back() == "cluster.gpu=h100-sxm-80gb");
 }
 

@@ -150,6 +150,11 @@ void Mapper::rules() {
         else error("n_shared_experts", "hf_value_out_of_range",
                    "n_shared_experts " + n->dump() + " x moe_intermediate_size " + f->dump() + " is not a positive size");
       }
+    } else if (rule == "shared_expert_is_moe_ffn") {  // glm45_bridge.py:88: one shared expert of the routed size
+      if (const json* n = get("n_shared_experts"); n && *n != 1)
+        error("n_shared_experts", "hf_unmapped_shape_key",
+              "n_shared_experts " + n->dump() + " is not read by GLM45Bridge, which builds one shared expert of moe_intermediate_size");
+      if (const json* f = get("moe_intermediate_size")) model.fields["moe_shared_expert_intermediate_size"] = *f;
     } else if (rule == "mtp_zero_is_none") {  // deepseek_v3_bridge.py:97: value or None
       if (model.fields.contains("mtp_num_layers") && model.fields["mtp_num_layers"] == 0) model.fields["mtp_num_layers"] = nullptr;
     } else if (rule == "default_aux_loss_alpha") {  // deepseek_v3_bridge.py:71

@@ -1,4 +1,5 @@
 // Parallel layout: Megatron's divisibility rules for TP/PP/VPP/CP/EP, pipeline splits and batches.
+#include <cstdlib>
 #include <limits>
 
 #include "layer_plan_internal.hpp"
@@ -7,6 +8,22 @@
 namespace peakcast::model::detail {
 
 namespace {
+
+// A split Megatron accepts for num_layers over pp stages when the even one does not: the last stage
+// (else the first) takes what makes the other pp-1 stages equal (transformer_block.py:97-137), the
+// stage sizes closest to num_layers / pp. Empty when none exists.
+std::string uneven_split_hint(std::int64_t layers, std::int64_t pp) {
+  if (pp < 2 || layers <= pp) return "";
+  std::int64_t best = 0;
+  for (std::int64_t edge = 1; edge < layers; ++edge)
+    if ((layers - edge) % (pp - 1) == 0 && (layers - edge) / (pp - 1) >= 1 &&
+        (best == 0 || std::llabs(edge * pp - layers) < std::llabs(best * pp - layers)))
+      best = edge;
+  if (best == 0) return "";
+  const std::string rest = std::to_string(pp - 1) + " stages of " + std::to_string((layers - best) / (pp - 1));
+  return "; Megatron accepts an uneven split, e.g. num_layers_in_last_pipeline_stage=" + std::to_string(best) + " (" + rest +
+         ") or num_layers_in_first_pipeline_stage=" + std::to_string(best);
+}
 
 void pipeline_split(const ModelSpec& m, RuleSink& sink) {
   const std::int64_t pp = m.pipeline_model_parallel_size;
@@ -104,7 +121,8 @@ void pipeline_split(const ModelSpec& m, RuleSink& sink) {
   if (layers % pp != 0) {
     sink.error(account ? "model.num_layers" : "model.pipeline_model_parallel_size", "layers_divisible_by_pp",
                "num_layers=" + str(layers) + " should be divisible by pipeline_model_parallel_size=" + str(pp) +
-                   (account ? " (after account_for_embedding/loss_in_pipeline_split)" : "") + " (transformer_block.py:151)");
+                   (account ? " (after account_for_embedding/loss_in_pipeline_split)" : "") + " (transformer_block.py:151)" +
+                   (account || vpp ? "" : uneven_split_hint(layers, pp)));
     return;
   }
   if (vpp && pp > 1 && (layers / pp) % *vpp != 0) {

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/static_memory.hpp"
 #include "test_hf_configs.hpp"
 
 using nlohmann::json;
@@ -166,4 +167,52 @@ TEST_CASE("hf_config: given as an override (--hf-config)", "[model][hf]") {
   CHECK(r.spec->model.multi_latent_attention);
   CHECK(r.spec->model.num_moe_experts == 256);
   CHECK(r.spec->model.mtp_num_layers == 1);
+}
+
+// zai-org/GLM-4.5-Air's config.json (as configs/hf/zai-org--GLM-4.5-Air.json transcribes it; written
+// here so the test does not read the file it checks).
+constexpr const char* kGlm45Air = R"({"architectures": ["Glm4MoeForCausalLM"], "attention_bias": true,
+"attention_dropout": 0.0, "pad_token_id": 151329, "eos_token_id": [151329, 151336, 151338], "head_dim": 128,
+"hidden_act": "silu", "hidden_size": 4096, "partial_rotary_factor": 0.5, "initializer_range": 0.02,
+"intermediate_size": 10944, "max_position_embeddings": 131072, "model_type": "glm4_moe",
+"moe_intermediate_size": 1408, "norm_topk_prob": true, "num_attention_heads": 96, "n_group": 1, "topk_group": 1,
+"n_routed_experts": 128, "n_shared_experts": 1, "routed_scaling_factor": 1.0, "num_experts_per_tok": 8,
+"first_k_dense_replace": 1, "num_hidden_layers": 46, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+"rope_scaling": null, "rope_theta": 1000000, "num_nextn_predict_layers": 1, "tie_word_embeddings": false,
+"torch_dtype": "bfloat16", "use_cache": true, "use_qk_norm": false, "vocab_size": 151552})";
+
+TEST_CASE("hf_config: GLM-4.5 through GLM45Bridge", "[model][hf]") {
+  const std::string path = write("glm45_air.json", kGlm45Air);
+  const ParseResult r = parse_model({{"hf_config", path}, {"seq_length", 4096}, {"expert_model_parallel_size", 8}});
+  REQUIRE(r.spec);
+  const ModelSpec& m = r.spec->model;
+  // glm45_bridge.py:90-92: the first first_k_dense_replace layers dense, the rest MoE.
+  std::vector<std::int64_t> freq(46, 1);
+  freq[0] = 0;
+  CHECK(m.moe_layer_freq == MoeLayerFreq{freq});
+  CHECK(m.moe_shared_expert_intermediate_size == 1408);  // :88, moe_intermediate_size
+  CHECK(m.mtp_num_layers == 1);                          // :86, num_nextn_predict_layers
+  CHECK(m.add_qkv_bias);                                 // attention_bias (model_bridge.py CONFIG_MAPPING)
+  CHECK_FALSE(m.qk_layernorm);                           // use_qk_norm false for Air
+  CHECK(m.rotary_percent == 0.5);
+  CHECK(m.moe_router_enable_expert_bias);  // :76
+  CHECK(m.kv_channels == 128);
+  CHECK(r.origins.at("model.moe_shared_expert_intermediate_size").source.find("GLM45Bridge") != std::string::npos);
+
+  // Parameters from the shapes (no MTP): embedding and output layer untied (:67); per layer the
+  // attention (q 96x128, k/v 8x128 with biases, the projection, the input norm fused into linear_qkv);
+  // one dense layer (gated FFN 10944); 45 MoE layers (norm, router, 128 routed and one shared gated
+  // expert of 1408).
+  const std::int64_t h = 4096, vocab = 151552, f = 1408;
+  const std::int64_t attention = h * 96 * 128 + 2 * h * 8 * 128 + (96 * 128 + 2 * 8 * 128) + 96 * 128 * h + h;
+  const std::int64_t dense = 3 * h * 10944 + h;
+  const std::int64_t moe = h + 128 * h + 128 * 3 * h * f + 3 * h * f;
+  const std::int64_t expected = 2 * vocab * h + h + 46 * attention + dense + 45 * moe;
+  CHECK(total_parameters(*r.spec, derive(*r.spec), false) == expected);
+
+  json two = json::parse(kGlm45Air);
+  two["n_shared_experts"] = 2;  // the bridge would still build one shared expert
+  const ParseResult bad = parse_model({{"hf_config", write("glm45_two_shared.json", two.dump())}});
+  CHECK_FALSE(bad.spec);
+  CHECK(find(bad, "hf_unmapped_shape_key", "model.hf_config.n_shared_experts"));
 }

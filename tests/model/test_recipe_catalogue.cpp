@@ -26,7 +26,7 @@ nlohmann::json recipe_file(const std::string& name) {
 TEST_CASE("every catalogue recipe predicts or names why not", "[model][recipes]") {
   const std::set<std::string> reasons = {"recipe_hf_config_missing", "recipe_model_not_simulated", "peft_not_simulated",
                                          "hf_unknown_architecture", "recipe_vocab_unknown", "bridge_gpu_unknown",
-                                         "value_out_of_range"};
+                                         "value_out_of_range", "layers_divisible_by_pp"};
   const auto rows = sim::predict_catalogue();
   REQUIRE(rows.size() == model::recipe_catalogue().size());
   int predicted = 0;
@@ -74,4 +74,25 @@ TEST_CASE("a predicted recipe runs with the recipe's own layout, precision and r
       CHECK(want == s.recompute_granularity);
     }
   }
+}
+
+TEST_CASE("a recipe Megatron cannot build says which split it can, and predicts with it", "[model][recipes]") {
+  // GLM-4.5-Air: 46 layers (zai-org/GLM-4.5-Air num_hidden_layers) over the recipe's PP 4
+  // (bridge:src/megatron/bridge/recipes/glm/h100/glm45.py:180) do not split evenly, which
+  // get_num_layers_to_build asserts (transformer_block.py:151). The last stage taking 10 leaves
+  // 36 = 3 x 12 for the other three, the split closest to 46 / 4.
+  const std::string name = "bridge:glm45_air_106b_pretrain_32gpu_h100_bf16_config";
+  const auto parsed = model::parse_spec_input(name, "", {});
+  REQUIRE(parsed.spec);
+  bool named = false;
+  for (const auto& d : model::validate(*parsed.spec))
+    named = named || (d.rule == "layers_divisible_by_pp" && d.message.find("num_layers_in_last_pipeline_stage=10 (3 stages of 12)") != std::string::npos);
+  CHECK(named);
+  const auto split = model::parse_spec_input(name, "", {"model.num_layers_in_last_pipeline_stage=10"});
+  REQUIRE(split.spec);
+  const auto diagnostics = model::validate(*split.spec);
+  for (const auto& d : diagnostics) UNSCOPED_INFO(model::format(d));
+  CHECK_FALSE(model::has_errors(diagnostics));
+  CHECK(split.spec->model.pipeline_model_parallel_size == 4);
+  CHECK(split.spec->model.expert_model_parallel_size == 8);
 }

@@ -2,8 +2,8 @@
 
 torch.cuda.memory._record_memory_history(context=None) keeps every alloc / free / segment event of the
 device's allocator; at the end of the case this writes DIR/<case>_r<rank>.json.gz with
-  events: [[code, size, block]] in order; code a alloc, f free_completed, s segment_alloc, S segment_free,
-          m segment_map, M segment_unmap, o oom; block: a small id per address (an alloc and its free share it)
+  events: [[code, size, id, stream]] in order; code a alloc, f free_completed, s segment_alloc, S segment_free,
+          m segment_map, M segment_unmap, o oom; id: fresh per alloc (its free has the same), segments apart
   marks:  the phase boundaries as the allocator's cumulative counters then (allocation.all.allocated,
           segment.all.allocated, num_alloc_retries): event k of `events` whose alloc count reaches a mark's
           `allocations` is the first of that phase
@@ -27,15 +27,21 @@ def mark(torch, phase, iteration):
 
 
 def compact(events):
-    ids, out = {}, []
+    """[code, size, id, stream]: an alloc takes a fresh id and its free the same one (blocks and
+    segments are numbered apart: a segment and its first block share an address). Until session 16 the
+    id was len(ids), which repeats once an address is reused, so the frees of the traces written before
+    cannot be told apart (compare_alloc_trace.py reads only their alloc sizes)."""
+    ids, out, fresh = {}, [], [0, 0]
     for e in events:
         c = CODES.get(e.get("action"))
         if c is None:
             continue
-        addr = e.get("addr", 0)
-        if c == "a" or addr not in ids:
-            ids[addr] = len(ids)
-        out.append([c, int(e.get("size", 0)), ids[addr]])
+        kind = 0 if c in "afo" else 1
+        key = (kind, e.get("addr", 0))
+        if c in "asm" or key not in ids:
+            ids[key] = fresh[kind]
+            fresh[kind] += 1
+        out.append([c, int(e.get("size", 0)), ids[key], int(e.get("stream", 0))])
     return out
 
 

@@ -18,8 +18,14 @@ left() { echo $(( TOTAL - ($(date +%s) - T0) )); }
 NAMES=${NAMES:-defer_pp2_gqa8b_all_r1,layout_fake_ep8_moonlight4_moe_r0,fam_gpt3_pp2_sel_empty_r1,defer_tp2sp_pp2_gqa8b_all_r2,defer_pp2_gqa8b_fusion_r1}
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python3 $H/run_corpus.py --corpus $H/corpus.json --names "$NAMES" \
   --out $OUT/records.jsonl --log $OUT/cases.log --deadline-s $(( $(left) - 150 )) --timeout-s 90
+# Call 2: the session-12 trace cases again (their stored frees are ambiguous, alloc_trace.py compact()).
+if [ -n "$WITH_S12" ]; then
+  S12=$(python3 -c "import json; print(','.join(c['name'] for c in json.load(open('$H/alloc_corpus.json'))['cases'] if c['name'].startswith('trace_')))")
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python3 $H/run_corpus.py --corpus $H/alloc_corpus.json --names "$S12" \
+    --out $OUT/records_s12.jsonl --log $OUT/cases.log --deadline-s $(( $(left) - 60 )) --timeout-s 90
+fi
 echo "cases done at $(( $(date +%s) - T0 ))s" >> $OUT/cases.log
 unset PEAKCAST_ALLOC_TRACE
-timeout $(( $(left) - 10 )) python3 $H/allocator_probe.py $OUT/probe.json build-s16-carry/predicted/*.trace.json > $OUT/probe.log 2>&1
+[ -z "$NO_PROBE" ] && timeout $(( $(left) - 10 )) python3 $H/allocator_probe.py $OUT/probe.json build-s16-carry/predicted/*.trace.json > $OUT/probe.log 2>&1
 tar -czf $OUT/traces.tgz -C $OUT traces && rm -rf $OUT/traces
 echo "total $(( $(date +%s) - T0 ))s" | tee -a $OUT/cases.log

@@ -1,0 +1,33 @@
+#pragma once
+// A measured allocator event stream (calibration/harness/alloc_trace.py: torch's
+// _record_memory_history of one harness run, compacted to [code, size, id, stream]) replayed through
+// peakcast's caching-allocator model (model/caching_allocator.hpp), beside what torch itself reported
+// at the end of that run. Same requests, same order: what is left between the two is the allocator
+// model's, not the simulated stream's.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "peakcast/model/caching_allocator.hpp"
+
+namespace peakcast::calibration {
+
+struct MeasuredStreamReplay {
+  std::string case_name;
+  std::int64_t allocations = 0;
+  std::int64_t unmatched_frees = 0;  // frees of blocks allocated before the recording began
+  // The model's replay.
+  Bytes reserved_peak{0};
+  Bytes allocated_peak{0};
+  std::int64_t segments_end = 0;
+  // What torch reported at the end of the run (memory_stats / memory_snapshot).
+  Bytes measured_reserved_peak{0};
+  std::int64_t measured_segments_end = 0;
+};
+
+// The trace's JSON text (alloc_trace.py's document, decompressed); nullopt with `error` set when it
+// is not one. Traces written before session 16 repeat block ids and cannot be replayed (alloc_trace.py).
+std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& trace_json, const model::AllocatorSettings& settings,
+                                                           std::string& error);
+
+}  // namespace peakcast::calibration

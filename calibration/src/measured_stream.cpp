@@ -1,0 +1,59 @@
+// replay_measured_stream: each alloc of the measured stream becomes a request on its stream, each
+// free_completed releases the block of the same id (calibration/harness/alloc_trace.py compact()).
+// Segment events are torch's own consequences of the requests and are not replayed.
+#include "peakcast/calibration/measured_stream.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <unordered_map>
+
+namespace peakcast::calibration {
+
+std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& trace_json, const model::AllocatorSettings& settings,
+                                                           std::string& error) {
+  const auto doc = nlohmann::json::parse(trace_json, nullptr, false);
+  if (!doc.is_object() || !doc.contains("events") || !doc["events"].is_array() || !doc.contains("end")) {
+    error = "not an alloc_trace.py document (events, end)";
+    return std::nullopt;
+  }
+  MeasuredStreamReplay r;
+  r.case_name = doc.value("case", "");
+  model::CachingAllocatorModel allocator(settings);
+  std::unordered_map<std::int64_t, model::CachingAllocatorModel::Handle> live;
+  std::unordered_map<std::int64_t, int> streams;  // torch's stream handles, numbered in order of appearance
+  for (const auto& e : doc["events"]) {
+    if (!e.is_array() || e.size() < 4 || !e[0].is_string() || !e[1].is_number_integer() || !e[2].is_number_integer() ||
+        !e[3].is_number_integer()) {
+      error = "an event is not [code, size, id, stream] (a trace written before session 16?)";
+      return std::nullopt;
+    }
+    const std::string code = e[0].get<std::string>();
+    const std::int64_t id = e[2].get<std::int64_t>();
+    if (code == "a") {
+      if (live.count(id)) {
+        error = "block id " + std::to_string(id) + " allocated twice while live";
+        return std::nullopt;
+      }
+      const auto stream = streams.try_emplace(e[3].get<std::int64_t>(), static_cast<int>(streams.size())).first->second;
+      live[id] = allocator.allocate(Bytes{e[1].get<std::int64_t>()}, stream);
+      ++r.allocations;
+    } else if (code == "f") {
+      const auto it = live.find(id);
+      if (it == live.end()) {
+        ++r.unmatched_frees;
+        continue;
+      }
+      allocator.release(it->second);
+      live.erase(it);
+    }
+  }
+  r.reserved_peak = allocator.peak_reserved();
+  r.allocated_peak = allocator.peak_allocated();
+  r.segments_end = allocator.segments();
+  const auto& end = doc["end"];
+  r.measured_reserved_peak = Bytes{end.value("reserved_peak", std::int64_t{0})};
+  r.measured_segments_end = end.value("segments", std::int64_t{0});
+  return r;
+}
+
+}  // namespace peakcast::calibration

@@ -1,0 +1,60 @@
+// The caching-allocator model against torch 2.11's own allocator on the same requests: each measured
+// stream of calibration/data/diagnostics/alloc_traces_s16/ (14 harness runs on one H200, session 16,
+// calibration/harness/device_alloc_trace_s16.sh) replayed through CachingAllocatorModel reserves what
+// torch reported reserving for it (memory_stats()'s reserved_bytes.all.peak) and ends with as many
+// segments as memory_snapshot() listed. The expectations are the measurements in the files.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "peakcast/calibration/measured_stream.hpp"
+
+using namespace peakcast;
+
+namespace {
+
+std::string gunzip(const std::string& path) {
+  std::string text;
+  FILE* pipe = ::popen(("gzip -dc '" + path + "'").c_str(), "r");
+  REQUIRE(pipe);
+  char buffer[1 << 16];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, n);
+  REQUIRE(::pclose(pipe) == 0);
+  return text;
+}
+
+calibration::MeasuredStreamReplay replay(const std::string& name) {
+  const std::string path = std::string(PEAKCAST_SOURCE_DIR) + "/calibration/data/diagnostics/alloc_traces_s16/" + name + ".json.gz";
+  std::string error;
+  const auto r = calibration::replay_measured_stream(gunzip(path), model::AllocatorSettings{}, error);
+  INFO(path << ": " << error);
+  REQUIRE(r);
+  CHECK(r->unmatched_frees == 0);  // recorded from before the model was built
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("the allocator model reserves what torch reserved on the measured streams", "[calibration][allocator]") {
+  // Dense, core_attn and full recompute, MLA, two MoE, fake PP2 both stages, seq 8192, the deferred
+  // output-layer wgrad, GPT-3 PP2 last stage, fake EP8 with MoE recompute: byte for byte.
+  for (const char* name : {"trace_dense_gqa8b_none_r0", "trace_dense_gqa8b_core_attn_r0", "trace_full_gqa8b_uniform_1_r0",
+                           "trace_mla_noq_none_r0", "trace_moe_moonlight4_none_r0", "trace_layout_fake_pp2_gqa8b_none_r0_r0",
+                           "trace_layout_fake_pp2_gqa8b_none_r1_r1", "trace_scaling_gqa2b_seq8192_mbs1_r0",
+                           "defer_pp2_gqa8b_all_r1_r1", "defer_pp2_gqa8b_fusion_r1_r1", "fam_gpt3_pp2_sel_empty_r1_r1",
+                           "layout_fake_ep8_moonlight4_moe_r0_r0"}) {
+    INFO(name);
+    const auto r = replay(name);
+    CHECK(r.reserved_peak == r.measured_reserved_peak);
+    CHECK(r.segments_end == r.measured_segments_end);
+  }
+  // Two are not exact, and why is not established (docs/caching-allocator.md): the sequence-parallel
+  // fake TP2 run reserved 0.54 GB (2.8 %) more than the model does on its stream, the grouped-MoE run
+  // 17 MB (0.07 %) less.
+  const auto sp = replay("defer_tp2sp_pp2_gqa8b_all_r2_r1");
+  CHECK(sp.reserved_peak.value < sp.measured_reserved_peak.value);
+  CHECK(sp.measured_reserved_peak.value - sp.reserved_peak.value < sp.measured_reserved_peak.value * 3 / 100);
+  const auto moe = replay("trace_moe_gqa_moe_r0");
+  CHECK(std::llabs(moe.reserved_peak.value - moe.measured_reserved_peak.value) < moe.measured_reserved_peak.value / 1000);
+}

@@ -216,3 +216,38 @@ TEST_CASE("hf_config: GLM-4.5 through GLM45Bridge", "[model][hf]") {
   CHECK_FALSE(bad.spec);
   CHECK(find(bad, "hf_unmapped_shape_key", "model.hf_config.n_shared_experts"));
 }
+
+// moonshotai/Kimi-K2-Instruct's config.json (configs/hf/index.json says where the copy was found).
+constexpr const char* kKimiK2 = R"({"architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false,
+"attention_dropout": 0.0, "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config", "AutoModel":
+"modeling_deepseek.DeepseekV3Model", "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
+"aux_loss_alpha": 0.001, "bos_token_id": 163584, "eos_token_id": 163585, "first_k_dense_replace": 1,
+"hidden_act": "silu", "hidden_size": 7168, "initializer_range": 0.02, "intermediate_size": 18432,
+"kv_lora_rank": 512, "max_position_embeddings": 131072, "model_type": "kimi_k2", "moe_intermediate_size": 2048,
+"moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 384, "n_shared_experts": 1, "norm_topk_prob": true,
+"num_attention_heads": 64, "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 64,
+"num_nextn_predict_layers": 0, "pretraining_tp": 1, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+"qk_rope_head_dim": 64, "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method":
+"fp8", "weight_block_size": [128, 128]}, "rms_norm_eps": 1e-06, "rope_theta": 50000.0, "routed_scaling_factor":
+2.827, "rope_scaling": {"beta_fast": 1.0, "beta_slow": 1.0, "factor": 32.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+"original_max_position_embeddings": 4096, "type": "yarn"}, "scoring_func": "sigmoid", "seq_aux": true,
+"tie_word_embeddings": false, "topk_group": 1, "topk_method": "noaux_tc", "torch_dtype": "bfloat16",
+"transformers_version": "4.48.3", "use_cache": true, "v_head_dim": 128, "vocab_size": 163840})";
+
+TEST_CASE("hf_config: Kimi K2 dispatches on auto_map to DeepSeekV3Bridge", "[model][hf]") {
+  const ParseResult r = parse_model({{"hf_config", write("kimi_k2.json", kKimiK2)}, {"seq_length", 4096}, {"expert_model_parallel_size", 8}});
+  REQUIRE(r.spec);
+  const ModelSpec& m = r.spec->model;
+  CHECK(r.origins.at("model.hidden_size").source.find("DeepSeekV3Bridge") != std::string::npos);
+  CHECK(m.mtp_num_layers == 0);  // num_nextn_predict_layers 0 (deepseek_v3_bridge.py:97)
+  CHECK(m.moe_shared_expert_intermediate_size == 2048);
+  // Parameters from the shapes, as the checkpoint's tensor list gives them: per layer MLA (q down
+  // 1536 x h with its norm, q up 64 x 192 x 1536, kv down 576 x h with the 512 norm, kv up 64 x 256 x
+  // 512, the projection h x 64 x 128) and two norms; one dense layer (gated 18432); 60 MoE layers (384
+  // routed and one shared gated expert of 2048, the router); untied embedding and output layer.
+  const std::int64_t h = 7168, vocab = 163840, f = 2048;
+  const std::int64_t mla = h * 1536 + 1536 + 1536 * 64 * 192 + h * 576 + 512 + 512 * 64 * 256 + 64 * 128 * h;
+  const std::int64_t moe = 384 * 3 * h * f + 3 * h * f + 384 * h;
+  const std::int64_t expected = 2 * vocab * h + h + 61 * (mla + 2 * h) + 3 * h * 18432 + 60 * moe;
+  CHECK(total_parameters(*r.spec, derive(*r.spec), false) == expected);
+}

@@ -75,5 +75,6 @@ Runner add_validate_command(CLI::App& app);
 Runner add_import_command(CLI::App& app);
 Runner add_recipes_command(CLI::App& app);
 Runner add_plan_command(CLI::App& app);
+Runner add_allocator_replay_command(CLI::App& app);
 
 }  // namespace peakcast::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   add(add_import_command);
   add(add_recipes_command);
   add(add_plan_command);
+  add(add_allocator_replay_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,29 +9,43 @@
 
 namespace peakcast::calibration {
 
-std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& trace_json, const model::AllocatorSettings& settings,
+std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& trace_json, const std::optional<std::string>& alloc_conf,
                                                            std::string& error) {
   const auto doc = nlohmann::json::parse(trace_json, nullptr, false);
-  if (!doc.is_object() || !doc.contains("events") || !doc["events"].is_array() || !doc.contains("end")) {
+  if (!doc.is_object() || !doc.contains("events") || !doc["events"].is_array() || !doc.contains("end") || !doc["end"].is_object()) {
     error = "not an alloc_trace.py document (events, end)";
     return std::nullopt;
   }
   MeasuredStreamReplay r;
-  r.case_name = doc.value("case", "");
-  model::CachingAllocatorModel allocator(settings);
+  r.case_name = doc["case"].is_string() ? doc["case"].get<std::string>() : "";
+  const auto& recorded = doc["end"].contains("alloc_conf") ? doc["end"]["alloc_conf"] : nlohmann::json();
+  r.recorded_alloc_conf = recorded.is_string() ? recorded.get<std::string>() : "";
+  r.alloc_conf = alloc_conf.value_or(r.recorded_alloc_conf);
+  const model::AllocConfParse conf = model::parse_alloc_conf(r.alloc_conf);
+  if (!conf.error.empty()) {
+    error = "PYTORCH_CUDA_ALLOC_CONF \"" + r.alloc_conf + "\": " + conf.error;
+    return std::nullopt;
+  }
+  r.unmodelled = conf.unmodelled;
+  model::CachingAllocatorModel allocator(conf.settings);
   std::unordered_map<std::int64_t, model::CachingAllocatorModel::Handle> live;
   std::unordered_map<std::int64_t, int> streams;  // torch's stream handles, numbered in order of appearance
-  for (const auto& e : doc["events"]) {
+  for (std::size_t k = 0; k < doc["events"].size(); ++k) {
+    const auto& e = doc["events"][k];
     if (!e.is_array() || e.size() < 4 || !e[0].is_string() || !e[1].is_number_integer() || !e[2].is_number_integer() ||
         !e[3].is_number_integer()) {
-      error = "an event is not [code, size, id, stream] (a trace written before session 16?)";
+      error = "events[" + std::to_string(k) + "] is not [code, size, id, stream] (a trace written before session 16?)";
+      return std::nullopt;
+    }
+    if (e[1].get<std::int64_t>() < 0 || e[1].get<std::int64_t>() > (std::int64_t{1} << 50)) {
+      error = "events[" + std::to_string(k) + "]: size " + e[1].dump() + " is not between 0 and 1 PiB";
       return std::nullopt;
     }
     const std::string code = e[0].get<std::string>();
     const std::int64_t id = e[2].get<std::int64_t>();
     if (code == "a") {
       if (live.count(id)) {
-        error = "block id " + std::to_string(id) + " allocated twice while live";
+        error = "events[" + std::to_string(k) + "]: block id " + std::to_string(id) + " allocated twice while live";
         return std::nullopt;
       }
       const auto stream = streams.try_emplace(e[3].get<std::int64_t>(), static_cast<int>(streams.size())).first->second;
@@ -51,8 +65,9 @@ std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& tr
   r.allocated_peak = allocator.peak_allocated();
   r.segments_end = allocator.segments();
   const auto& end = doc["end"];
-  r.measured_reserved_peak = Bytes{end.value("reserved_peak", std::int64_t{0})};
-  r.measured_segments_end = end.value("segments", std::int64_t{0});
+  const auto integer = [&](const char* key) { return end.contains(key) && end[key].is_number_integer() ? end[key].get<std::int64_t>() : 0; };
+  r.measured_reserved_peak = Bytes{integer("reserved_peak")};
+  r.measured_segments_end = integer("segments");
   return r;
 }
 

@@ -27,7 +27,7 @@ std::string gunzip(const std::string& path) {
 calibration::MeasuredStreamReplay replay(const std::string& name) {
   const std::string path = std::string(PEAKCAST_SOURCE_DIR) + "/calibration/data/diagnostics/alloc_traces_s16/" + name + ".json.gz";
   std::string error;
-  const auto r = calibration::replay_measured_stream(gunzip(path), model::AllocatorSettings{}, error);
+  const auto r = calibration::replay_measured_stream(gunzip(path), std::nullopt, error);  // as recorded
   INFO(path << ": " << error);
   REQUIRE(r);
   CHECK(r->unmatched_frees == 0);  // recorded from before the model was built

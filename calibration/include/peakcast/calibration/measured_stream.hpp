@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "peakcast/model/caching_allocator.hpp"
 
@@ -14,6 +15,9 @@ namespace peakcast::calibration {
 
 struct MeasuredStreamReplay {
   std::string case_name;
+  std::string recorded_alloc_conf;      // PYTORCH_CUDA_ALLOC_CONF of the recorded run ("" when unset)
+  std::string alloc_conf;               // the one replayed under
+  std::vector<std::string> unmodelled;  // options of it torch accepts and the model does not follow
   std::int64_t allocations = 0;
   std::int64_t unmatched_frees = 0;  // frees of blocks allocated before the recording began
   // The model's replay.
@@ -25,9 +29,11 @@ struct MeasuredStreamReplay {
   std::int64_t measured_segments_end = 0;
 };
 
-// The trace's JSON text (alloc_trace.py's document, decompressed); nullopt with `error` set when it
-// is not one. Traces written before session 16 repeat block ids and cannot be replayed (alloc_trace.py).
-std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& trace_json, const model::AllocatorSettings& settings,
+// The trace's JSON text (alloc_trace.py's document, decompressed), replayed under `alloc_conf`, or
+// the recorded run's own PYTORCH_CUDA_ALLOC_CONF when none is given; nullopt with `error` set when the
+// text is not such a document or the configuration is not one torch accepts. Traces written before
+// session 16 repeat block ids and cannot be replayed (alloc_trace.py).
+std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& trace_json, const std::optional<std::string>& alloc_conf,
                                                            std::string& error);
 
 }  // namespace peakcast::calibration

@@ -9,6 +9,12 @@
 
 namespace peakcast::calibration {
 
+namespace {
+// A request larger than any device (1 PiB) is a corrupt trace, not an allocation; it also keeps the
+// model's byte sums far from int64's limit.
+constexpr std::int64_t kMaxRequestBytes = std::int64_t{1} << 50;
+}  // namespace
+
 std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& trace_json, const std::optional<std::string>& alloc_conf,
                                                            std::string& error) {
   const auto doc = nlohmann::json::parse(trace_json, nullptr, false);
@@ -37,7 +43,7 @@ std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& tr
       error = "events[" + std::to_string(k) + "] is not [code, size, id, stream] (a trace written before session 16?)";
       return std::nullopt;
     }
-    if (e[1].get<std::int64_t>() < 0 || e[1].get<std::int64_t>() > (std::int64_t{1} << 50)) {
+    if (e[1].get<std::int64_t>() < 0 || e[1].get<std::int64_t>() > kMaxRequestBytes) {
       error = "events[" + std::to_string(k) + "]: size " + e[1].dump() + " is not between 0 and 1 PiB";
       return std::nullopt;
     }

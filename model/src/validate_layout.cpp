@@ -16,8 +16,7 @@ std::string uneven_split_hint(std::int64_t layers, std::int64_t pp) {
   if (pp < 2 || layers <= pp) return "";
   std::int64_t best = 0;
   for (std::int64_t edge = 1; edge < layers; ++edge)
-    if ((layers - edge) % (pp - 1) == 0 && (layers - edge) / (pp - 1) >= 1 &&
-        (best == 0 || std::llabs(edge * pp - layers) < std::llabs(best * pp - layers)))
+    if ((layers - edge) % (pp - 1) == 0 && (best == 0 || std::llabs(edge * pp - layers) < std::llabs(best * pp - layers)))
       best = edge;
   if (best == 0) return "";
   const std::string rest = std::to_string(pp - 1) + " stages of " + std::to_string((layers - best) / (pp - 1));

@@ -11,6 +11,8 @@ Cases (deterministic for a seed):
 - rank: a few extreme specs, extreme --budget-gb / --headroom-sigma;
 - golden CSV rows and corpus records: mutated lines of calibration/data/*.jsonl through `validate --corpus`, and of
   the functional-test CSV (when ../shared/external-validation is there) through `import --golden-csv`;
+- allocator traces: a small alloc_trace.py document, mutated (events cut, fields replaced, keys removed), through
+  `allocator-replay` with and without --alloc-conf;
 - outputs: --timeline / --html / --csv to a full device and a missing directory (exit 2, no file left).
 Every case must exit 0 or 2 (3 is allowed for rank/predict --fail-if-oom; not used), print no sanitizer report,
 finish within --max-seconds and stay under --max-rss-gb of resident memory (measured with wait4). Prints the
@@ -156,6 +158,37 @@ def corpus_cases(rng, tmp):
     return cases
 
 
+TRACE = {"case": "fuzz", "events": [["a", 31457280, 0, 7], ["a", 512, 1, 7], ["f", 31457280, 0, 7], ["a", 52428800, 2, 9],
+                                    ["f", 512, 1, 7], ["f", 52428800, 2, 9]],
+         "end": {"reserved_peak": 115343360, "segments": 3, "alloc_conf": None}}
+
+
+def trace_cases(rng, tmp):
+    """allocator-replay on mutated traces: a missing or wrong-typed key, event or field must exit 2, not abort."""
+    cases = []
+    for i in range(60):
+        doc = json.loads(json.dumps(TRACE))
+        op = rng.random()
+        if op < 0.25:
+            del doc[rng.choice(list(doc))]
+        elif op < 0.5:
+            e = rng.choice(doc["events"])
+            e[rng.randrange(len(e))] = rng.choice(INTS + FLOATS + STRINGS + [None, [], {}])
+        elif op < 0.7:
+            k = rng.choice(list(doc["end"]))
+            doc["end"][k] = rng.choice(INTS + STRINGS + [None, [], {}])
+        elif op < 0.85:
+            doc["events"].insert(rng.randrange(len(doc["events"]) + 1), rng.choice([[], ["a"], ["a", 8, 1, 7], ["f", 8, 99, 7], ["x", 8, 3, 7]]))
+        text = json.dumps(doc)
+        if rng.random() < 0.2:
+            text = mutate_line(text, rng)
+        path = os.path.join(tmp, f"trace{i}.json")
+        open(path, "w", errors="surrogateescape").write(text)
+        conf = rng.choice([[], ["--alloc-conf", "expandable_segments:True"], ["--alloc-conf", "max_split_size_mb:" + str(rng.choice(INTS))]])
+        cases.append(("trace " + path, ["allocator-replay", path, "--json"] + conf))
+    return cases
+
+
 def run_case(peakcast, name, args, max_s, max_rss_kb):
     """One case: None when it passed, else (name, args, why, stderr tail). The child's peak resident
     memory comes from wait4; a child over the time cap is killed with its process group (fuzz_run.py)."""
@@ -188,6 +221,7 @@ def main():
         cases += sweep_cases(rng, base, tmp, schema_keys())
         cases += output_cases(base, tmp)
         cases += corpus_cases(rng, tmp)
+        cases += trace_cases(rng, tmp)
         if args.limit:
             cases = cases[: args.limit]
         failures = []

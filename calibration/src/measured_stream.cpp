@@ -23,7 +23,8 @@ std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& tr
     return std::nullopt;
   }
   MeasuredStreamReplay r;
-  r.case_name = doc["case"].is_string() ? doc["case"].get<std::string>() : "";
+  // doc is const: operator[] on a missing key is nlohmann's assertion (undefined without NDEBUG's check).
+  r.case_name = doc.contains("case") && doc["case"].is_string() ? doc["case"].get<std::string>() : "";
   const auto& recorded = doc["end"].contains("alloc_conf") ? doc["end"]["alloc_conf"] : nlohmann::json();
   r.recorded_alloc_conf = recorded.is_string() ? recorded.get<std::string>() : "";
   r.alloc_conf = alloc_conf.value_or(r.recorded_alloc_conf);

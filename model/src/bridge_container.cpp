@@ -99,6 +99,7 @@ struct Converter {
   }
 
   void top_level();
+  void peft();
   void model();
   void plain_section(const char* section);
   void dist();
@@ -124,8 +125,6 @@ void Converter::top_level() {
     error(key, "unknown_key", msg);
   }
   if (!ignored.empty()) result.ignored.push_back("sections without a memory effect: " + ignored);
-  if (doc.contains("peft") && !doc["peft"].is_null())
-    error("peft", "peft_not_simulated", "PEFT (frozen base weights, adapters and their optimizer state) is not simulated");
   // Bridge's validate() requires the dataset's sequence length to be the model's (config.py:1640-1646).
   const json* ds = doc.contains("dataset") && doc["dataset"].is_object() ? &doc["dataset"] : nullptr;
   static const json empty = json::object();
@@ -218,6 +217,38 @@ void Converter::plain_section(const char* section) {
   }
 }
 
+// PEFTConfig: LoRA's fields become the run spec's peft section; the other PEFT classes are refused
+// (bridge:src/megatron/bridge/peft/: dora.py, canonical_lora.py, multi_lora.py).
+void Converter::peft() {
+  const json* s = d.doc.contains("peft") ? &d.doc["peft"] : nullptr;
+  if (!s || s->is_null()) return;
+  if (!s->is_object()) {
+    error("peft", "type_mismatch", "expected the peft mapping (a PEFT dataclass) or null");
+    return;
+  }
+  const std::string target = string_or(*s, "_target_", "megatron.bridge.peft.lora.LoRA");
+  if (target != "megatron.bridge.peft.lora.LoRA") {
+    error("peft._target_", "not_simulated", "PEFT class " + short_name(target).substr(0, 60) + " is not simulated (LoRA is)");
+    return;
+  }
+  result.spec["peft"] = json::object();
+  for (const auto& [key, value] : s->items()) {
+    if (key.empty() || key[0] == '_' || key == "params_to_save") continue;  // init=False state (peft/base.py:57)
+    const std::string path = "peft." + key;
+    if (key == "canonical_mapping") {
+      if (!value.is_null() && !value.empty()) error(path, "not_simulated", "a canonical_mapping (CanonicalLoRA's) is not simulated");
+      continue;
+    }
+    if (!find_field("peft", key)) {
+      std::string msg = "\"" + key.substr(0, 60) + "\" is not a field of Bridge's LoRA (peft/lora.py:101-115)";
+      if (auto h = suggest_key("peft", key)) msg += "; did you mean " + *h + "?";
+      error(path, "unknown_key", msg);
+      continue;
+    }
+    put("peft", key, decode(value), path);
+  }
+}
+
 // DistributedInitConfig: FSDP replaces DDP and the distributed optimizer (config.py:1064-1196).
 void Converter::dist() {
   const json* s = d.doc.contains("dist") ? &d.doc["dist"] : nullptr;
@@ -279,6 +310,7 @@ BridgeConversion convert_bridge_container(const BridgeDocument& d, Diagnostics& 
   c.result.spec["defaults"] = "bridge";
   c.top_level();
   c.model();
+  c.peft();
   for (const char* s : {"train", "optimizer", "ddp"}) c.plain_section(s);
   c.dist();
   c.env_vars();

@@ -190,6 +190,9 @@ void RecipeBuilder::sections() {
       continue;
     }
     json s = json::object();
+    // The recipe's PEFT object (default_peft_config / LoRA(...)) is the class its run_config.yaml names.
+    if (section == "peft" && v.contains("_constructor") && v["_constructor"].is_string())
+      s["_target_"] = v["_constructor"] == "LoRA" ? "megatron.bridge.peft.lora.LoRA" : "megatron.bridge.peft." + v["_constructor"].get<std::string>();
     for (const auto& [k, e] : v.items()) {
       if (k == "_constructor") continue;
       std::string why;

@@ -12,10 +12,19 @@
 
 namespace peakcast::model::detail {
 
+// How a linear is split over its tensor-parallel group (TP, or ETP for routed experts).
+enum class GemmMode { none,
+                      column,       // output dimension split (ColumnParallelLinear)
+                      row,          // input dimension split (RowParallelLinear)
+                      duplicated };  // replicated (TELinear parallel_mode="duplicated")
+
 // One nn.Parameter as registered on a rank (after sharding).
 struct ParamTensor {
   std::string name;
   std::int64_t numel = 0;
+  std::int64_t out_local = 0, in_local = 0;  // a GEMM weight's [out, in] on this rank (0 for others)
+  GemmMode mode = GemmMode::none;
+  bool frozen = false;            // requires_grad False (PEFT): no DDP buffer entry, grad or optimizer state
   bool expert = false;            // routed-expert weight: lives in the expert-parallel DDP buffer
   bool gemm_weight = false;       // a TE linear weight: FP8-quantised when FP8 compute/params are on
   bool shared_embedding = false;  // gets its own DDP bucket (language_module.py:270-276)
@@ -53,5 +62,9 @@ std::int64_t router_buffer_numel_per_moe_layer(const ModelSpec& m);
 std::int64_t router_checkpointed_buffer_numel_per_moe_layer(const ModelSpec& m);
 
 std::int64_t sum_numel(const ParamList& list);
+
+// The LoRA adapters Bridge adds beside the targeted linears of one layer's tensors (param_count_lora.cpp).
+// `grouped_experts`: the routed experts are one TEGroupedMLP (moe_grouped_gemm), not SequentialMLP.
+ParamList lora_adapters(const ParamList& layer, const PeftSpec& p, const Sharding& s, bool grouped_experts);
 
 }  // namespace peakcast::model::detail

@@ -32,6 +32,16 @@ void add(ParamList& out, std::string name, std::int64_t numel, bool gemm = false
   out.push_back(std::move(t));
 }
 
+// A linear's weight [out_local, in_local] as this rank holds it, with how the layer is split (what a
+// LoRA adapter beside it is shaped by).
+void add_gemm(ParamList& out, std::string name, std::int64_t out_local, std::int64_t in_local, GemmMode mode, bool expert = false) {
+  add(out, std::move(name), out_local * in_local, true, expert);
+  if (out.empty() || out.back().numel != out_local * in_local) return;
+  out.back().out_local = out_local;
+  out.back().in_local = in_local;
+  out.back().mode = mode;
+}
+
 // A norm as TE registers it: weight, plus bias for LayerNorm. Norms are replicated over TP.
 void add_norm(ParamList& out, const std::string& name, const ModelSpec& m, std::int64_t width) {
   add(out, name + ".weight", width);
@@ -48,13 +58,13 @@ void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const S
   const std::int64_t gate_width = m.attention_output_gate ? q_width : 0;
   const std::int64_t qkv_local = split(q_width + kv_width + gate_width, s.tp);
   add_norm(out, "self_attention.linear_qkv.layer_norm", m, h);
-  add(out, "self_attention.linear_qkv.weight", qkv_local * h, true);
+  add_gemm(out, "self_attention.linear_qkv.weight", qkv_local, h, GemmMode::column);
   if (m.add_bias_linear || m.add_qkv_bias) add(out, "self_attention.linear_qkv.bias", qkv_local);
   if (m.qk_layernorm) {
     add_norm(out, "self_attention.q_layernorm", m, d.kv_channels);
     add_norm(out, "self_attention.k_layernorm", m, d.kv_channels);
   }
-  add(out, "self_attention.linear_proj.weight", h * split(q_width, s.tp), true);
+  add_gemm(out, "self_attention.linear_proj.weight", h, split(q_width, s.tp), GemmMode::row);
   if (m.add_bias_linear) add(out, "self_attention.linear_proj.bias", h);
 }
 
@@ -69,18 +79,18 @@ void add_mla(ParamList& out, const ModelSpec& m, const Sharding& s) {
   const std::int64_t q_head_dim = m.qk_head_dim + m.qk_pos_emb_head_dim;
   add_norm(out, "input_layernorm", m, h);
   if (!m.q_lora_rank) {
-    add(out, "self_attention.linear_q_proj.weight", split(heads * q_head_dim, s.tp) * h, true);
+    add_gemm(out, "self_attention.linear_q_proj.weight", split(heads * q_head_dim, s.tp), h, GemmMode::column);
   } else {
     const std::int64_t q_lora = *m.q_lora_rank;
-    add(out, "self_attention.linear_q_down_proj.weight", q_lora * h, true);
+    add_gemm(out, "self_attention.linear_q_down_proj.weight", q_lora, h, GemmMode::duplicated);
     if (m.qk_layernorm) add_norm(out, "self_attention.linear_q_up_proj.layer_norm", m, q_lora);
-    add(out, "self_attention.linear_q_up_proj.weight", split(heads * q_head_dim, s.tp) * q_lora, true);
+    add_gemm(out, "self_attention.linear_q_up_proj.weight", split(heads * q_head_dim, s.tp), q_lora, GemmMode::column);
   }
-  add(out, "self_attention.linear_kv_down_proj.weight", (m.kv_lora_rank + m.qk_pos_emb_head_dim) * h, true);
+  add_gemm(out, "self_attention.linear_kv_down_proj.weight", m.kv_lora_rank + m.qk_pos_emb_head_dim, h, GemmMode::duplicated);
   if (m.qk_layernorm) add_norm(out, "self_attention.linear_kv_up_proj.layer_norm", m, m.kv_lora_rank);
   add(out, "self_attention.linear_kv_up_proj.weight",
       split(heads * (m.qk_head_dim + m.v_head_dim), s.tp) * m.kv_lora_rank, true);
-  add(out, "self_attention.linear_proj.weight", h * split(heads * m.v_head_dim, s.tp), true);
+  add_gemm(out, "self_attention.linear_proj.weight", h, split(heads * m.v_head_dim, s.tp), GemmMode::row);
 }
 
 // Dense MLP with the pre-MLP norm fused into fc1 (TELayerNormColumnParallelLinear, mlp.py).
@@ -89,9 +99,9 @@ void add_dense_mlp(ParamList& out, const std::string& prefix, const ModelSpec& m
   const std::int64_t h = m.hidden_size;
   if (fused_norm) add_norm(out, prefix + ".linear_fc1.layer_norm", m, h);
   const std::int64_t fc1_local = split(fc1_width(m, ffn), tp);
-  add(out, prefix + ".linear_fc1.weight", fc1_local * h, true);
+  add_gemm(out, prefix + ".linear_fc1.weight", fc1_local, h, GemmMode::column);
   if (m.add_bias_linear) add(out, prefix + ".linear_fc1.bias", fc1_local);
-  add(out, prefix + ".linear_fc2.weight", h * split(ffn, tp), true);
+  add_gemm(out, prefix + ".linear_fc2.weight", h, split(ffn, tp), GemmMode::row);
   if (m.add_bias_linear) add(out, prefix + ".linear_fc2.bias", h);
 }
 
@@ -110,12 +120,12 @@ void add_moe(ParamList& out, const ModelSpec& m, const Derived& d, const Shardin
   const std::int64_t fc2_in_local = split(d.moe_ffn, s.etp);
   const auto fc1 = [&](std::int64_t e) {
     const std::string p = "mlp.experts.linear_fc1";
-    add(out, p + ".weight" + std::to_string(e), fc1_local * h, true, true);
+    add_gemm(out, p + ".weight" + std::to_string(e), fc1_local, h, GemmMode::column, true);
     if (m.add_bias_linear) add(out, p + ".bias" + std::to_string(e), fc1_local, false, true);
   };
   const auto fc2 = [&](std::int64_t e) {
     const std::string p = "mlp.experts.linear_fc2";
-    add(out, p + ".weight" + std::to_string(e), h * fc2_in_local, true, true);
+    add_gemm(out, p + ".weight" + std::to_string(e), h, fc2_in_local, GemmMode::row, true);
     if (m.add_bias_linear) add(out, p + ".bias" + std::to_string(e), h, false, true);
   };
   if (m.moe_grouped_gemm) {
@@ -148,14 +158,14 @@ void add_mamba(ParamList& out, const ModelSpec& m, const Sharding& s) {
   const std::int64_t conv_local = split(d_inner + 2 * groups_state, s.tp);
   const std::int64_t heads_local = split(heads, s.tp);
   add_norm(out, "mixer.in_proj.layer_norm", m, h);
-  add(out, "mixer.in_proj.weight", in_proj_local * h, true);
+  add_gemm(out, "mixer.in_proj.weight", in_proj_local, h, GemmMode::column);
   add(out, "mixer.conv1d_weight", conv_local * m.mamba_d_conv);
   add(out, "mixer.conv1d_bias", conv_local);
   add(out, "mixer.dt_bias", heads_local);
   add(out, "mixer.A_log", heads_local);
   add(out, "mixer.D", heads_local);
   add(out, "mixer.norm.weight", split(d_inner, s.tp));
-  add(out, "mixer.out_proj.weight", h * split(d_inner, s.tp), true);
+  add_gemm(out, "mixer.out_proj.weight", h, split(d_inner, s.tp), GemmMode::row);
 }
 
 // Gated DeltaNet (ssm/gated_delta_net/common.py:190-280, gdn.py:32-62): in_proj packs q, k, v,
@@ -166,12 +176,12 @@ void add_gdn(ParamList& out, const ModelSpec& m, const Sharding& s) {
   const std::int64_t qk_dim = m.linear_key_head_dim * m.linear_num_key_heads;
   const std::int64_t v_dim = m.linear_value_head_dim * m.linear_num_value_heads;
   add_norm(out, "self_attention.in_proj.layer_norm", m, h);
-  add(out, "self_attention.in_proj.weight", split(2 * qk_dim + 2 * v_dim + 2 * m.linear_num_value_heads, s.tp) * h, true);
+  add_gemm(out, "self_attention.in_proj.weight", split(2 * qk_dim + 2 * v_dim + 2 * m.linear_num_value_heads, s.tp), h, GemmMode::column);
   add(out, "self_attention.conv1d.weight", split(2 * qk_dim + v_dim, s.tp) * m.linear_conv_kernel_dim);
   add(out, "self_attention.dt_bias", split(m.linear_num_value_heads, s.tp));
   add(out, "self_attention.A_log", split(m.linear_num_value_heads, s.tp));
   add_norm(out, "self_attention.out_norm", m, m.linear_value_head_dim);
-  add(out, "self_attention.out_proj.weight", h * split(v_dim, s.tp), true);
+  add_gemm(out, "self_attention.out_proj.weight", h, split(v_dim, s.tp), GemmMode::row);
 }
 
 }  // namespace
@@ -231,7 +241,7 @@ ParamList mtp_wrapper_params(const ModelSpec& m, const Sharding& s) {
   add_norm(out, "mtp.enorm", m, h);
   add_norm(out, "mtp.hnorm", m, h);
   // eh_proj: column-parallel 2h -> h (multi_token_prediction.py:1000-1014).
-  add(out, "mtp.eh_proj.weight", split(h, s.tp) * 2 * h, true);
+  add_gemm(out, "mtp.eh_proj.weight", split(h, s.tp), 2 * h, GemmMode::column);
   return out;
 }
 

@@ -170,6 +170,7 @@ void fill_run_spec(const json& doc, const FillContext& ctx, RunSpec& spec, Diagn
   fill_optimizer_checks(Reader(doc, "optimizer", ctx, out), spec.optimizer);
   fill_ddp_checks(Reader(doc, "ddp", ctx, out), spec.ddp);
   fill_cluster_checks(Reader(doc, "cluster", ctx, out), spec.cluster);
+  if (doc.contains("peft") && doc["peft"].is_object()) fill_peft(Reader(doc, "peft", ctx, out), spec.model, spec.peft);
   spec.bridge_training = ctx.profile == DefaultsProfile::bridge;
 }
 

@@ -25,5 +25,7 @@ void fill_train_checks(const Reader& r, TrainSpec& t);
 void fill_optimizer_checks(const Reader& r, OptimizerSpec& o);
 void fill_ddp_checks(const Reader& r, DdpSpec& d);
 void fill_cluster_checks(const Reader& r, ClusterSpec& c);
+// The peft section (spec_fill_peft.cpp); called only when the document has one.
+void fill_peft(const Reader& r, const ModelSpec& m, PeftSpec& p);
 
 }  // namespace peakcast::model::detail

@@ -23,7 +23,7 @@ void unknown_key(const std::string& section, const std::string& key, bool from_p
   } else if (section == "top") {
     hint = closest_name(key, section_names());
     if (!hint) hint = suggest_key("top", key);
-    msg = "unknown top-level key (sections are model, train, optimizer, ddp, cluster)";
+    msg = "unknown top-level key (sections are model, train, optimizer, ddp, cluster, peft)";
   } else {
     hint = suggest_key(section, key);
   }

@@ -57,7 +57,7 @@ void apply_overrides(json& doc, const std::vector<std::string>& overrides, Diagn
         continue;
       }
     } else if (!is_section) {
-      std::string msg = "unknown section \"" + section + "\" (sections: model, train, optimizer, ddp, cluster)";
+      std::string msg = "unknown section \"" + section + "\" (sections: model, train, optimizer, ddp, cluster, peft)";
       if (auto s = closest_name(section, section_names())) msg += "; did you mean " + *s + "?";
       out.push_back({Severity::error, key, "unknown_key", msg});
       continue;

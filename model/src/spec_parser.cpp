@@ -44,7 +44,7 @@ std::optional<json> parse_text_unguarded(std::string_view json_text, Diagnostics
   if (!doc) return std::nullopt;
   if (!doc->is_object()) {
     out.push_back({Severity::error, "", "spec_not_object",
-                   "a run spec is a JSON object with sections model, train, optimizer, ddp, cluster; got " +
+                   "a run spec is a JSON object with sections model, train, optimizer, ddp, cluster (and peft); got " +
                        detail::json_kind(*doc)});
     return std::nullopt;
   }

@@ -151,7 +151,7 @@ bool check_scalar(const FieldSchema& f, const std::string& t, const json& v, std
 }  // namespace
 
 const std::vector<std::string>& section_names() {
-  static const std::vector<std::string> kNames = {"model", "train", "optimizer", "ddp", "cluster"};
+  static const std::vector<std::string> kNames = {"model", "train", "optimizer", "ddp", "cluster", "peft"};
   return kNames;
 }
 

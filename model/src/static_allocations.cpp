@@ -67,7 +67,8 @@ StaticAllocations static_allocations(const RunSpec& spec, const Derived& d, cons
     std::vector<std::vector<std::size_t>> members(buffers.size());
     for (const detail::ParamTensor* t : cp.tensors) {
       const DType dt = fp8_params && t->gemm_weight ? DType::uint8 : d.param_dtype;
-      members[buffer_of(buffers, dt, t->expert)].push_back(out.parameters.size());
+      // A frozen (PEFT) parameter keeps its own storage: no buffer re-homes it.
+      if (!t->frozen) members[buffer_of(buffers, dt, t->expert)].push_back(out.parameters.size());
       out.parameters.push_back(Bytes{t->numel * dtype_bytes(dt)});
     }
     for (std::size_t k = 0; k < buffers.size(); ++k) {

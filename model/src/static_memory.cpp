@@ -61,6 +61,8 @@ constexpr std::int64_t kMxfp8BlockSize = 32;
 
 struct StageBuffers {
   std::vector<std::vector<DdpBuffer>> chunks;  // per model chunk, in chunk order
+  // PEFT's frozen parameters: tensors of their own outside every DDP buffer (no grad, no optimizer state).
+  std::int64_t frozen_dense = 0, frozen_expert = 0, frozen_gemm = 0;
 };
 
 // Elements a rank owns in buffer `b` (chunk c, buffer k) as DistOpt shard `shard`.
@@ -70,7 +72,13 @@ StageBuffers stage_buffers(const PipelineStage& stage, const RunSpec& spec, cons
   StageBuffers out;
   for (const auto& chunk : stage.chunks) {
     const detail::DdpSettings s = detail::chunk_ddp_settings(stage, chunk, spec, d);
-    out.chunks.push_back(detail::ddp_buffers(detail::chunk_params(chunk, spec, d).tensors, s));
+    const detail::ChunkParams params = detail::chunk_params(chunk, spec, d);
+    out.chunks.push_back(detail::ddp_buffers(params.tensors, s));
+    for (const detail::ParamTensor* t : params.tensors) {
+      if (!t->frozen) continue;
+      (t->expert ? out.frozen_expert : out.frozen_dense) += t->numel;
+      if (t->gemm_weight) out.frozen_gemm += t->numel;
+    }
   }
   return out;
 }
@@ -122,6 +130,10 @@ StaticMemory shard_independent(const PipelineStage& stage, const StageBuffers& s
       gemm += b.gemm_numel;
     }
   }
+  mem.params.dense += sb.frozen_dense;
+  mem.params.expert += sb.frozen_expert;
+  mem.parameters += Bytes{(sb.frozen_dense + sb.frozen_expert) * dtype_bytes(d.param_dtype)};
+  gemm += sb.frozen_gemm;
   mem.fp8_weight_cache = fp8_weight_cache(spec, gemm);
   mem.ddp_init_transient = ddp_init_transient(sb, d.distributed_optimizer);
   mem.buffers = Bytes{moe_layers_on_stage(stage) * detail::router_buffer_numel_per_moe_layer(spec.model) * kFp32Bytes};

@@ -13,8 +13,14 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   const bool tied = m.share_embeddings_and_output_weights;
   const bool has_mtp = chunk.mtp_layers > 0;
   ChunkParams out;
-  auto append = [&out](ParamList more) {
-    const ParamList& kept = out.storage.emplace_back(std::move(more));
+  // PEFT freezes every parameter the model builds (peft/base.py:176-193), then adds the adapters.
+  const auto frozen = [&spec](ParamList list) {
+    if (spec.peft.enabled)
+      for (auto& t : list) t.frozen = true;
+    return list;
+  };
+  auto append = [&out, &frozen](ParamList more) {
+    const ParamList& kept = out.storage.emplace_back(frozen(std::move(more)));
     for (const auto& t : kept) out.tensors.push_back(&t);
   };
   // A layer's tensors depend only on its mixer and FFN kind (names carry no layer index), so
@@ -24,9 +30,13 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   auto append_layer = [&](const LayerSpec& layer) {
     const ParamList*& list = by_kind[{layer.mixer, layer.ffn, layer.high_precision}];
     if (list == nullptr) {
-      ParamList params = layer_params(layer, m, d, s);
+      ParamList params = frozen(layer_params(layer, m, d, s));
       if (layer.high_precision)
         for (auto& t : params) t.gemm_weight = false;
+      if (spec.peft.enabled) {
+        ParamList adapters = lora_adapters(params, spec.peft, s, m.moe_grouped_gemm);
+        params.insert(params.end(), adapters.begin(), adapters.end());
+      }
       list = &out.storage.emplace_back(std::move(params));
     }
     for (const auto& t : *list) out.tensors.push_back(&t);

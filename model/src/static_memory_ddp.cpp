@@ -79,6 +79,8 @@ std::vector<DdpBuffer> ddp_buffers(const std::vector<const ParamTensor*>& params
   std::vector<std::vector<const ParamTensor*>> members;
   for (const ParamTensor* pp : params) {
     const ParamTensor& p = *pp;
+    // DDP buffers hold only parameters that require grad (distributed_data_parallel.py:110-124).
+    if (p.frozen) continue;
     const DType pdt = (s.fp8_params && p.gemm_weight) ? DType::uint8 : s.param_dtype;
     std::size_t k = 0;
     while (k < buffers.size() && !(buffers[k].param_dtype == pdt && buffers[k].expert == p.expert)) ++k;

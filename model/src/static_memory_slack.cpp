@@ -177,9 +177,11 @@ AllocatorSlack allocator_slack(const PipelineStage& stage, const std::vector<std
       const bool fp8 = fp8_params && t->gemm_weight;
       const DType dt = fp8 ? DType::uint8 : d.param_dtype;
       const OptimizerBytes& o = per_dtype[fp8 ? 1 : 0];
-      ParamRequests p{t->numel * dtype_bytes(dt), t->numel * o.main_param, t->numel * o.step_transient, t->numel * o.step_foreach_temporary, {}, o.state_tensors.size()};
+      // A frozen (PEFT) parameter is only its own tensor: the optimizer never sees it.
+      const std::int64_t n = t->frozen ? 0 : t->numel;
+      ParamRequests p{t->numel * dtype_bytes(dt), n * o.main_param, n * o.step_transient, n * o.step_foreach_temporary, {}, t->frozen ? 0 : o.state_tensors.size()};
       if (p.nstates > kMaxStates) throw std::logic_error("allocator_slack: more optimizer states than kMaxStates");
-      for (std::size_t s = 0; s < p.nstates; ++s) p.states[s] = t->numel * o.state_tensors[s];
+      for (std::size_t s = 0; s < p.nstates; ++s) p.states[s] = n * o.state_tensors[s];
       params.push_back(p);
     }
   }

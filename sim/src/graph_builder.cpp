@@ -39,12 +39,19 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   const bool sp = c_.sequence_parallel && c_.tp > 1;
   if (rows < 0) rows = c_.tokens;
   const std::int64_t local_rows = sp ? rows / c_.tp : rows;
+  // PEFT: a frozen base computes no wgrad and saves no input (TE linear.py:298, :551-554; grouped_linear.py:
+  // 263-277; local layers.py:414-422), except that the LayerNorm-fused one keeps its ln_out when it
+  // returns it to an adapter (layernorm_linear.py:396-398; Bridge sets return_layernorm_output, peft/utils.py:625-627).
+  const bool frozen = c_.frozen_base;
+  const bool adapted = lora_targeted(name);
+  const bool ln_fused = c_.te && (name == "linear_qkv" || name == "mlp.linear_fc1" || name == "mixer.in_proj" || name == "gdn.in_proj");
+  if (frozen) save_input = save_input && adapted && ln_fused;
   Bytes ws{}, bws{};
   if (par == Parallel::column && sp) {
     // TE gathers into a transient; Megatron's own linears use the global buffer (counted once).
     if (c_.te) ws += act(rows, k);
-    if (c_.te) bws += act(rows, k);  // backward re-gathers the saved local input for wgrad
-    bws += act(rows, k);             // full dgrad before its reduce-scatter
+    if (c_.te && !frozen) bws += act(rows, k);  // backward re-gathers the saved local input for wgrad
+    bws += act(rows, k);                        // full dgrad before its reduce-scatter
   }
   std::int64_t out_rows = rows;
   if (par == Parallel::row && sp) {
@@ -71,8 +78,12 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   // Unfused, param.grad lives until the DDP hook adds it into main_grad; fused, the GEMM writes
   // main_grad and autograd gets the cached dummy of this shape (tensor_parallel/layers.py:690-716,
   // TE's get_dummy_wgrad for its own modules).
-  if (c_.grad_accumulation_fusion) g_.dummy_wgrad_shapes.emplace_back(n, k);
-  else bws += act(k, n);
+  if (frozen) {
+  } else if (c_.grad_accumulation_fusion) {
+    g_.dummy_wgrad_shapes.emplace_back(n, k);
+  } else {
+    bws += act(k, n);
+  }
   const int out = tensor(name + ".out", act(out_rows, n));
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(n);
   OpNode o;
@@ -91,7 +102,7 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   }
   o.regions = region;
   o.forward_flops = flops;
-  o.backward_flops = 2 * flops;
+  o.backward_flops = frozen ? flops : 2 * flops;  // dgrad only when frozen
   o.forward_workspace = ws;
   o.backward_workspace = bws;
   o.is_gemm = true;
@@ -99,7 +110,7 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   o.backward_comm_bytes = bcomm;
   o.forward_bytes_moved = static_cast<double>(act(rows, k).value + act(k, n).value + act(rows, n).value);
   g_.add_op(std::move(o));
-  return out;
+  return adapted ? lora_adapter(name, input, out, k, n, par, region, rows) : out;
 }
 
 }  // namespace peakcast::sim::detail

@@ -50,6 +50,13 @@ class GraphBuilder {
              std::uint32_t region = kNoRegion, std::int64_t rows = -1, bool save_input = true,
              bool keep_original_input = false);
 
+  // LoRA beside the linear `name` (peft/lora_layers.py:65-88 LoRALinear.forward): A and B of the
+  // adapter's own local Megatron linears, then out + adapter(x). Returns the sum, or base_out
+  // unchanged when no target names the layer.
+  int lora_adapter(const std::string& name, int input, int base_out, std::int64_t k, std::int64_t n, Parallel par,
+                   std::uint32_t region, std::int64_t rows);
+  bool lora_targeted(const std::string& name) const;
+
   const ShapeContext& ctx() const { return c_; }
   LayerGraph& graph() { return g_; }
 

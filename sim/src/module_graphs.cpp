@@ -34,6 +34,14 @@ ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived
   c.fp8 = spec.model.fp8.has_value();
   c.grad_accumulation_fusion = spec.model.gradient_accumulation_fusion;
   c.moe_routing_imbalance = spec.model.moe_routing_imbalance;
+  if (spec.peft.enabled) {
+    c.frozen_base = true;
+    c.lora_rank = spec.peft.dim;
+    c.lora_targets = spec.peft.target_modules;
+    c.lora_dropout = spec.peft.dropout;
+    c.lora_dropout_post = spec.peft.dropout_position == "post";
+    c.lora_input_regather = spec.peft.sequence_parallel_input_regather;
+  }
   return c;
 }
 
@@ -174,8 +182,9 @@ LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derive
   // VocabParallelEmbedding: full [tokens, h] lookup, then reduce-scatter (SP) or all-reduce.
   const Bytes full = c.sequence_parallel ? b.act(c.tokens, c.hidden) : Bytes{};
   // Its backward builds the dense [V/tp, h] weight gradient whatever the wgrad fusion: only linear
-  // layers accumulate into main_grad directly.
-  b.op("word_embeddings", {.in = {ids}, .out = {out}, .save = {ids}, .ws = full, .bws = full + b.act(d.padded_vocab / c.tp, c.hidden)});
+  // layers accumulate into main_grad directly. Frozen (PEFT), it has no backward at all.
+  const Bytes bws = c.frozen_base ? Bytes{} : full + b.act(d.padded_vocab / c.tp, c.hidden);
+  b.op("word_embeddings", {.in = {ids}, .out = {out}, .save = {ids}, .ws = full, .bws = bws});
   if (spec.model.hidden_dropout > 0) {
     const int dropped = b.tensor("dropout.out", b.act(c.local_tokens, c.hidden));
     const int mask = b.tensor("dropout.mask", Bytes{c.local_tokens * c.hidden}, false);

@@ -425,12 +425,33 @@ struct ClusterSpec {
   bool operator==(const ClusterSpec&) const = default;
 };
 
+// Megatron-Bridge's LoRA (bridge:src/megatron/bridge/peft/lora.py:101-115, the `peft` section): every base
+// parameter frozen (peft/base.py:176-190), a low-rank adapter beside each linear whose attribute name is in
+// target_modules (module_matcher.py:141-146); docs/research/lora-memory-facts.md.
+struct PeftSpec {
+  bool enabled = false;  // the spec has a peft section
+  std::vector<std::string> target_modules = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
+  std::int64_t dim = 32;
+  double alpha = 32;
+  double dropout = 0.0;
+  std::string dropout_position = "pre";  // pre | post
+  bool sequence_parallel_input_regather = false;
+  bool a2a_experimental = false;
+  std::optional<DType> lora_dtype;  // None: the base layer's parameter dtype
+  bool normalize_moe_lora = false;
+  bool share_expert_adapters = true;
+  bool experts_shared_outer_loras = false;
+
+  bool operator==(const PeftSpec&) const = default;
+};
+
 struct RunSpec {
   ModelSpec model;
   TrainSpec train;
   OptimizerSpec optimizer;
   DdpSpec ddp;
   ClusterSpec cluster;
+  PeftSpec peft;
   // "defaults": "bridge": Megatron-Bridge's training loop runs the spec, so its ConfigContainer.validate
   // and model-provider checks apply (and Megatron Core's alone do not decide).
   bool bridge_training = false;

@@ -2,6 +2,8 @@
 // Builders of the per-micro-batch lifetime graph of each module kind, at the per-rank shapes that
 // TP/SP/CP/EP/ETP give, for the Transformer Engine stack and for the local (torch-only) stack.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "peakcast/model/layer_plan.hpp"
 #include "peakcast/model/run_spec.hpp"
@@ -24,6 +26,14 @@ struct ShapeContext {
   bool sequence_parallel = false;
   bool grad_accumulation_fusion = false;  // wgrad written straight into main_grad
   double moe_routing_imbalance = 1.0;     // received tokens / balanced share (1 = balanced)
+  // PEFT (LoRA, the spec's peft section): every base weight frozen; adapters of rank lora_rank beside
+  // the linears whose attribute name is in lora_targets (GraphBuilder::lora_adapter).
+  bool frozen_base = false;
+  std::int64_t lora_rank = 0;
+  std::vector<std::string> lora_targets;
+  double lora_dropout = 0.0;
+  bool lora_dropout_post = false;
+  bool lora_input_regather = false;  // sequence_parallel_input_regather
 };
 
 ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived& d);

@@ -2,6 +2,7 @@
 // read with the JSON path's strictness. What Bridge would assert is an error; what changes memory in a
 // way peakcast does not simulate is an error naming it; a target that matches no module of this model
 // is Bridge's own warning (module_matcher.py:186-200).
+#include <algorithm>
 #include <set>
 
 #include "spec_fill_detail.hpp"
@@ -88,6 +89,19 @@ void fill_peft(const Reader& r, const ModelSpec& m, PeftSpec& p) {
     r.error(r.path("dropout"), "peft_dropout", "dropout must be in [0, 1) (torch.nn.Dropout), got " + std::to_string(p.dropout));
   if (p.experts_shared_outer_loras)
     r.error(r.path("experts_shared_outer_loras"), "not_simulated", "SharedOuterGroupedExpertAdapter (experts_shared_outer_loras) is not simulated");
+  if (p.normalize_moe_lora) r.error(r.path("normalize_moe_lora"), "not_simulated", "normalize_moe_lora (expert rank dim // topk) is not simulated");
+  // A beside a column-parallel or duplicated base is ColumnParallelLinear(in, r): divide(r, TP) asserts
+  // (peft/utils.py:1046-1056; tensor_parallel/layers.py:966); experts split over ETP.
+  static const std::set<std::string> kColumn = {"linear_qkv", "linear_fc1", "in_proj", "linear_q_proj", "linear_q_up_proj",
+                                                "linear_kv_up_proj", "linear_q_down_proj", "linear_kv_down_proj"};
+  const std::int64_t tp = m.tensor_model_parallel_size, etp = m.expert_tensor_parallel_size.value_or(tp);
+  for (const auto& t : p.target_modules)
+    if (kColumn.count(t) && p.dim > 0 && (p.dim % std::max<std::int64_t>(1, tp) != 0 || (t == "linear_fc1" && m.num_moe_experts && p.dim % std::max<std::int64_t>(1, etp) != 0))) {
+      r.error(r.path("dim"), "peft_dim_not_divisible",
+              "LoRA rank " + std::to_string(p.dim) + " does not split over the tensor-parallel group of " + t +
+                  " (TP " + std::to_string(tp) + ", ETP " + std::to_string(etp) + "): Megatron's divide() asserts (tensor_parallel/layers.py:966)");
+      break;
+    }
   if (p.a2a_experimental) r.warning(r.path("a2a_experimental"), "not_simulated", "the experimental all-to-all LoRA path is not simulated; simulated as the default one");
   check_targets(r, m, p, string_list(r, "exclude_modules"));
 }

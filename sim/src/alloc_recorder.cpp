@@ -100,17 +100,22 @@ void AllocRecorder::static_state() {
   if (setup_.statics) {
     const auto& st = *setup_.statics;
     std::vector<int> ids;
+    std::vector<bool> in_buffer(st.parameters.size(), false);
     for (const Bytes b : st.parameters) ids.push_back(alloc(b));
     for (const auto& buf : st.buffers) {
       alloc(buf.param_data);
       alloc(buf.grad_data);
       params += buf.param_data;
       grads += buf.grad_data;
-      if (st.parameters_move_into_buffers)
-        for (const std::size_t m : buf.members) free(ids[m]);
+      for (const std::size_t m : buf.members) {
+        in_buffer[m] = true;
+        if (st.parameters_move_into_buffers) free(ids[m]);
+      }
     }
-    if (!st.parameters_move_into_buffers)
-      for (const Bytes b : st.parameters) params += b;
+    // Parameters that stay in their own storage: all of them without the distributed optimizer,
+    // the frozen (PEFT) ones, which no buffer holds, with it.
+    for (std::size_t k = 0; k < st.parameters.size(); ++k)
+      if (!st.parameters_move_into_buffers || !in_buffer[k]) params += st.parameters[k];
     for (const auto& t : st.optimizer) {
       const int clone = alloc(t.clone);
       alloc(t.main);

@@ -137,8 +137,10 @@ struct Simulation {
 
 // What one op adds to a pass's work counters (the time model's classes).
 void add_work(const OpNode& op, ModuleProfile::Work& w) {
-  if (op.is_gemm) w.gemm_flops += op.forward_flops;
-  else if (op.is_fused_attention) {
+  if (op.is_gemm) {
+    w.gemm_flops += op.forward_flops;
+    w.gemm_backward_flops += op.backward_flops;
+  } else if (op.is_fused_attention) {
     w.fused_attention_flops += op.forward_flops;
     w.fused_attention_calls += 1;
   } else if (op.is_attention_core) w.attention_flops += op.forward_flops;

@@ -43,7 +43,7 @@ double TimeModel::compute_seconds(const ModuleProfile::Work& w) const {
 
 double TimeModel::backward_compute_seconds(const ModuleProfile::Work& w) const {
   double t = 0;
-  if (gemm_flops_per_s_ > 0) t += 2.0 * w.gemm_flops / gemm_flops_per_s_;
+  if (gemm_flops_per_s_ > 0) t += w.gemm_backward_flops / gemm_flops_per_s_;
   if (attention_flops_per_s_ > 0) t += kAttentionBackwardFactor * w.attention_flops / attention_flops_per_s_;
   if (bytes_per_s_ > 0) t += kOtherBackwardFactor * w.other_bytes / bytes_per_s_;
   if (movement_bytes_per_s_ > 0) t += kOtherBackwardFactor * w.movement_bytes / movement_bytes_per_s_;

@@ -113,6 +113,7 @@ struct ModuleProfile {
   // The same work split by the time model's op classes (forward, and what a replay repeats).
   struct Work {
     double gemm_flops = 0, attention_flops = 0, other_flops = 0, other_bytes = 0;
+    double gemm_backward_flops = 0;  // dgrad + wgrad (2x forward), dgrad alone for a frozen (PEFT) weight
     double fused_attention_flops = 0, fused_attention_calls = 0;  // fused kernels (not in attention_flops)
     double movement_bytes = 0;                                    // read + written by row gathers and block copies (not in other_bytes)
     double host_calls = 0, host_syncs = 0;                        // forward host calls and blocking syncs
@@ -122,6 +123,7 @@ struct ModuleProfile {
     // clang-format off
     Work& operator+=(const Work& o) {
       gemm_flops += o.gemm_flops; attention_flops += o.attention_flops;
+      gemm_backward_flops += o.gemm_backward_flops;
       other_flops += o.other_flops; other_bytes += o.other_bytes;
       fused_attention_flops += o.fused_attention_flops; fused_attention_calls += o.fused_attention_calls;
       movement_bytes += o.movement_bytes;

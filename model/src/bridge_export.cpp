@@ -115,6 +115,8 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
   doc["train"]["_target_"] = "megatron.bridge.training.config.TrainingConfig";
   doc["optimizer"]["_target_"] = "megatron.bridge.training.config.OptimizerConfig";
   doc["ddp"]["_target_"] = "megatron.core.distributed.distributed_data_parallel_config.DistributedDataParallelConfig";
+  const bool peft = parsed.spec && parsed.spec->peft.enabled;
+  if (peft) doc["peft"] = {{"_target_", "megatron.bridge.peft.lora.LoRA"}};  // the only PEFT class simulated
   std::int64_t world = 1;
   bool expandable = false;
   std::string alloc_conf;
@@ -128,7 +130,7 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
       if (key == "pytorch_cuda_alloc_conf" && value.is_string()) alloc_conf = value.get<std::string>();
       continue;  // the GPU is not part of a ConfigContainer
     }
-    if (key == "preset" || !doc.contains(section)) continue;
+    if (key == "preset" || !doc.contains(section) || (section == "peft" && key == "method")) continue;
     doc[section][key] = encode(key, value);
   }
   const json& m = doc["model"];
@@ -140,7 +142,7 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
   if (alloc_conf.empty() && expandable) alloc_conf = "expandable_segments:True";
   doc["env_vars"] = alloc_conf.empty() ? json::object() : json{{"PYTORCH_CUDA_ALLOC_CONF", alloc_conf}};
   doc["mixed_precision"] = nullptr;  // its effect is in the sections already
-  doc["peft"] = nullptr;
+  if (!peft) doc["peft"] = nullptr;
   std::string out;
   emit(out, doc, 0);
   return out;

@@ -14,8 +14,8 @@ namespace peakcast::model::detail {
 
 // How a linear is split over its tensor-parallel group (TP, or ETP for routed experts).
 enum class GemmMode { none,
-                      column,       // output dimension split (ColumnParallelLinear)
-                      row,          // input dimension split (RowParallelLinear)
+                      column,        // output dimension split (ColumnParallelLinear)
+                      row,           // input dimension split (RowParallelLinear)
                       duplicated };  // replicated (TELinear parallel_mode="duplicated")
 
 // One nn.Parameter as registered on a rank (after sharding).

@@ -44,11 +44,11 @@ ParamList lora_adapters(const ParamList& layer, const PeftSpec& p, const Shardin
     const std::string name = w.name.substr(0, w.name.rfind(".weight")) + ".adapter";
     std::int64_t a = 0, b = 0;
     if (w.mode == GemmMode::row) {
-      a = r * w.in_local;            // [r, in/g]
-      b = (w.out_local / g) * r;     // [out/g, r]
+      a = r * w.in_local;         // [r, in/g]
+      b = (w.out_local / g) * r;  // [out/g, r]
     } else if (w.mode == GemmMode::column) {
-      a = (r / g) * w.in_local;      // [r/g, in]
-      b = w.out_local * r;           // [out/g, r]: the base's own output split
+      a = (r / g) * w.in_local;  // [r/g, in]
+      b = w.out_local * r;       // [out/g, r]: the base's own output split
     } else {
       a = (r / g) * w.in_local;
       b = (w.out_local / g) * r;

@@ -43,17 +43,12 @@ int GraphBuilder::lora_adapter(const std::string& name, int input, int base_out,
   // beside a row one; its output is the full [rows, r] either way.
   const int a = tensor(name + ".adapter.linear_in.out", act(rows, r));
   const double a_flops = 2.0 * static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(row ? r : r / g);
-  op(name + ".adapter.linear_in", {.in = {x}, .out = {a}, .save = {x}, .region = region, .flops = a_flops,
-                                   .ws = regather ? act(rows, k) : Bytes{}, .bws = regather ? act(rows, k) : Bytes{}, .gemm = true,
-                                   .comm = (row ? 2 : 1) * ring * static_cast<double>(act(rows, r).value)});
+  op(name + ".adapter.linear_in", {.in = {x}, .out = {a}, .save = {x}, .region = region, .flops = a_flops, .ws = regather ? act(rows, k) : Bytes{}, .bws = regather ? act(rows, k) : Bytes{}, .gemm = true, .comm = (row ? 2 : 1) * ring * static_cast<double>(act(rows, r).value)});
   // B: [n_local, r] beside a column base (the base's own output split); beside a row base it gathers the
   // full [rows, n] and, under SP, scatters it back to the sequence shard (:1258-1267).
   const int b = tensor(name + ".adapter.linear_out.out", act(out_rows, n));
   const double b_cols = column || name.find("fc1") != std::string::npos ? static_cast<double>(n) : static_cast<double>(n / g);
-  op(name + ".adapter.linear_out", {.in = {a}, .out = {b}, .save = {a}, .region = region,
-                                    .flops = 2.0 * static_cast<double>(rows) * static_cast<double>(r) * b_cols,
-                                    .ws = row && sp ? act(rows, n) : Bytes{}, .gemm = true,
-                                    .comm = column ? 0.0 : ring * static_cast<double>(act(rows, n).value)});
+  op(name + ".adapter.linear_out", {.in = {a}, .out = {b}, .save = {a}, .region = region, .flops = 2.0 * static_cast<double>(rows) * static_cast<double>(r) * b_cols, .ws = row && sp ? act(rows, n) : Bytes{}, .gemm = true, .comm = column ? 0.0 : ring * static_cast<double>(act(rows, n).value)});
   if (c_.grad_accumulation_fusion) {
     g_.dummy_wgrad_shapes.emplace_back(row ? r : r / g, k);
     g_.dummy_wgrad_shapes.emplace_back(column ? n : n / g, r);

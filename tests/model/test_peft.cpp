@@ -7,8 +7,8 @@
 #include "peakcast/model/layer_plan.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/static_memory.hpp"
-#include "peakcast/sim/module_graphs.hpp"
 #include "peakcast/sim/layer_graph.hpp"
+#include "peakcast/sim/module_graphs.hpp"
 #include "test_params_models.hpp"
 
 using namespace peakcast;
@@ -50,7 +50,7 @@ TEST_CASE("LoRA: frozen base weights only in bf16, adapters with fp32 grads and 
   const std::int64_t adapters = 4 * (qkv + proj + fc1 + fc2);
   CHECK(m.params.dense == kBase + adapters);
   CHECK(m.parameters.value == 2 * (kBase + adapters));  // every weight bf16
-  CHECK(m.gradients.value == 4 * adapters);              // the fp32 grad buffer holds the adapters alone
+  CHECK(m.gradients.value == 4 * adapters);             // the fp32 grad buffer holds the adapters alone
   CHECK(m.main_params.value == 4 * adapters);
   CHECK(m.optimizer_states.value == 8 * adapters);
 }

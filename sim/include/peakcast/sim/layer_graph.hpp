@@ -113,7 +113,7 @@ struct ModuleProfile {
   // The same work split by the time model's op classes (forward, and what a replay repeats).
   struct Work {
     double gemm_flops = 0, attention_flops = 0, other_flops = 0, other_bytes = 0;
-    double gemm_backward_flops = 0;  // dgrad + wgrad (2x forward), dgrad alone for a frozen (PEFT) weight
+    double gemm_backward_flops = 0;                               // dgrad + wgrad (2x forward), dgrad alone for a frozen (PEFT) weight
     double fused_attention_flops = 0, fused_attention_calls = 0;  // fused kernels (not in attention_flops)
     double movement_bytes = 0;                                    // read + written by row gathers and block copies (not in other_bytes)
     double host_calls = 0, host_syncs = 0;                        // forward host calls and blocking syncs

@@ -84,7 +84,10 @@ void fill_peft(const Reader& r, const ModelSpec& m, PeftSpec& p) {
   r.read("share_expert_adapters", p.share_expert_adapters);
   r.read("experts_shared_outer_loras", p.experts_shared_outer_loras);
   if (method != "lora") r.error(r.path("method"), "not_simulated", "PEFT method \"" + method + "\" is not simulated (lora is)");
-  if (p.dim < 1) r.error(r.path("dim"), "peft_dim", "the LoRA rank must be at least 1, got " + std::to_string(p.dim));
+  // No model peakcast simulates is wider than this: a larger rank is a mistake, and it keeps r x in far from int64's limit.
+  constexpr std::int64_t kMaxRank = std::int64_t{1} << 20;
+  if (p.dim < 1 || p.dim > kMaxRank)
+    r.error(r.path("dim"), "value_out_of_range", "the LoRA rank must be between 1 and 2^20, got " + std::to_string(p.dim));
   if (p.dropout < 0 || p.dropout >= 1)
     r.error(r.path("dropout"), "peft_dropout", "dropout must be in [0, 1) (torch.nn.Dropout), got " + std::to_string(p.dropout));
   if (p.experts_shared_outer_loras)

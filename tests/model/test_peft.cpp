@@ -94,6 +94,7 @@ TEST_CASE("LoRA: the peft section is as strict as the others", "[model][spec][pe
   CHECK(ok.spec->peft.alpha == 32);  // LoRA's default (peft/lora.py:105)
   CHECK(rule_at(parse_run_spec(base + R"({"dimm": 8}})"), "peft.dimm") == "unknown_key");
   CHECK(rule_at(parse_run_spec(base + R"({"dim": 3}})"), "peft.dim") == "peft_dim_not_divisible");  // A is [r/TP, in]
+  CHECK(rule_at(parse_run_spec(base + R"({"dim": 1099511627776}})"), "peft.dim") == "value_out_of_range");
   CHECK(rule_at(parse_run_spec(base + R"({"target_modules": ["*.layers.0.*.linear_qkv"]}})"), "peft.target_modules[0]") == "not_simulated");
   CHECK(rule_at(parse_run_spec(base + R"({"method": "dora"}})"), "peft.method") != "");
 }

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "golden_case_args.hpp"
 #include "peakcast/calibration/ingest.hpp"
 #include "peakcast/model/embedded_configs.hpp"
 #include "peakcast/model/megatron_args.hpp"
@@ -140,8 +141,8 @@ struct RowLine {
   std::string skip;                    // why the row cannot be imported, else empty
 };
 
-RowLine launch_line(const std::string& case_key, const std::string& alloc_conf, const std::vector<std::string>& args,
-                    int world, const std::string& gpu) {
+RowLine launch_line(const std::string& case_key, const std::vector<std::pair<std::string, std::string>>& env,
+                    const std::vector<std::string>& args, bool full_args, int world, const std::string& gpu) {
   RowLine out;
   out.options.num_gpus = world;
   out.options.gpu = gpu;
@@ -169,9 +170,10 @@ RowLine launch_line(const std::string& case_key, const std::string& alloc_conf, 
     const std::string dir = case_key.substr(0, case_key.find('/'));
     script = dir == "hybrid" || dir == "nemotron" ? "pretrain_hybrid.py" : "pretrain_gpt.py";
   }
-  if (!alloc_conf.empty()) out.line = "PYTORCH_CUDA_ALLOC_CONF=" + shell_quote(alloc_conf) + " ";
+  for (const auto& [k, v] : env) out.line += k + "=" + shell_quote(v) + " ";
   out.line += "torchrun " + script;
-  if (tok.value("tokenizer_type_from", std::string()) == "MODEL_ARGS") out.line += " --tokenizer-type " + tok.value("tokenizer_type", std::string());
+  if (!full_args && tok.value("tokenizer_type_from", std::string()) == "MODEL_ARGS")
+    out.line += " --tokenizer-type " + tok.value("tokenizer_type", std::string());
   for (const auto& a : args) out.line += " " + shell_quote(a);
   return out;
 }
@@ -219,6 +221,52 @@ std::vector<std::string> row_arguments(const std::vector<std::string>& header, c
   // CSV column; the runs with it did start.
   if (row["recompute-modules"].find("moe_act") != std::string::npos) args.push_back("--moe-grouped-gemm");
   return args;
+}
+
+// Why a row's run is outside what peakcast models, else empty.
+std::string unmodelled_case(std::map<std::string, std::string>& row) {
+  const std::string& m = row["model"];
+  if (m == "t5" || m == "bert" || m == "multimodal-llava" || m == "mimo") return "not a GPT/Mamba decoder model";
+  if (row["test_case"].find("grpo") != std::string::npos) return "GRPO case: includes RL inference memory (KV cache)";
+  if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) return "FSDP is not modelled";
+  // Not modelled: the momentum of Muon and the layer-wise distributed optimizer (the run spec would
+  // treat them as Adam with a warning), and fine-grained activation offloading (read, and warned
+  // fine_grained_offloading_not_simulated: the offloaded tensors stay on the GPU).
+  if (const std::string& o = row["optimizer"]; !o.empty() && o != "adam" && o != "sgd")
+    return "--optimizer " + o + " is not modelled (adam and sgd are)";
+  if (!row["fine-grained-activation-offloading"].empty()) return "--fine-grained-activation-offloading is not modelled";
+  return "";
+}
+
+// What the test passed: its model_config.yaml's MODEL_ARGS and ENV_VARS where the table lists the
+// case (the CSV's columns must then agree with them), else the CSV's columns and the rules above.
+struct RowInputs {
+  std::optional<detail::TestCaseArgs> tested;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string skip;  // why the row cannot be imported, else empty
+};
+
+RowInputs row_inputs(const std::vector<std::string>& header, const std::vector<std::string>& cells, std::size_t first_arg,
+                     std::map<std::string, std::string>& row) {
+  RowInputs out;
+  out.tested = detail::functional_test_args(row["model"] + "/" + row["test_case"]);
+  if (out.tested) {
+    std::map<std::string, std::string> columns;
+    for (std::size_t i = first_arg; i < header.size(); ++i) columns[header[i]] = cells[i];
+    columns["alloc_conf"] = row["alloc_conf"];
+    if (const auto bad = detail::csv_disagreements(*out.tested, columns); !bad.empty()) {
+      out.skip = "the CSV disagrees with " + out.tested->source + ": " + bad.front();
+      return out;
+    }
+    out.args = out.tested->words;
+    out.env = out.tested->env;
+    return out;
+  }
+  out.args = row_arguments(header, cells, first_arg, row);
+  if (!row["alloc_conf"].empty()) out.env.emplace_back("PYTORCH_CUDA_ALLOC_CONF", row["alloc_conf"]);
+  if (row["num-layers"].empty()) out.skip = "the CSV has no num-layers for this row (the layer stack is unknown)";
+  return out;
 }
 
 // The interleaved schedule refuses the default micro-batch group size (PP) for some micro-batch counts
@@ -288,40 +336,22 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
     ++out.rows_with_value;
     const std::string& m = row["model"];
     const std::string& tc = row["test_case"];
-    if (m == "t5" || m == "bert" || m == "multimodal-llava" || m == "mimo") {
-      skip("not a GPT/Mamba decoder model");
+    if (const std::string why = unmodelled_case(row); !why.empty()) {
+      skip(why);
       continue;
     }
     // A resumed run loads its optimizer state before the first step, so its first iteration is already
     // the steady state: compare the whole-run peak only (checkpoint-loading buffers are not modelled).
     const bool resume = tc.find("resume") != std::string::npos;
-    if (tc.find("grpo") != std::string::npos) {
-      skip("GRPO case: includes RL inference memory (KV cache)");
+    RowInputs inputs = row_inputs(header, cells, first_arg, row);
+    if (!inputs.skip.empty()) {
+      skip(inputs.skip);
       continue;
     }
-    if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) {
-      skip("FSDP is not modelled");
-      continue;
-    }
-
-    // Not modelled: the momentum of Muon and the layer-wise distributed optimizer (the run spec would
-    // treat them as Adam with a warning), and fine-grained activation offloading (read, and warned
-    // fine_grained_offloading_not_simulated: the offloaded tensors stay on the GPU).
-    if (const std::string& o = row["optimizer"]; !o.empty() && o != "adam" && o != "sgd") {
-      skip("--optimizer " + o + " is not modelled (adam and sgd are)");
-      continue;
-    }
-    if (!row["fine-grained-activation-offloading"].empty()) {
-      skip("--fine-grained-activation-offloading is not modelled");
-      continue;
-    }
-    const std::vector<std::string> args = row_arguments(header, cells, first_arg, row);
-    if (row["num-layers"].empty()) {
-      skip("the CSV has no num-layers for this row (the layer stack is unknown)");
-      continue;
-    }
-    const WorldSize world = world_size_for(tc, row["env_platform"]);
-    RowLine launch = launch_line(m + "/" + tc, row["alloc_conf"], args, world.gpus, gpu_for(row["env_platform"]));
+    const auto& tested = inputs.tested;
+    WorldSize world = world_size_for(tc, row["env_platform"]);
+    if (const auto recipe = detail::recipe_world_size(m + "/" + tc + "/" + row["env_platform"])) world = {recipe->first, recipe->second};
+    RowLine launch = launch_line(m + "/" + tc, inputs.env, inputs.args, tested.has_value(), world.gpus, gpu_for(row["env_platform"]));
     if (!launch.skip.empty()) {
       skip(launch.skip);
       continue;
@@ -372,7 +402,7 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
                     {"steps", row["first_step"] + "-" + row["last_step"]},
                     {"world_size", world.why},
                     {"launch_line", launch.line},
-                    {"caveat", "only MODEL_ARGS columns of the CSV are known; other flags take Megatron-LM defaults"}};
+                    {"arguments", tested ? tested->source : "the CSV's MODEL_ARGS columns; other flags take Megatron-LM defaults"}};
     out.records.push_back(std::move(r));
   }
   return out;

@@ -92,3 +92,30 @@ TEST_CASE("golden CSV: the interleaved schedule's group size is derived only whe
   CHECK(in.skipped[0].find("M=10") != std::string::npos);
   CHECK(in.skipped[0].find("{5, 6, 10}") != std::string::npos);
 }
+
+// gpt/gpt3_mcore_te_tp2_pp2's model_config.yaml at d98e8a64 (configs/functional_test_args.json) passes
+// --transformer-impl transformer_engine, --attention-backend unfused, --attention-softmax-in-fp32 and
+// --no-gradient-accumulation-fusion, none of them a CSV column; its CSV columns are 12 layers, hidden 512,
+// 8 heads, sequence 1024, MBS 4, GBS 32, TP 2, PP 2, bf16, 50 iterations.
+TEST_CASE("golden CSV: a listed test case runs with its model_config.yaml's MODEL_ARGS, the CSV columns checked against them") {
+  const auto in = ingest_golden_memory_csv(kHeader + row("gpt3_mcore_te_tp2_pp2", "dev_dgx_h100", "", "32", "2", "2", ""));
+  REQUIRE(in.skipped.empty());
+  REQUIRE(in.records.size() == 1);
+  const json spec = spec_of(in.records[0]);
+  CHECK(spec["model"]["transformer_impl"] == "transformer_engine");
+  CHECK(spec["model"]["attention_backend"] == "unfused");
+  CHECK(spec["model"]["attention_softmax_in_fp32"] == true);
+  CHECK(spec["model"]["gradient_accumulation_fusion"] == false);
+  CHECK(spec["model"]["tensor_model_parallel_size"] == 2);
+  CHECK(spec["cluster"]["num_gpus"] == 8);  // h100/gpt.yaml: 1 node, _run_training.sh's 8 processes per node
+  bool named = false;
+  for (const auto& [k, v] : in.records[0].provenance)
+    if (k == "arguments") named = v.find("gpt/gpt3_mcore_te_tp2_pp2/model_config.yaml") != std::string::npos;
+  CHECK(named);
+
+  // The same case with a CSV column that contradicts its MODEL_ARGS (TP 4): left out, naming the column.
+  const auto bad = ingest_golden_memory_csv(kHeader + row("gpt3_mcore_te_tp2_pp2", "dev_dgx_h100", "", "32", "4", "2", ""));
+  CHECK(bad.records.empty());
+  REQUIRE(bad.skipped.size() == 1);
+  CHECK(bad.skipped[0].find("column 'tensor-model-parallel-size' = '4' but MODEL_ARGS gives '2'") != std::string::npos);
+}

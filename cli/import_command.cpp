@@ -1,6 +1,7 @@
 // peakcast import --from-megatron-args "LINE" [--num-gpus N] [--gpu PRESET]   (a Megatron-LM launch line)
 // peakcast import --golden-csv FILE --out FILE      (Megatron-LM functional-test golden memory)
 // peakcast import --seed-tables --out FILE          (the seed study's H100 tables)
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -84,6 +85,8 @@ Runner add_import_command(CLI::App& app) {
     for (const auto& s : ingest.skipped) std::cerr << "skipped " << s << "\n";
     std::cerr << ingest.rows << " rows, " << ingest.rows_with_value << " with a measured value, " << ingest.records.size()
               << " imported\n";
+    std::fprintf(stderr, "coverage: %d of %d usable rows imported (%.1f %%; usable: a measured value, not a resumed or RL run)\n",
+                 ingest.usable_imported, ingest.usable, ingest.usable ? 100.0 * ingest.usable_imported / ingest.usable : 0.0);
     return write_records(ingest.records, args->out);
   };
 }

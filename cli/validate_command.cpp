@@ -132,7 +132,7 @@ nlohmann::json report_json(const calibration::ValidationReport& v) {
   nlohmann::json records = nlohmann::json::array(), groups = nlohmann::json::object();
   for (const auto& row : v.rows) records.push_back(row_json(row));
   for (const auto& [g, s] : v.groups)
-    groups[g] = {{"n", s.errors.n}, {"median", s.errors.median}, {"p90", s.errors.p90}, {"worst", s.errors.worst}, {"phase_agree", s.phase_agree}, {"phase_compared", s.phase_compared}, {"fit_agree", s.fit_agree}, {"fit_compared", s.fit_compared}, {"fit_edge", s.fit_edge}, {"within_bounds", s.within_bounds}};
+    groups[g] = {{"n", s.errors.n}, {"median", s.errors.median}, {"p90", s.errors.p90}, {"worst", s.errors.worst}, {"within_10", s.errors.within_10}, {"phase_agree", s.phase_agree}, {"phase_compared", s.phase_compared}, {"fit_agree", s.fit_agree}, {"fit_compared", s.fit_compared}, {"fit_edge", s.fit_edge}, {"within_bounds", s.within_bounds}};
   return {{"records", records}, {"groups", groups}, {"within_bounds", v.within_bounds}, {"cross_validate", v.cross_validate}, {"reserved", {{"n", v.reserved.n}, {"median", v.reserved.median}, {"p90", v.reserved.p90}, {"worst", v.reserved.worst}, {"within_p90_estimate", v.reserved_within_p90}}}, {"reserved_by_allocator", by_allocator_json(v)}};
 }
 
@@ -182,11 +182,11 @@ void print_report_text(const calibration::ValidationReport& v) {
                     ? "replayed allocator"
                     : "p90 ratio estimate",
                 all->second.fit_agree, all->second.fit_compared, all->second.fit_edge);
-  std::printf("\n%-34s %5s %9s %9s %9s %11s %9s\n", "group", "n", "median%", "p90%", "worst%", "phase ok", "fit ok");
+  std::printf("\n%-34s %5s %9s %9s %9s %10s %11s %9s\n", "group", "n", "median%", "p90%", "worst%", "within10%", "phase ok", "fit ok");
   for (const auto& [g, s] : v.groups)
-    std::printf("%-34s %5d %9.2f %9.2f %9.2f %5d/%-5d %4d/%-4d%s\n", g.c_str(), s.errors.n, 100 * s.errors.median,
-                100 * s.errors.p90, 100 * s.errors.worst, s.phase_agree, s.phase_compared, s.fit_agree, s.fit_compared,
-                s.within_bounds ? "" : "  BOUND BROKEN");
+    std::printf("%-34s %5d %9.2f %9.2f %9.2f %10.1f %5d/%-5d %4d/%-4d%s\n", g.c_str(), s.errors.n, 100 * s.errors.median,
+                100 * s.errors.p90, 100 * s.errors.worst, 100 * s.errors.within_10, s.phase_agree, s.phase_compared, s.fit_agree,
+                s.fit_compared, s.within_bounds ? "" : "  BOUND BROKEN");
 }
 
 }  // namespace
@@ -198,6 +198,10 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_flag("--json", args->json, "Print the per-record and per-group results as JSON");
   sub->add_option("--max-median-error", args->options.max_median, "Fail (status 1) if a group's median |relative error| exceeds this");
   sub->add_option("--max-worst-error", args->options.max_worst, "Fail (status 1) if a group's worst |relative error| exceeds this");
+  sub->add_option("--max-p90-error", args->options.max_p90, "Fail (status 1) if a group's 90th percentile |relative error| exceeds this");
+  sub->add_option("--min-within-10", args->options.min_within_10, "Fail (status 1) if a group's share of records within 10 % is below this (0-1)");
+  sub->add_flag("--pooled", args->options.pooled, "Apply the bounds to all compared records together, not to each group");
+  sub->add_option("--exclude-group", args->options.exclude_groups, "Leave out records whose group contains this text (repeatable)");
   sub->add_option("--cross-validate", args->options.cross_validate, "K-fold: fit framework_fixed on K-1 folds, predict the held-out fold");
   sub->add_flag("--allocator-replay,!--no-allocator-replay", args->allocator_replay,
                 "Judge the fit by the caching-allocator model's replay of every allocation and free (the default); --no-allocator-replay: by the p90 reserved / allocated ratio of our measured runs instead");

@@ -55,6 +55,7 @@ ErrorStats error_stats(std::vector<double> e) {
   s.median = quantile(0.5);
   s.p90 = quantile(0.9);
   s.worst = e.back();
+  s.within_10 = static_cast<double>(std::upper_bound(e.begin(), e.end(), 0.10) - e.begin()) / static_cast<double>(e.size());
   return s;
 }
 
@@ -112,8 +113,7 @@ ReservedFit fit_reserved(const std::vector<Record>& records, bool expandable_seg
 }
 
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
-                         const std::vector<std::string>& corpus_files, double cublas_workspace_bytes,
-                         const RoutingFit& routing, const ReservedFit& reserved,
+                         const std::vector<std::string>& corpus_files, const RoutingFit& routing, const ReservedFit& reserved,
                          const ReservedFit& reserved_expandable) {
   nlohmann::json by = nlohmann::json::object();
   const StackFit* def = nullptr;
@@ -127,16 +127,14 @@ std::string profile_json(const std::vector<StackFit>& fits, const std::string& d
   nlohmann::json j;
   j["profile"] = "default";
   j["description"] =
-      "Written by `peakcast calibrate`. cublas_workspace_bytes: PyTorch's cuBLAS workspace on sm90 "
-      "(CUBLAS_WORKSPACE_CONFIG default :4096:8 = 8 x 4 MiB through the caching allocator). "
-      "framework_fixed_bytes: least-squares constant of measured - simulated whole-run peaks, per "
+      "Written by `peakcast calibrate`. framework_fixed_bytes: least-squares constant of measured - simulated "
+      "whole-run peaks (after the named workspaces of sim/framework_fixed.hpp), per "
       "transformer_impl (memory.by_transformer_impl); the top-level value is the '" +
       default_stack +
       "' stack's (0 when that stack has no measured records). peak_relative_sigma: residual spread "
       "(one sigma, relative) for prediction intervals; OOM-safe bound = prediction + 2 sigma.";
   j["corpus"] = corpus_files;
-  j["memory"] = {{"cublas_workspace_bytes", std::llround(cublas_workspace_bytes)},
-                 {"framework_fixed_bytes", def ? std::llround(def->framework_fixed) : 0},
+  j["memory"] = {{"framework_fixed_bytes", def ? std::llround(def->framework_fixed) : 0},
                  {"activation_scale", 1.0},
                  {"peak_relative_sigma", def ? def->relative_sigma : 0.0},
                  {"residual_sigma_bytes", def ? std::llround(def->sigma) : 0},

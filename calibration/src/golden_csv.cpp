@@ -334,6 +334,8 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
       continue;
     }
     ++out.rows_with_value;
+    const bool usable = row["test_case"].find("resume") == std::string::npos && row["test_case"].find("grpo") == std::string::npos;
+    out.usable += usable;
     const std::string& m = row["model"];
     const std::string& tc = row["test_case"];
     if (const std::string why = unmodelled_case(row); !why.empty()) {
@@ -404,6 +406,7 @@ CsvIngest ingest_golden_memory_csv(const std::string& text) {
                     {"launch_line", launch.line},
                     {"arguments", tested ? tested->source : "the CSV's MODEL_ARGS columns; other flags take Megatron-LM defaults"}};
     out.records.push_back(std::move(r));
+    out.usable_imported += usable;
   }
   return out;
 }

@@ -32,9 +32,7 @@ MemoryProfileBuild build_memory_profile(const std::vector<Record>& records, cons
   out.routing = fit_routing(records);
   out.reserved = fit_reserved(records);
   out.reserved_expandable = fit_reserved(records, true);
-  const auto shipped = sim::load_fitted_constants();
-  out.json = profile_json(fits, "transformer_engine", corpus_files, static_cast<double>(shipped.cublas_workspace.value),
-                          out.routing, out.reserved, out.reserved_expandable);
+  out.json = profile_json(fits, "transformer_engine", corpus_files, out.routing, out.reserved, out.reserved_expandable);
   return out;
 }
 

@@ -111,8 +111,11 @@ ValidationReport validate_corpus(const std::vector<Evaluation>& evals, const Val
   std::map<std::string, std::vector<double>> errors;
   std::vector<double> reserved_errors, by_allocator[2], replayed[2], signed_replayed[2];
   for (std::size_t i = 0; i < evals.size(); ++i) {
-    const ValidationRow row = compare_one(evals[i], fixed[i]);
     const std::string& group = evals[i].record->group;
+    if (std::any_of(options.exclude_groups.begin(), options.exclude_groups.end(),
+                    [&](const std::string& x) { return group.find(x) != std::string::npos; }))
+      continue;
+    const ValidationRow row = compare_one(evals[i], fixed[i]);
     count(out.groups[group], row);
     count(out.groups["(all)"], row);
     if (row.compared) {
@@ -140,8 +143,11 @@ ValidationReport validate_corpus(const std::vector<Evaluation>& evals, const Val
     }
     GroupStats& g = it->second;
     g.errors = error_stats(errors[it->first]);
-    g.within_bounds = !((options.max_median >= 0 && g.errors.median > options.max_median) ||
-                        (options.max_worst >= 0 && g.errors.worst > options.max_worst));
+    const bool bounded = !options.pooled || it->first == "(all)";
+    g.within_bounds = !bounded || !((options.max_median >= 0 && g.errors.median > options.max_median) ||
+                                    (options.max_worst >= 0 && g.errors.worst > options.max_worst) ||
+                                    (options.max_p90 >= 0 && g.errors.p90 > options.max_p90) ||
+                                    (options.min_within_10 >= 0 && g.errors.within_10 < options.min_within_10));
     out.within_bounds = out.within_bounds && g.within_bounds;
     ++it;
   }

@@ -267,6 +267,10 @@ void Converter::env_vars() {
   if (!s || !s->is_object()) return;
   std::string others;
   for (const auto& [key, value] : s->items()) {
+    if (key == "CUBLAS_WORKSPACE_CONFIG") {  // each of PyTorch's cuBLAS workspaces (cluster.cublas_workspace_config)
+      put("cluster", "cublas_workspace_config", value.is_string() ? value : json(value.dump()), "env_vars.CUBLAS_WORKSPACE_CONFIG");
+      continue;
+    }
     if (key != "PYTORCH_CUDA_ALLOC_CONF") {
       others += (others.empty() ? "" : ", ") + key;
       continue;

@@ -119,7 +119,7 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
   if (peft) doc["peft"] = {{"_target_", "megatron.bridge.peft.lora.LoRA"}};  // the only PEFT class simulated
   std::int64_t world = 1;
   bool expandable = false;
-  std::string alloc_conf;
+  std::string alloc_conf, cublas_config;
   for (const auto& [path, o] : parsed.origins) {
     const auto dot = path.find('.');
     const std::string section = path.substr(0, dot), key = path.substr(dot + 1);
@@ -128,6 +128,7 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
       if (key == "num_gpus" && value.is_number_integer()) world = value.get<std::int64_t>();
       if (key == "expandable_segments" && value.is_boolean()) expandable = value.get<bool>();
       if (key == "pytorch_cuda_alloc_conf" && value.is_string()) alloc_conf = value.get<std::string>();
+      if (key == "cublas_workspace_config" && value.is_string()) cublas_config = value.get<std::string>();
       continue;  // the GPU is not part of a ConfigContainer
     }
     if (key == "preset" || !doc.contains(section) || (section == "peft" && key == "method")) continue;
@@ -140,7 +141,9 @@ std::string to_bridge_run_config_yaml(const ParseResult& parsed, const std::stri
                                                                                       size("pipeline_model_parallel_size") *
                                                                                       size("context_parallel_size"))}};
   if (alloc_conf.empty() && expandable) alloc_conf = "expandable_segments:True";
-  doc["env_vars"] = alloc_conf.empty() ? json::object() : json{{"PYTORCH_CUDA_ALLOC_CONF", alloc_conf}};
+  doc["env_vars"] = json::object();
+  if (!alloc_conf.empty()) doc["env_vars"]["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf;
+  if (!cublas_config.empty()) doc["env_vars"]["CUBLAS_WORKSPACE_CONFIG"] = cublas_config;
   doc["mixed_precision"] = nullptr;  // its effect is in the sections already
   if (!peft) doc["peft"] = nullptr;
   std::string out;

@@ -84,9 +84,12 @@ void read_environment(const LaunchLine& line, json& cluster, MegatronLineImport&
       }
     } else if (k == "WORLD_SIZE" || k == "PET_NNODES" || k == "PET_NPROC_PER_NODE") {
       continue;  // read with the launcher
-    } else if (k.rfind("NVTE_", 0) == 0 || k == "CUBLAS_WORKSPACE_CONFIG") {
+    } else if (k == "CUBLAS_WORKSPACE_CONFIG") {
+      cluster["cublas_workspace_config"] = v;
+      r.origins["cluster.cublas_workspace_config"] = {"environment", "CUBLAS_WORKSPACE_CONFIG=" + v, json(v).dump()};
+    } else if (k.rfind("NVTE_", 0) == 0) {
       r.diagnostics.push_back({Severity::warning, k, "environment_not_simulated",
-                               k + "=" + v + " is not read by peakcast; it can change what Transformer Engine or cuBLAS allocate"});
+                               k + "=" + v + " is not read by peakcast; it can change what Transformer Engine allocates"});
     } else {
       r.ignored.push_back(k + "=" + v + " (environment variable; no memory effect in peakcast's model)");
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -92,11 +93,25 @@ void fill_alloc_conf(const Reader& r, ClusterSpec& c) {
   c.expandable_segments = p.settings.expandable_segments;
 }
 
+// cluster.cublas_workspace_config: PyTorch reads the ":SIZE:COUNT" pairs (KiB, count) of
+// CUBLAS_WORKSPACE_CONFIG and warns and takes its default when there is none
+// (CublasHandlePool.cpp parseChosenWorkspaceSize); here that is an error, never a silent default.
+void fill_cublas_workspace_config(const Reader& r, ClusterSpec& c) {
+  r.read("cublas_workspace_config", c.cublas_workspace_config);
+  if (c.cublas_workspace_config.empty()) return;
+  static const std::regex form("(:[0-9]{1,9}:[0-9]{1,6})+");
+  if (!std::regex_match(c.cublas_workspace_config, form))
+    r.error(r.path("cublas_workspace_config"), "cublas_workspace_config_invalid",
+            "CUBLAS_WORKSPACE_CONFIG '" + c.cublas_workspace_config.substr(0, 80) +
+                "' is not a list of :SIZE_KiB:COUNT pairs (PyTorch would warn and use its default size)");
+}
+
 void fill_cluster(const Reader& r, ClusterSpec& c, Diagnostics& out) {
   r.read("num_gpus", c.num_gpus);
   r.read("expandable_segments", c.expandable_segments);
   if (const json* gpu = r.find("gpu")) fill_gpu(*gpu, c.gpu, out);
   fill_alloc_conf(r, c);
+  fill_cublas_workspace_config(r, c);
 }
 
 }  // namespace

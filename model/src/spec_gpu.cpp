@@ -1,5 +1,6 @@
 // cluster.gpu: a shipped GPU (configs/gpus/<name>.json) or an object whose missing figures come
 // from the shipped GPU of the same name, else from the one with the closest memory size.
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 
@@ -47,6 +48,8 @@ void apply_figures(const json& src, GpuSpec& gpu) {
   num("fp32_tflops", gpu.fp32_tflops);
   num("hbm_bandwidth_gbps", gpu.hbm_bandwidth_gbps);
   num("nvlink_bandwidth_gbps", gpu.nvlink_bandwidth_gbps);
+  if (const auto it = src.find("compute_capability_major"); it != src.end() && it->is_number_integer())
+    gpu.compute_capability_major = static_cast<int>(std::clamp<std::int64_t>(it->get<std::int64_t>(), -1, 1000));
   if (const auto it = src.find("source"); it != src.end() && it->is_string()) gpu.source = it->get<std::string>();
 }
 

@@ -55,6 +55,9 @@ void gpu_figures(const RunSpec& spec, RuleSink& sink) {
   rate("hbm_bandwidth_gbps", g.hbm_bandwidth_gbps, 1);
   rate("nvlink_bandwidth_gbps", g.nvlink_bandwidth_gbps, 1);
   rate("fp8_dense_tflops", g.fp8_dense_tflops, 0);
+  if (g.compute_capability_major < 1 || g.compute_capability_major > 20)
+    sink.error("cluster.gpu.compute_capability_major", "value_out_of_range",
+               "must lie in [1, 20] (a CUDA compute capability's major number: 8 for A100, 9 for H100, 10 for B200)");
   if (spec.model.tp_comm_overlap && !sink.failed()) {  // te_userbuffers needs a valid layout
     const Bytes ub = total_bytes(te_userbuffers(spec));
     if (ub >= g.memory_bytes)

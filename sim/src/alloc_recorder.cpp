@@ -128,11 +128,13 @@ void AllocRecorder::static_state() {
   alloc(sm.gradients > grads ? sm.gradients - grads : Bytes{});
   alloc(sm.main_params > mains ? sm.main_params - mains : Bytes{});
   alloc(sm.fp8_weight_cache);
-  // The framework's fixed blocks: the global memory buffer, the forward's cuBLAS workspaces, the
-  // profile's fitted remainder.
+  // The framework's fixed blocks: the global memory buffer, the forward's cuBLAS workspaces (PyTorch's,
+  // then Transformer Engine's), the profile's fitted remainder.
   note(nullptr, "forward");
   alloc(setup_.global_buffer);
   for (int k = 0; k < setup_.forward_workspaces; ++k) alloc(setup_.cublas_workspace);
+  for (const auto& b : setup_.te_workspaces)
+    for (int k = 0; k < b.count; ++k) alloc(b.bytes);
   alloc(setup_.framework_fixed);
 }
 

@@ -13,6 +13,7 @@
 #include "peakcast/model/static_allocations.hpp"
 #include "peakcast/model/static_memory.hpp"
 #include "peakcast/sim/allocator_replay.hpp"
+#include "peakcast/sim/framework_fixed.hpp"
 #include "segment.hpp"
 
 namespace peakcast::sim::detail {
@@ -34,7 +35,8 @@ struct ReplaySetup {
   Bytes global_buffer;                                // Megatron's global memory buffer (one block)
   Bytes cublas_workspace;                             // each cuBLAS workspace
   int forward_workspaces = 1, backward_workspaces = 0;
-  Bytes framework_fixed;  // the profile's fitted framework bytes (one block)
+  std::vector<FixedBlock> te_workspaces;  // Transformer Engine's GEMM workspaces (framework_fixed.hpp)
+  Bytes framework_fixed;                  // the profile's fitted framework bytes (one block)
   Bytes dummy_wgrads, drain_buffers, graph_static_buffers, graph_pool;
   int microbatches = 1;
   bool deallocate_outputs = true;

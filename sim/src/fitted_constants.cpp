@@ -14,7 +14,6 @@ FittedConstants load_fitted_constants(const std::string& name, const std::string
   if (j.is_discarded() || !j.is_object()) return c;
   c.profile = j.value("profile", name);
   const auto& m = j.value("memory", nlohmann::json::object());
-  c.cublas_workspace = Bytes{m.value("cublas_workspace_bytes", std::int64_t{0})};
   c.framework_fixed = Bytes{m.value("framework_fixed_bytes", std::int64_t{0})};
   c.activation_scale = m.value("activation_scale", 1.0);
   c.peak_relative_sigma = m.value("peak_relative_sigma", 0.0);

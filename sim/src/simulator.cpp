@@ -16,6 +16,7 @@
 #include "peakcast/model/static_memory.hpp"
 #include "peakcast/model/userbuffers.hpp"
 #include "peakcast/sim/fitted_constants.hpp"
+#include "peakcast/sim/framework_fixed.hpp"
 #include "peakcast/sim/module_graphs.hpp"
 #include "peakcast/sim/prediction.hpp"
 #include "peakcast/sim/reserved_estimate.hpp"
@@ -302,9 +303,10 @@ detail::ReplaySetup Predictor::Impl::replay_setup(const model::RunSpec& policy, 
   r.sm = &sm;
   r.statics = &tensors;
   r.global_buffer = global_memory_buffer_bytes(policy, pd, builder->shapes());
-  r.cublas_workspace = fitted.cublas_workspace;
+  r.cublas_workspace = torch_cublas_workspace_bytes(policy.cluster);
   r.forward_workspaces = static_cast<int>(ws.forward);
   r.backward_workspaces = static_cast<int>(ws.backward);
+  r.te_workspaces = transformer_engine_workspaces(policy);
   r.framework_fixed = fitted.framework_fixed;
   r.dummy_wgrads = setup.dummy_wgrads;
   r.drain_buffers = setup.drain_buffers;
@@ -335,9 +337,10 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   setup.microbatches = static_cast<int>(sp.microbatches);
   setup.deallocate_outputs = policy.model.deallocate_pipeline_outputs;
   setup.deferral_limit = policy.model.wgrad_deferral_limit;
-  setup.backward_workspaces = fitted.cublas_workspace * ws.backward;
-  setup.fixed = global_memory_buffer_bytes(policy, pd, ctx) + fitted.cublas_workspace * ws.forward + setup.backward_workspaces +
-                fitted.framework_fixed;
+  const Bytes torch_workspace = torch_cublas_workspace_bytes(policy.cluster);
+  setup.backward_workspaces = torch_workspace * ws.backward;
+  setup.fixed = global_memory_buffer_bytes(policy, pd, ctx) + torch_workspace * ws.forward + setup.backward_workspaces +
+                total_bytes(transformer_engine_workspaces(policy)) + fitted.framework_fixed;
   // Created by each shape's first backward; from iteration 1's first backward on, like the workspaces.
   setup.dummy_wgrads = builder->dummy_wgrads(policy, pd, plan_stage);
   // The flush all-gathers each deferred input (SP) into two alternating global buffers, "mpu_0" and

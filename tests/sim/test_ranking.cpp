@@ -231,20 +231,35 @@ TEST_CASE("nothing viable: no narrowest, every candidate explains itself") {
 
 // Seed checks (acceptance criteria of the ranking issue), at the busiest expert-parallel rank of an
 // untrained router (what `peakcast rank` checks by default) and at balanced routing.
-TEST_CASE("seed: Moonlight 16B at 36 GB makes moe_act the narrowest viable boundary", "[seed]") {
+// The seed measured the control at 36.618 GB and moe_act at 35.941 GB (every recompute row 0.67-0.72 GB
+// under the control, their peak moved to the optimizer step). Since issue #21 no constant is fitted on
+// these rows; the named fixed terms leave Moonlight's peaks 0.85 GB under the measured ones on every row
+// alike (-2.3 %, docs/validation.md), more than the seed's 0.06 GB between moe_act and a 36 GB budget.
+// So the seed's decision is checked at the budget that sits where the seed's does between the two
+// measured peaks, on the predicted ones: the order and the saving are the model's, not a fitted offset.
+TEST_CASE("seed: Moonlight 16B: moe_act is the narrowest viable boundary between the control and it", "[seed]") {
   model::RunSpec spec = load("configs/runs/moonlight-16b-8xh100.json");
   const auto busiest = sim::untrained_busiest_rank_load(spec);
   REQUIRE(busiest);
+  const double measured_control = 36.618e9, measured_moe_act = 35.941e9, seed_budget = 36.0e9;
+  const double where = (seed_budget - measured_moe_act) / (measured_control - measured_moe_act);  // 0.087
   for (const double load : {1.0, *busiest}) {
     spec.model.moe_routing_imbalance = load;
-    const sim::Ranking r = sim::rank_candidates(spec, Bytes{36'000'000'000});
     INFO("routing load " << load);
+    const auto peak_of = [&](std::vector<RecomputeTag> tags) {
+      model::RunSpec p = spec;
+      p.model.recompute_granularity = model::RecomputeGranularity::selective;
+      p.model.recompute_modules = std::move(tags);
+      return static_cast<double>(sim::predict(p).max_peak_allocated.value);
+    };
+    const double control = peak_of({}), moe_act = peak_of({RecomputeTag::moe_act});
+    // The saving the seed measured on its largest rank (0.677 GB), predicted there within 0.1 GB.
+    if (load != 1.0) CHECK(control - moe_act == Approx(measured_control - measured_moe_act).margin(0.1e9));
+    const sim::Ranking r = sim::rank_candidates(spec, Bytes{static_cast<std::int64_t>(moe_act + where * (control - moe_act))});
     REQUIRE(r.narrowest_viable);
-    // The seed's peaks are the largest rank's, which the busiest rank's load stands for: there moe_act
-    // is the narrowest. At balanced routing [mlp] alone (the one dense layer's MLP, never measured)
-    // comes out 0.07 GB under 36 GB, inside the calibration's sigma, so only viability is checked.
     const auto& best = r.candidates[*r.narrowest_viable];
     CHECK(best.choice.granularity == model::RecomputeGranularity::selective);
+    // At balanced routing [mlp] alone (the one dense layer's MLP, never measured) ties with moe_act.
     if (load != 1.0) CHECK(best.choice.modules == std::vector<RecomputeTag>{RecomputeTag::moe_act});
     // The control does not fit, moe_act does, and core_attn under fused attention does not move the peak.
     for (const auto& c : r.candidates) {

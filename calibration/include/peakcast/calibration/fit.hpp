@@ -30,6 +30,7 @@ inline double safe_upper_bound(double prediction, double sigma, double k = 2.0) 
 struct ErrorStats {
   int n = 0;
   double median = 0, p90 = 0, worst = 0;  // of |relative error|
+  double within_10 = 0;                   // share of records with |relative error| <= 10 %
 };
 
 ErrorStats error_stats(std::vector<double> abs_relative_errors);
@@ -66,7 +67,7 @@ ReservedFit fit_reserved(const std::vector<Record>& records, bool expandable_seg
 // The profile JSON `sim::load_fitted_constants` reads. The top-level memory terms are the
 // `default_stack` fit (used by predict); every stack's fit is kept under memory.by_transformer_impl.
 std::string profile_json(const std::vector<StackFit>& fits, const std::string& default_stack,
-                         const std::vector<std::string>& corpus_files, double cublas_workspace_bytes,
+                         const std::vector<std::string>& corpus_files,
                          const RoutingFit& routing = {}, const ReservedFit& reserved = {},
                          const ReservedFit& reserved_expandable = {});
 

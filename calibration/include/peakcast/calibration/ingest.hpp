@@ -17,6 +17,10 @@ struct CsvIngest {
   std::vector<std::string> skipped;  // "model/test_case (platform): reason"
   int rows = 0;                      // data rows read
   int rows_with_value = 0;           // rows whose max_alloc_final_GB is a number
+  // Usable rows: with a measured value, neither a resumed run (its optimizer state is loaded before
+  // the first step, with checkpoint-loading buffers) nor a reinforcement-learning one (inference KV
+  // cache). Coverage = usable_imported / usable.
+  int usable = 0, usable_imported = 0;
 };
 
 // megatron_functional_golden_memory.csv: one record per mappable row; compared rank = last PP stage.

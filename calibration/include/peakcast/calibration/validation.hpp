@@ -19,9 +19,14 @@ const std::vector<std::string>& fitted_corpus_files();
 const std::vector<std::string>& validation_corpus_files();
 
 struct ValidationOptions {
-  int cross_validate = 0;  // K > 1: K-fold (record i in fold i % K)
-  double max_median = -1;  // a group's median |relative error| above it breaks the bounds (< 0: none)
-  double max_worst = -1;   // a group's worst |relative error| above it breaks the bounds (< 0: none)
+  int cross_validate = 0;     // K > 1: K-fold (record i in fold i % K)
+  double max_median = -1;     // a group's median |relative error| above it breaks the bounds (< 0: none)
+  double max_worst = -1;      // a group's worst |relative error| above it breaks the bounds (< 0: none)
+  double max_p90 = -1;        // a group's 90th percentile |relative error| above it breaks the bounds (< 0: none)
+  double min_within_10 = -1;  // a group's share within 10 % below it breaks the bounds (< 0: none)
+  bool pooled = false;        // the bounds apply to "(all)" only, not to each group
+  // Records whose group contains one of these are left out (e.g. "-resume").
+  std::vector<std::string> exclude_groups;
 };
 
 struct ValidationRow {

@@ -399,7 +399,8 @@ struct GpuSpec {
   double fp32_tflops = 0;
   double hbm_bandwidth_gbps = 0;  // GB/s
   double nvlink_bandwidth_gbps = 0;
-  std::string source;  // where the figures come from
+  int compute_capability_major = 9;  // CUDA's (8: A100, 9: H100/H200, 10: B200); sizes cuBLAS workspaces
+  std::string source;                // where the figures come from
 
   bool operator==(const GpuSpec&) const = default;
 };
@@ -421,6 +422,7 @@ struct ClusterSpec {
   // the caching-allocator replay follows expandable_segments, max_split_size_mb,
   // max_non_split_rounding_mb and roundup_power2_divisions (parse_alloc_conf, caching_allocator.hpp).
   std::string pytorch_cuda_alloc_conf;
+  std::string cublas_workspace_config;  // the run's CUBLAS_WORKSPACE_CONFIG (":4096:8"); "": PyTorch's default
 
   bool operator==(const ClusterSpec&) const = default;
 };

@@ -13,8 +13,8 @@ namespace peakcast::sim {
 struct FittedConstants {
   std::string profile = "none";  // name of the profile these came from
   // Memory: allocations outside the lifetime graph, per rank.
-  Bytes cublas_workspace;         // cuBLAS/cuBLASLt workspaces held through the caching allocator
-  Bytes framework_fixed;          // other persistent allocations (RNG states, flags, small buffers)
+  // (The cuBLAS workspaces are sized from the spec: framework_fixed.hpp.)
+  Bytes framework_fixed;          // persistent allocations no named term accounts for
   double activation_scale = 1.0;  // fitted ratio of measured to simulated activation bytes (1 = none)
   // Time: achieved fraction of the GPU preset's peak, per op class.
   double gemm_efficiency = 0;

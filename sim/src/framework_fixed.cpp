@@ -25,12 +25,12 @@ std::vector<FixedBlock> transformer_engine_workspaces(const model::RunSpec& spec
   std::vector<FixedBlock> out;
   if (spec.model.transformer_impl != model::TransformerImpl::transformer_engine) return out;
   const Bytes each{spec.cluster.gpu.compute_capability_major >= 9 ? 32LL * 1024 * 1024 + 1024 : 4'194'304LL};
-  out.push_back({"te.gemm_workspace", each, 1, "transformer_engine/pytorch/cpp_extensions/gemm.py:40-46, :68 (get_cublas_workspace)"});
+  out.push_back({"te.gemm_workspace", each, 1, "transformer_engine/pytorch/cpp_extensions/gemm.py:34-39, :61 at v2.16 (get_cublas_workspace)"});
   if (spec.model.tp_comm_overlap)
-    out.push_back({"te.ub_gemm_workspace", Bytes{each.value * 3}, 1, "gemm.py:52-57 (_NUM_MAX_UB_STREAMS = 3, gemm.py:37)"});
+    out.push_back({"te.ub_gemm_workspace", Bytes{each.value * 3}, 1, "gemm.py:47-52 (_NUM_MAX_UB_STREAMS = 3, gemm.py:31)"});
   if (spec.model.num_moe_experts && spec.model.moe_grouped_gemm)
     out.push_back({"te.grouped_gemm_workspaces", each, 4,
-                   "gemm.py:58-65, one per tex.get_num_cublas_streams() = 4 (common/util/multi_stream.cpp:53)"});
+                   "gemm.py:53-59, one per tex.get_num_cublas_streams() = 4 (common/util/multi_stream.cpp:53)"});
   return out;
 }
 

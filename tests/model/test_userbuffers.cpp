@@ -113,6 +113,6 @@ TEST_CASE("userbuffers: the allocator's capacity is what they leave of the devic
   CHECK(q.userbuffers == Bytes{0});
   CHECK(p.capacity == q.capacity - Bytes{12 * 2 * kS});
   // The userbuffers themselves are outside the allocator; what the allocated peak gains is TE's
-  // workspace for the UB GEMMs, 3 x (32 MiB + 1 KiB) on compute capability 9 (TE gemm.py:37-57).
+  // workspace for the UB GEMMs, 3 x (32 MiB + 1 KiB) on compute capability 9 (TE gemm.py:31, :47-52 at v2.16).
   CHECK(p.max_peak_allocated - q.max_peak_allocated == Bytes{3 * (32LL * 1024 * 1024 + 1024)});
 }

@@ -1,6 +1,6 @@
 // The framework's fixed workspaces (sim/framework_fixed.hpp), each derived from the source's own
 // arithmetic: PyTorch's parseChosenWorkspaceSize (CublasHandlePool.cpp) and Transformer Engine's
-// get_cublas_workspace (cpp_extensions/gemm.py:37-68 at v2.16).
+// get_cublas_workspace (cpp_extensions/gemm.py:31-61 at v2.16).
 #include <catch2/catch.hpp>
 
 #include <string>

@@ -23,8 +23,8 @@ struct FixedBlock {
 // 4096 KiB x 8 = 32 MiB on compute capability 9.x, 10.x and 12.x, else 4096 KiB x 2 + 16 KiB x 8.
 Bytes torch_cublas_workspace_bytes(const model::ClusterSpec& cluster);
 
-// Transformer Engine's own GEMM workspaces (transformer_engine/pytorch/cpp_extensions/gemm.py:37-68 at
-// v2.16; each `functools.lru_cache`d, so one set per device for the run), empty for the local stack:
+// Transformer Engine's own GEMM workspaces (transformer_engine/pytorch/cpp_extensions/gemm.py:31-61 at
+// v2.16, the same at Bridge's pinned 2.18.0; each `functools.lru_cache`d, so one set per device for the run), empty for the local stack:
 // the general GEMM's, 32 MiB + 1 KiB on compute capability >= 9 (NVFP4 GEMMs plus alignment and scales),
 // else 4 MiB; with userbuffers TP overlap the UB GEMMs' 3 x that (_NUM_MAX_UB_STREAMS); with grouped
 // MoE GEMMs one per compute stream (tex.get_num_cublas_streams(): 4, common/util/multi_stream.cpp:53).

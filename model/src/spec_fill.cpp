@@ -106,12 +106,22 @@ void fill_cublas_workspace_config(const Reader& r, ClusterSpec& c) {
                 "' is not a list of :SIZE_KiB:COUNT pairs (PyTorch would warn and use its default size)");
 }
 
+// cluster.transformer_engine_version: "major.minor" or "major.minor.patch".
+void fill_te_version(const Reader& r, ClusterSpec& c) {
+  r.read("transformer_engine_version", c.transformer_engine_version);
+  static const std::regex form("[0-9]{1,3}\\.[0-9]{1,3}(\\.[0-9]{1,4})?");
+  if (!std::regex_match(c.transformer_engine_version, form))
+    r.error(r.path("transformer_engine_version"), "transformer_engine_version_invalid",
+            "'" + c.transformer_engine_version.substr(0, 40) + "' is not a Transformer Engine release (\"major.minor\" or \"major.minor.patch\", e.g. \"2.18\")");
+}
+
 void fill_cluster(const Reader& r, ClusterSpec& c, Diagnostics& out) {
   r.read("num_gpus", c.num_gpus);
   r.read("expandable_segments", c.expandable_segments);
   if (const json* gpu = r.find("gpu")) fill_gpu(*gpu, c.gpu, out);
   fill_alloc_conf(r, c);
   fill_cublas_workspace_config(r, c);
+  fill_te_version(r, c);
 }
 
 }  // namespace

@@ -226,6 +226,18 @@ LayerGraph build_mtp_wrapper_graph(const model::RunSpec& spec, const model::Deri
   return g;
 }
 
+namespace {
+
+// Whether a "major.minor[.patch]" release (validated by the spec's reader) is at least major.minor.
+bool te_release_at_least(const std::string& version, int major, int minor) {
+  const auto dot = version.find('.');
+  if (dot == std::string::npos) return false;
+  const int ma = std::stoi(version.substr(0, dot)), mi = std::stoi(version.substr(dot + 1));
+  return ma > major || (ma == major && mi >= minor);
+}
+
+}  // namespace
+
 LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
   LayerGraph g;
   g.name = "output";
@@ -243,8 +255,16 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
   const std::int64_t N = c.tokens;
   const int loss = b.tensor("loss", Bytes{N * kFp32});
   const bool te_ce = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyImpl::te;
-  if (te_ce) {
-    // TE's Triton cross-entropy keeps the logits and writes their gradient in place.
+  if (te_ce && te_release_at_least(spec.cluster.transformer_engine_version, 2, 18)) {
+    // TE's Triton cross-entropy from 2.18 (TE 01bbe3eea, 2026-07-09): the forward writes the logits'
+    // gradient into a new fp32 [tokens, V/TP] tensor and saves only that (triton/cross_entropy.py:58,
+    // cross_entropy.py:62), so the bf16 logits are freed after the loss; its backward returns the fp32
+    // gradient, which autograd casts to the logits' bf16 (a new tensor) before the saved one is freed.
+    const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
+    const int grad = b.tensor("cross_entropy.grad_fp32", Bytes{N * V * kFp32}, false);
+    b.op("cross_entropy", {.in = {logits}, .out = {loss, stats, grad}, .save = {grad}, .flops = 6.0 * N * V});
+  } else if (te_ce) {
+    // Before 2.18 TE's Triton cross-entropy keeps the logits and writes their gradient in place.
     const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
     b.op("cross_entropy", {.in = {logits}, .out = {loss, stats}, .save = {logits, stats}, .flops = 6.0 * N * V, .passthrough = true});
   } else {

@@ -415,14 +415,13 @@ struct ClusterSpec {
   // Read only by the validation rules: CheckpointWithoutOutput and the CPU-offload contexts need it
   // whatever transformer_impl says (tensor_parallel/random.py:84-91, :744).
   bool transformer_engine_available = true;
-  // The run used peakcast's calibration harness (calibration/harness/megatron_env.py apply_all), whose
-  // patches make the local spec run what stock Megatron refuses there; see peakcast_extensions.json.
-  bool calibration_harness = false;
+  bool calibration_harness = false;  // peakcast's harness patches ran the local spec (peakcast_extensions.json)
   // PYTORCH_CUDA_ALLOC_CONF as the run exports it ("expandable_segments:True,max_split_size_mb:512"):
   // the caching-allocator replay follows expandable_segments, max_split_size_mb,
   // max_non_split_rounding_mb and roundup_power2_divisions (parse_alloc_conf, caching_allocator.hpp).
   std::string pytorch_cuda_alloc_conf;
-  std::string cublas_workspace_config;  // the run's CUBLAS_WORKSPACE_CONFIG (":4096:8"); "": PyTorch's default
+  std::string cublas_workspace_config;              // the run's CUBLAS_WORKSPACE_CONFIG (":4096:8"); "": PyTorch's default
+  std::string transformer_engine_version = "2.16";  // "major.minor[.patch]": TE's cross-entropy gradient
 
   bool operator==(const ClusterSpec&) const = default;
 };

@@ -165,7 +165,8 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     b.op("gate_reshape", {.in = {qkv}, .out = {gate}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value), .movement = true});
   }
   auto [q, k] = query_and_key(b, m, qkv, hq, hkv, hd);
-  // RoPE makes new Q and K; V stays a view of the fused QKV output, so saving V keeps all of it.
+  // RoPE makes new Q and K; V stays a view of the fused QKV output, so saving V keeps all of it (the
+  // local core's); TE's fused attention copies it (below).
   if (const std::int64_t rot = rotary_dim(spec, d); rot > 0) {
     const int q_rope = b.tensor("q_rope", b.act(N, hq * hd));
     const int k_rope = b.tensor("k_rope", b.act(N, hkv * hd));
@@ -177,11 +178,21 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   const int ctx = b.tensor("core_attention.out", b.act(N, hq * hd));
   const double causal_flops = 2.0 * 2.0 * c.batch * hq * double(c.seq) * c.seq * hd * 0.5;
   if (c.fused_attention) {
-    // TE fused/flash attention saves Q, K, V, its output and the fp32 softmax statistics.
+    // TE fused/flash attention saves Q, K, V, its output and the fp32 softmax statistics. When Q and K
+    // are new tensors (RoPE, qk_layernorm, the query copy) and V is still a strided view of the fused
+    // QKV output, TE's get_qkv_layout finds no layout it supports and makes all three contiguous, which
+    // copies V alone (utils.py:2321-2324 at v2.16.1); the QKV output is then freed with the forward.
+    // Measured: one V-sized block per layer from utils.py:2324 and no QKV GEMM output alive at the loss
+    // (calibration/data/diagnostics/te_fixed_history_s18.jsonl).
+    int v = qkv;
+    if (q != qkv && k != qkv) {
+      v = b.tensor("value_contiguous", b.act(N, hkv * hd));
+      b.op("value_contiguous", {.in = {qkv}, .out = {v}, .region = kCoreAttn, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hkv * hd).value), .movement = true});
+    }
     const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
     Bytes cp_ws{};
     if (c.cp > 1) cp_ws = b.act(N, 2 * hkv * hd) * 2;  // KV ring: the chunk in flight and the next
-    const int core = b.op("core_attention", {.in = {q, k, qkv}, .out = {ctx, lse}, .save = {q, k, qkv, ctx, lse}, .region = kCoreAttn, .flops = causal_flops, .backward_flops = 2.5 * causal_flops, .ws = cp_ws, .bws = cp_ws, .attention = true, .fused_attention = true});
+    const int core = b.op("core_attention", {.in = {q, k, v}, .out = {ctx, lse}, .save = {q, k, v, ctx, lse}, .region = kCoreAttn, .flops = causal_flops, .backward_flops = 2.5 * causal_flops, .ws = cp_ws, .bws = cp_ws, .attention = true, .fused_attention = true});
     (void)core;
   } else {
     // Local DotProductAttention (dot_product_attention.py): scores and probabilities of size E.

@@ -69,13 +69,15 @@ const FittedConstants& shipped_fitted_constants(bool local) {
 // autograd engine runs the backward on its own thread with its own handle. Measured on the local
 // stack (memory history of the H200 runs: two 32 MiB blocks from the forward and backward matmuls of
 // tensor_parallel/layers.py, four with the shared experts' side stream). Transformer Engine's GEMMs
-// use TE's own workspace; that stack keeps the one. The backward's workspaces are created by the
-// first backward, so iteration 1's forward runs without them.
+// use TE's own workspaces (framework_fixed.hpp); that stack keeps PyTorch's for the output layer, which
+// is Megatron's ColumnParallelLinear: one forward, one for the autograd thread's backward (measured:
+// layers.py:575 and :625, 32 MiB each, calibration/data/diagnostics/te_fixed_history_s18.jsonl). The
+// backward's workspaces are created by the first backward, so iteration 1's forward runs without them.
 struct CublasWorkspaces {
   std::int64_t forward = 1, backward = 0;
 };
 CublasWorkspaces cublas_workspaces(const model::RunSpec& spec) {
-  if (spec.model.transformer_impl != model::TransformerImpl::local) return {1, 0};
+  if (spec.model.transformer_impl != model::TransformerImpl::local) return {1, 1};
   const bool side_stream = spec.model.num_moe_experts && spec.model.moe_shared_expert_overlap &&
                            spec.model.moe_shared_expert_intermediate_size;
   return side_stream ? CublasWorkspaces{2, 2} : CublasWorkspaces{1, 1};

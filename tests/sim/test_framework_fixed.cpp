@@ -65,10 +65,11 @@ TEST_CASE("Transformer Engine's GEMM workspaces: one general, 3x for userbuffers
 
 TEST_CASE("the workspaces are allocated bytes: the peak moves by what they add", "[sim][fixed]") {
   // A100 without a config: PyTorch's workspace 8 MiB + 128 KiB, TE's 4 MiB; with :4096:8 PyTorch's is
-  // 32 MiB. The TE stack keeps one PyTorch workspace (the forward's), so the peak moves by the difference.
+  // 32 MiB. The TE stack keeps two of PyTorch's (the output layer's forward and the autograd thread's
+  // backward, measured: layers.py:575, :625), so the steady peak moves by twice the difference.
   const auto base = sim::predict(parse({R"(cluster.gpu="a100-80gb")"}));
   const auto configured = sim::predict(parse({R"(cluster.gpu="a100-80gb")", R"(cluster.cublas_workspace_config=":4096:8")"}));
-  CHECK(configured.max_peak_allocated - base.max_peak_allocated == Bytes{32 * kMiB - (8 * kMiB + 128 * 1024)});
+  CHECK(configured.max_peak_allocated - base.max_peak_allocated == Bytes{(32 * kMiB - (8 * kMiB + 128 * 1024)) * 2});
 }
 
 TEST_CASE("CUBLAS_WORKSPACE_CONFIG and the compute capability are checked, and read from a launch line", "[model][fixed]") {

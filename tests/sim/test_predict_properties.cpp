@@ -2,6 +2,8 @@
 // the peak, the peak grows with the micro-batch, the first stage holds the most activations.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <string>
 
 #include "peakcast/model/spec_parser.hpp"
@@ -27,13 +29,25 @@ const char* kDense = R"({
 })";
 }  // namespace
 
-TEST_CASE("recompute never raises the peak", "[sim][property]") {
+// Recompute never raises the peak, with one exception: under TE's fused attention with RoPE, TE copies V
+// out of the fused QKV output and the output is freed (get_qkv_layout), while a core_attn checkpoint
+// keeps its inputs, V a view that keeps the whole QKV output. Measured on the H200: +0.165 GB for
+// core_attn on the 4-layer dense TE case (te_build/h200_te_stack_s13.jsonl), predicted +0.165 GB.
+TEST_CASE("recompute never raises the peak, but core_attn under TE keeps the QKV output", "[sim][property]") {
   sim::Predictor p(spec_from(kDense));
   const auto none = p.run(sim::RecomputeChoice{model::RecomputeGranularity::selective, {}, {}, {}, false, 0});
   using model::RecomputeTag;
   for (auto tags : std::vector<std::vector<RecomputeTag>>{{RecomputeTag::core_attn}, {RecomputeTag::mlp}, {RecomputeTag::layernorm}, {RecomputeTag::core_attn, RecomputeTag::mlp}}) {
     const auto r = p.run(sim::RecomputeChoice{model::RecomputeGranularity::selective, tags, {}, {}, false, 0});
-    CHECK(r.max_peak_allocated <= none.max_peak_allocated);
+    if (std::find(tags.begin(), tags.end(), RecomputeTag::core_attn) == tags.end()) {
+      CHECK(r.max_peak_allocated <= none.max_peak_allocated);
+    } else {
+      // At most, per layer and micro-batch in flight, the QKV output less the V copy: Llama 3 8B at TP 2,
+      // 16 query and 4 KV heads of 128 on the rank, 4096 tokens (SP gathered), bf16; 4 layers a stage,
+      // 2 micro-batches in flight on stage 0.
+      const std::int64_t qkv = 4096 * (16 + 2 * 4) * 128 * 2, v = 4096 * 4 * 128 * 2;
+      CHECK(r.max_peak_allocated <= none.max_peak_allocated + Bytes{(qkv - v) * 4 * 2});
+    }
     // Under the TE spec a dense layer's norms are fused into its linears, so `layernorm` has
     // nothing to discard and replays nothing; every other tag replays work.
     if (tags == std::vector<RecomputeTag>{RecomputeTag::layernorm}) CHECK(r.replay_flops == 0);

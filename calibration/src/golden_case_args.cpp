@@ -7,9 +7,7 @@
 
 namespace peakcast::calibration::detail {
 
-namespace {
-
-const nlohmann::json& embedded(const char* name, const char* section) {
+const nlohmann::json& embedded_section(const char* name, const char* section) {
   static std::map<std::string, nlohmann::json> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
@@ -18,6 +16,8 @@ const nlohmann::json& embedded(const char* name, const char* section) {
   nlohmann::json cases = j.is_object() && j.contains(section) && j[section].is_object() ? j[section] : nlohmann::json::object();
   return cache.emplace(name, std::move(cases)).first->second;
 }
+
+namespace {
 
 // The words following `--key` up to the next option, joined by spaces; "True" for a bare flag;
 // nullopt when the key is not passed.
@@ -50,7 +50,7 @@ bool same_value(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::optional<TestCaseArgs> functional_test_args(const std::string& case_key) {
-  const auto& cases = embedded("functional_test_args.json", "cases");
+  const auto& cases = embedded_section("functional_test_args.json", "cases");
   if (!cases.contains(case_key)) return std::nullopt;
   const auto& c = cases[case_key];
   TestCaseArgs out;
@@ -83,7 +83,7 @@ std::vector<std::string> csv_disagreements(const TestCaseArgs& args, const std::
 }
 
 std::optional<std::pair<int, std::string>> recipe_world_size(const std::string& row_key) {
-  const auto& cases = embedded("schema/functional_test_world_sizes.json", "cases");
+  const auto& cases = embedded_section("schema/functional_test_world_sizes.json", "cases");
   if (!cases.contains(row_key)) return std::nullopt;
   const auto& c = cases[row_key];
   if (!c.contains("world_size") || !c["world_size"].is_number_integer()) return std::nullopt;

@@ -9,7 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace peakcast::calibration::detail {
+
+// The object `section` of the embedded configs/<name> (parsed once per process), or an empty object.
+const nlohmann::json& embedded_section(const char* name, const char* section);
 
 struct TestCaseArgs {
   std::vector<std::string> words;                        // MODEL_ARGS as the harness passes them

@@ -13,7 +13,6 @@
 
 #include "golden_case_args.hpp"
 #include "peakcast/calibration/ingest.hpp"
-#include "peakcast/model/embedded_configs.hpp"
 #include "peakcast/model/megatron_args.hpp"
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
@@ -126,14 +125,7 @@ std::string shell_quote(const std::string& s) {
 
 // The case's tokenizer and training script: configs/tokenizers.json functional_tests, generated from
 // the case's model_config.yaml and recipe at the CSV's commit (d98e8a64).
-const nlohmann::json& case_tokenizers() {
-  static const nlohmann::json t = [] {
-    const auto text = model::embedded_config("tokenizers.json");
-    nlohmann::json j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json::object();
-    return j.is_object() && j.contains("functional_tests") ? j["functional_tests"] : nlohmann::json::object();
-  }();
-  return t;
-}
+const nlohmann::json& case_tokenizers() { return detail::embedded_section("tokenizers.json", "functional_tests"); }
 
 struct RowLine {
   std::string line;                    // the launch line

@@ -28,12 +28,16 @@ std::optional<DType> dtype_from_name(const std::string& n) {
   return std::nullopt;
 }
 
+}  // namespace
+
 void read_dtype(const Reader& r, const char* key, DType& dst) {
   if (auto n = r.name(key)) {
     if (auto d = dtype_from_name(*n)) dst = *d;
     else r.error(r.path(key), "unsupported_dtype", "dtype \"" + *n + "\" is not one peakcast models (fp32, bf16, fp16, fp8)");
   }
 }
+
+namespace {
 
 void fill_train(const Reader& r, TrainSpec& t) {
   r.read("micro_batch_size", t.micro_batch_size);

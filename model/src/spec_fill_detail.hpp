@@ -19,6 +19,10 @@ void read_userbuffer_overrides(const Reader& r, ModelSpec& m);
 
 void fill_model(const Reader& r, ModelSpec& m);
 
+// A dtype name (fp32 / float32 / float, bf16 / bfloat16, fp16 / float16 / half, fp8 / uint8) into dst;
+// another name is unsupported_dtype.
+void read_dtype(const Reader& r, const char* key, DType& dst);
+
 // spec_fill_checks.cpp: the keys only the validation rules read, one function per section.
 void fill_model_checks(const Reader& r, ModelSpec& m);
 void fill_train_checks(const Reader& r, TrainSpec& t);

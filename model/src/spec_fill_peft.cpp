@@ -75,10 +75,10 @@ void fill_peft(const Reader& r, const ModelSpec& m, PeftSpec& p) {
   r.read("dropout_position", p.dropout_position);
   r.read("sequence_parallel_input_regather", p.sequence_parallel_input_regather);
   r.read("a2a_experimental", p.a2a_experimental);
-  if (auto n = r.name("lora_dtype")) {
-    if (*n == "fp32" || *n == "float32") p.lora_dtype = DType::fp32;
-    else if (*n == "bf16" || *n == "bfloat16") p.lora_dtype = DType::bf16;
-    else if (*n == "fp16" || *n == "float16") p.lora_dtype = DType::fp16;
+  if (r.name("lora_dtype")) {  // null: the base layer's dtype
+    DType d = DType::bf16;
+    read_dtype(r, "lora_dtype", d);
+    p.lora_dtype = d;
   }
   r.read("normalize_moe_lora", p.normalize_moe_lora);
   r.read("share_expert_adapters", p.share_expert_adapters);

@@ -49,6 +49,7 @@ void apply_figures(const json& src, GpuSpec& gpu) {
   num("hbm_bandwidth_gbps", gpu.hbm_bandwidth_gbps);
   num("nvlink_bandwidth_gbps", gpu.nvlink_bandwidth_gbps);
   if (const auto it = src.find("compute_capability_major"); it != src.end() && it->is_number_integer())
+    // Clamped only so the int holds it; validate_magnitudes refuses anything outside [1, 20].
     gpu.compute_capability_major = static_cast<int>(std::clamp<std::int64_t>(it->get<std::int64_t>(), -1, 1000));
   if (const auto it = src.find("source"); it != src.end() && it->is_string()) gpu.source = it->get<std::string>();
 }

@@ -33,12 +33,14 @@ int GraphBuilder::lora_adapter(const std::string& name, int input, int base_out,
     x = tensor(name + ".adapter.input", act(rows, k));
     op(name + ".adapter.gather", {.in = {input}, .out = {x}, .region = region, .movement = true, .comm = ring * static_cast<double>(act(rows, k).value)});
   }
-  if (c_.lora_dropout > 0 && !c_.lora_dropout_post) {
-    const int dropped = tensor(name + ".adapter.dropout.out", act(rows, k));
-    const int mask = tensor(name + ".adapter.dropout.mask", Bytes{rows * k}, false);
-    op(name + ".adapter.dropout", {.in = {x}, .out = {dropped, mask}, .save = {mask}, .region = region});
-    x = dropped;
-  }
+  // The adapter's dropout (pre: on A's input, post: on B's output) saves its byte mask.
+  const auto dropout = [&](int in, std::int64_t r_rows, std::int64_t cols) {
+    const int dropped = tensor(name + ".adapter.dropout.out", act(r_rows, cols));
+    const int mask = tensor(name + ".adapter.dropout.mask", Bytes{r_rows * cols}, false);
+    op(name + ".adapter.dropout", {.in = {in}, .out = {dropped, mask}, .save = {mask}, .region = region});
+    return dropped;
+  };
+  if (c_.lora_dropout > 0 && !c_.lora_dropout_post) x = dropout(x, rows, k);
   // A: ColumnParallelLinear(k, r, gather_output) beside a column base, RowParallelLinear(k, r) (all-reduced)
   // beside a row one; its output is the full [rows, r] either way.
   const int a = tensor(name + ".adapter.linear_in.out", act(rows, r));
@@ -54,12 +56,7 @@ int GraphBuilder::lora_adapter(const std::string& name, int input, int base_out,
     g_.dummy_wgrad_shapes.emplace_back(column ? n : n / g, r);
   }
   int y = b;
-  if (c_.lora_dropout > 0 && c_.lora_dropout_post) {
-    const int dropped = tensor(name + ".adapter.dropout.out", act(out_rows, n));
-    const int mask = tensor(name + ".adapter.dropout.mask", Bytes{out_rows * n}, false);
-    op(name + ".adapter.dropout", {.in = {y}, .out = {dropped, mask}, .save = {mask}, .region = region});
-    y = dropped;
-  }
+  if (c_.lora_dropout > 0 && c_.lora_dropout_post) y = dropout(y, out_rows, n);
   const int scaled = tensor(name + ".adapter.scaled", act(out_rows, n));  // x * (alpha / dim)
   op(name + ".adapter.scale", {.in = {y}, .out = {scaled}, .region = region, .passthrough = true});
   const int sum = tensor(name + ".lora_sum", act(out_rows, n));  // out + adapter_output

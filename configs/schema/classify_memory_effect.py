@@ -64,7 +64,7 @@ def typed_reads():
         if not fm.group(1).endswith("_checks"):  # spec_fill_checks.cpp: check_reads()
             calls[fm.group(1)] = fm.group(2)
     assert calls == {"fill_model": "model", "fill_train": "train", "fill_optimizer": "optimizer", "fill_ddp": "ddp",
-                     "fill_cluster": "cluster"}, calls
+                     "fill_cluster": "cluster", "fill_peft": "peft"}, calls
     for rx in (READ_RE, DTYPE_RE):
         for m in rx.finditer(text):
             fn = [name for pos, name in funcs if pos < m.start()][-1]

@@ -198,12 +198,11 @@ N(M, "flash_attention_version",
   "which flash-attn generation TE may use (2/3/4); all save the output and the softmax LSE. Uncertain: workspace "
   "differs between versions", "mcore:megatron/core/models/common/language_module/language_module.py:154")
 N(M, "softmax_scale", "a scalar in the attention kernels", f"{MLA}:213; {TE}:2133")
-U(M, "softmax_type",
-  "off-by-one / learnable softmax (attention sinks): MCore's unfused attention then takes the torch softmax path "
-  "(FusedScaleMaskSoftmax needs softmax_offset None, fused_softmax.py:233-236) and TE needs a backend that supports "
-  "softmax_type (TE >= 2.8; flash-attn does not), so the attention backend and its saved tensors can change; "
-  "'learnable' adds an [heads] parameter",
-  f"{TE}:2138; mcore:megatron/core/transformer/dot_product_attention.py:118")
+S(M, "softmax_type",
+  "off-by-one / learnable softmax (attention sinks): 'learnable' adds an [heads/TP] parameter a layer; MCore's "
+  "unfused attention takes the torch softmax with a sink column (fused_softmax.py:154-176, :233-236), TE's unfused "
+  "one likewise (backends.py:626-653); TE's fused attention saves what it saves without sinks; flash-attn takes none",
+  f"{TE}:2138; mcore:megatron/core/fusions/fused_softmax.py:233")
 U(M, "fp32_residual_connection",
   "residual stream kept in fp32 (residual.float() before each add): the hidden states between sub-layers, saved by "
   "the next norm and sent between PP stages, are fp32",
@@ -218,9 +217,10 @@ N(M, "layernorm_zero_centered_gamma", "the norm weight is stored as gamma-1 and 
 N(M, "glu_linear_offset",
   "quick-GeGLU offset: the fused kernel takes a scalar; the unfused GLU adds it out of place even at the default 0.0 "
   "(mlp.py:327-329), so the value does not change what is saved", "mcore:megatron/core/transformer/mlp.py:291")
-U(M, "activation_func_clamp_value",
-  "clamped GLU (gpt-oss): the unfused GLU clamps both halves out of place (clamp saves its input for backward), "
-  "mlp.py:325-327 and experts.py:867; the fused quick-GeGLU kernel clamps inside", "mcore:megatron/core/transformer/mlp.py:325")
+S(M, "activation_func_clamp_value",
+  "clamped GLU (gpt-oss): the unfused GLU clamps both halves out of place (clamp saves its input for backward, the "
+  "activation the clamped half), mlp.py:322-324 and experts.py:865-867; the fused quick-GeGLU clamps out of place "
+  "before its kernel and saves the clamped copy (fused_bias_geglu.py:421-431)", "mcore:megatron/core/transformer/mlp.py:322")
 N(M, "rotary_interleaved",
   "which rotary dimensions pair up; same tensors. Uncertain: a fused-RoPE kernel without interleaved support would fall "
   "back to the unfused path", "mcore:megatron/core/models/common/embeddings/rotary_pos_embedding.py:167")
@@ -996,6 +996,10 @@ S(C, "expandable_segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: c
 S(C, "pytorch_cuda_alloc_conf", "PYTORCH_CUDA_ALLOC_CONF: the caching-allocator replay's expandable_segments, max_split_size_mb, "
   "max_non_split_rounding_mb and roundup_power2_divisions (reserved memory, fragmentation out-of-memory errors)",
   "peakcast:model/src/alloc_conf.cpp")
+S(C, "cublas_workspace_config", "CUBLAS_WORKSPACE_CONFIG: the size and count of PyTorch's cuBLAS workspaces per handle and "
+  "stream (parseChosenWorkspaceSize), a fixed cost per rank", "peakcast:sim/src/framework_fixed.cpp:24")
+S(C, "transformer_engine_version", "the TE release: from 2.18 TE's fused cross entropy saves an fp32 gradient of the logits",
+  "peakcast:sim/src/module_graphs.cpp:258")
 N(TOP, "description", "free text", "peakcast:configs/schema/peakcast_extensions.json")
 _put(TOP, "bridge_model_class", **{"class": "simulated", "why": "the Bridge model provider class whose defaults fill left-out "
      "model keys under the bridge profile (set by the Bridge run_config.yaml reader); read by spec_parser.cpp, not by the typed parser",

@@ -54,7 +54,25 @@ struct Mapper {
   void base();
   void post_process(bool mla);
   void rules();
+  void gpt_oss_constant_keys();
 };
+
+// Keys GPTOSSBridge does not read because it sets their effect as a constant (gpt_oss_bridge.py:84-102;
+// docs/hf-config-mapping.md 4.11): a config they would contradict is refused, not silently remapped.
+void Mapper::gpt_oss_constant_keys() {
+  if (const json* v = get("swiglu_limit"); v && !(v->is_number() && v->get<double>() == 7.0))
+    error("swiglu_limit", "hf_unmapped_shape_key", "swiglu_limit " + v->dump().substr(0, 40) + ": GPTOSSBridge clamps at the constant 7.0 (activation_func_clamp_value, gpt_oss_bridge.py:85)");
+  const json* k = get("num_experts_per_tok");
+  if (const json* v = get("experts_per_token"); v && k && *v != *k)
+    error("experts_per_token", "hf_unmapped_shape_key", "experts_per_token " + v->dump().substr(0, 40) + " differs from num_experts_per_tok " + k->dump().substr(0, 40) + ", which the bridge reads (model_bridge.py:481)");
+  if (const json* lt = get("layer_types"); lt) {
+    bool alternating = lt->is_array();
+    for (std::size_t i = 0; alternating && i < lt->size(); ++i) alternating = (*lt)[i] == (i % 2 == 0 ? "sliding_attention" : "full_attention");
+    if (!alternating)
+      error("layer_types", "hf_unmapped_shape_key", "layer_types is not sliding / full alternating from the first layer: GPTOSSBridge builds that alternation whatever the config says (window_attn_skip_freq 2, gpt_oss_bridge.py:93)");
+  }
+  get("initial_context_length");  // the YaRN original length is the constant 4096 (gpt_oss_bridge.py:98)
+}
 
 std::vector<std::pair<std::string, std::string>> pairs_of(const json& list) {
   std::vector<std::pair<std::string, std::string>> out;
@@ -174,6 +192,14 @@ void Mapper::rules() {
         if (v->get<std::int64_t>() >= 1) model.fields["window_size"] = json::array({v->get<std::int64_t>() - 1, 0});
         else error("sliding_window", "hf_value_out_of_range", "sliding_window " + v->dump() + " is not a positive window");
       }
+    } else if (rule == "gpt_oss_sliding_window") {  // gpt_oss_bridge.py:92: read unconditionally
+      const json* v = get("sliding_window");
+      if (v && v->is_number_integer() && v->get<std::int64_t>() >= 1) model.fields["window_size"] = json::array({v->get<std::int64_t>() - 1, 0});
+      else error("sliding_window", "hf_value_out_of_range", "GPTOSSBridge sets window_size (sliding_window - 1, 0) (gpt_oss_bridge.py:92): sliding_window " + (v ? v->dump().substr(0, 40) : std::string("is missing")) + ", not a positive window");
+    } else if (rule == "moe_ffn_is_intermediate") {  // gpt_oss_bridge.py:96
+      if (const json* f = get("intermediate_size")) model.fields["moe_ffn_hidden_size"] = *f;
+    } else if (rule == "gpt_oss_constant_keys") {
+      gpt_oss_constant_keys();
     } else if (rule == "pre_softmax_from_norm_topk_prob") {  // qwen3_moe_bridge.py:66
       const json* v = get("norm_topk_prob");
       model.fields["moe_router_pre_softmax"] = !(v && *v == true);

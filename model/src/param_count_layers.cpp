@@ -64,6 +64,10 @@ void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const S
     add_norm(out, "self_attention.q_layernorm", m, d.kv_channels);
     add_norm(out, "self_attention.k_layernorm", m, d.kv_channels);
   }
+  // Learnable attention sinks: one logit per local head, a Parameter of TE's DotProductAttention (TE v2.16
+  // dot_product_attention.py:464-476) or of Megatron's (dot_product_attention.py:126-138); off-by-one is
+  // a constant, no parameter.
+  if (m.softmax_type == SoftmaxType::learnable) add(out, "self_attention.core_attention.softmax_offset", split(m.num_attention_heads, s.tp));
   add_gemm(out, "self_attention.linear_proj.weight", h, split(q_width, s.tp), GemmMode::row);
   if (m.add_bias_linear) add(out, "self_attention.linear_proj.bias", h);
 }

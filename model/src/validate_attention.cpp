@@ -175,6 +175,33 @@ void context_parallel(const RunSpec& spec, RuleSink& sink) {
                    str(spec.cluster.num_gpus / tp_pp));
 }
 
+// Attention sinks (softmax_type off-by-one / learnable) and TE's backend filter (TE v2.16
+// attention/dot_product_attention/utils.py:922-964): FlashAttention never takes them, FusedAttention
+// takes them without CP or with a2a CP, the unfused backend never with CP (:975-981). Megatron's own
+// DotProductAttention takes them (the torch softmax, fused_softmax.py:233-236).
+void attention_sinks(const ModelSpec& m, RuleSink& sink) {
+  if (m.softmax_type == SoftmaxType::vanilla || local_core_attention(m)) return;
+  const std::string type = m.softmax_type == SoftmaxType::learnable ? "learnable" : "off-by-one";
+  if (m.attention_backend == AttentionBackend::flash)
+    sink.error("model.attention_backend", "softmax_type_no_backend",
+               "attention_backend flash with softmax_type " + type + ": Transformer Engine disables FlashAttention for it (TE v2.16 "
+               "dot_product_attention/utils.py:931-933) and the flash setting turns the other backends off: no backend is left");
+  bool a2a = true;
+  if (m.cp_comm_type)
+    for (const auto& t : *m.cp_comm_type) a2a = a2a && t == "a2a";
+  if (m.context_parallel_size > 1 && (!m.cp_comm_type || !a2a))
+    sink.error("model.cp_comm_type", "softmax_type_no_backend",
+               "context parallelism with softmax_type " + type + " needs cp_comm_type a2a: otherwise Transformer Engine disables "
+               "FusedAttention (TE v2.16 dot_product_attention/utils.py:957-964) and the unfused backend does not support context "
+               "parallelism (:975-981): no backend is left");
+  if (m.attention_backend == AttentionBackend::auto_ || m.attention_backend == AttentionBackend::fused)
+    sink.warning("model.softmax_type", "softmax_type_needs_cudnn",
+                 "softmax_type " + type + " runs in TE's fused attention only with cuDNN >= 9.13.1 (TE v2.16 common/fused_attn/"
+                 "fused_attn.cpp:452-457); with an older cuDNN TE falls back to UnfusedDotProductAttention, which saves the scores "
+                 "with a sink column, [b, heads, s, s+1], twice. peakcast simulates the fused kernel; attention_backend unfused "
+                 "simulates the fallback");
+}
+
 // Modes with their own post-init checks (transformer_config.py:2222-2227, :2878-2960).
 void modes(const ModelSpec& m, RuleSink& sink) {
   if (m.use_mup && m.mup_base_hidden_size && *m.mup_base_hidden_size <= 0)
@@ -218,6 +245,7 @@ void validate_attention(const RunSpec& spec, RuleSink& sink) {
   rope_and_norms(spec, sink);
   core_attention(m, spec.train.micro_batch_size, sink);
   context_parallel(spec, sink);
+  attention_sinks(m, sink);
   modes(m, sink);
 }
 

@@ -86,11 +86,44 @@ int fused_softmax(GraphBuilder& b, int scores, double E) {
   return probs;
 }
 
+// The softmax with a sink column (softmax_type off-by-one / learnable), which no fused kernel takes:
+// - Megatron's DotProductAttention: FusedScaleMaskSoftmax skips the kernel whenever an offset is given
+//   (fused_softmax.py:233-236); forward_torch_softmax masks the (fp32) scores in place, SoftmaxOne
+//   concatenates the sink, [b, np, sq, sk+1], saves the softmax of that and hands on a view without
+//   the sink column (:154-176, :330-342), which the cast back to bf16 copies into [b, np, sq, sk].
+// - TE's UnfusedDotProductAttention concatenates the sink before its softmax (TE v2.16 backends.py:626-653);
+//   sk+1 is no multiple of 8, so TE's torch softmax runs (softmax.py:198-201, :248-277), and the cast back
+//   keeps the sink column: the context bmm saves a view of the bf16 [b, np, sq, sk+1].
+// Without softmax_in_fp32 one activation-dtype softmax output of sk+1 columns is saved either way.
+int sink_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, std::int64_t np) {
+  const ShapeContext& c = b.ctx();
+  const double E1 = E + double(c.batch) * np * c.seq;  // one more column a row
+  const auto e = [](double n, std::int64_t bytes) { return Bytes{checked_count(n)} * bytes; };
+  const int mask = b.tensor("causal_mask", Bytes{checked_mul(c.seq, c.te ? c.seq + 1 : c.seq)}, false);
+  b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{checked_mul(checked_mul(c.seq, c.seq), kFp32)}});
+  const bool fp32 = spec.model.attention_softmax_in_fp32;
+  const std::int64_t sm_bytes = fp32 ? kFp32 : c.act_bytes;
+  int in = scores;
+  if (fp32) {
+    in = b.tensor("softmax.input_fp32", e(E, kFp32));
+    b.op("softmax.to_fp32", {.in = {scores}, .out = {in}, .region = kCoreAttn});
+  }
+  const int with_sink = b.tensor("softmax.with_sink", e(E1, sm_bytes));
+  b.op("softmax.cat_sink", {.in = {in, mask}, .out = {with_sink}, .save = {mask}, .region = kCoreAttn, .bytes_moved = 2.0 * E1 * double(sm_bytes), .movement = true});
+  const int p = b.tensor("softmax.out_with_sink", e(E1, sm_bytes));
+  b.op("softmax", {.in = {with_sink}, .out = {p}, .save = {p}, .region = kCoreAttn, .flops = 5.0 * E1, .bws = e(E1, sm_bytes), .bytes_moved = 2.0 * E1 * double(sm_bytes)});
+  if (!fp32) return p;  // the bmm saves a view of it
+  const int probs = b.tensor("softmax.out", c.te ? e(E1, c.act_bytes) : e(E, c.act_bytes));
+  b.op("softmax.to_act_dtype", {.in = {p}, .out = {probs}, .keep = {in}, .region = kCoreAttn});
+  return probs;
+}
+
 // The unfused attention's softmax over the scores: the fused kernel when the module's rules allow it
 // for these shapes, else forward_torch_softmax (fused_softmax.py:299-342) with the causal mask it
 // builds; returns the probabilities the context bmm saves.
 int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, std::int64_t np) {
   const ShapeContext& c = b.ctx();
+  if (spec.model.softmax_type != model::SoftmaxType::vanilla) return sink_softmax(b, spec, scores, E, np);
   if (fused_softmax_kernel(spec, c, np)) return fused_softmax(b, scores, E);
   const int mask = causal_mask(b, c.seq);
   if (spec.model.attention_softmax_in_fp32) return torch_fp32_softmax(b, scores, E, c.act_bytes, mask);

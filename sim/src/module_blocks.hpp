@@ -21,10 +21,21 @@ int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std
 // The bias-dropout-add after a mixer or MLP (a 1-byte mask per element when dropout is on).
 int residual_add(GraphBuilder& b, const std::string& name, int residual, int branch, std::int64_t rows, double dropout);
 
-// Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units); `probs`
-// are the router probabilities the experts' activation multiplies by (-1: none).
+// How an MLP's activation runs beyond gated / fused: `probs` are the router probabilities the experts'
+// activation multiplies by (-1: none); `clamped`: activation_func_clamp_value clamps both GLU halves.
+struct ActivationOptions {
+  int probs = -1;
+  bool fp8_input_store = false;
+  bool probs_need_grad = true;
+  bool clamped = false;
+};
+
+// Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units).
 int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn, bool gated,
-               bool fused, std::uint32_t region, int probs = -1, bool fp8_input_store = false, bool probs_need_grad = true);
+               bool fused, std::uint32_t region, ActivationOptions o = {});
+
+// The options a module's activation takes from the spec, given whether it runs fused.
+ActivationOptions activation_options(const model::ModelSpec& m, bool fused);
 
 // mlp.py / experts.py: the activation is one fused kernel only with bias_activation_fusion or TE's
 // activation op; Transformer Engine linears alone leave the GLU to the unfused Python path.

@@ -34,35 +34,52 @@ int residual_add(GraphBuilder& b, const std::string& name, int residual, int bra
 
 // Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units).
 int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn,
-               bool gated, bool fused, std::uint32_t region, int probs, bool fp8_input_store, bool probs_need_grad) {
+               bool gated, bool fused, std::uint32_t region, ActivationOptions o) {
   const int out = b.tensor(name + ".out", b.act(rows, ffn));
   const double flops = (gated ? 6.0 : 3.0) * rows * ffn;
+  const double half_traffic = 2.0 * static_cast<double>(b.act(rows, ffn).value);
   if (fused || !gated) {
     // bias_swiglu / weighted_swiglu / squared ReLU fusions save only their inputs. With
     // activation_func_fp8_input_store the SwiGLU saves an FP8 copy of its input instead
     // (fused_bias_swiglu.py:117, :195): one byte an element, and fc1's bf16 output is let go.
     int saved = fc1;
-    if (fused && gated && fp8_input_store) {
-      saved = b.tensor(name + ".input_fp8", Bytes{rows * 2 * ffn}, false);
-      b.op(name + ".to_fp8", {.in = {fc1}, .out = {saved}, .region = region, .flops = 2.0 * rows * ffn});
+    if (o.clamped) {
+      // weighted_bias_quick_geglu_impl (fused_bias_geglu.py:421-431) clamps both halves out of place
+      // and concatenates them: each clamp saves its input (a view of fc1's output, which so stays), and
+      // the fused function saves the clamped copy.
+      saved = b.tensor(name + ".clamped", b.act(rows, 2 * ffn));
+      b.op(name + ".clamp", {.in = {fc1}, .out = {saved}, .save = {fc1}, .region = region, .flops = 2.0 * rows * ffn, .ws = b.act(rows, 2 * ffn), .bytes_moved = 4.0 * half_traffic});
     }
-    if (probs >= 0) {
-      b.op(name, {.in = {saved, probs}, .out = {out}, .save = {saved, probs}, .region = region, .flops = flops});
+    if (fused && gated && o.fp8_input_store) {
+      const int bf16 = saved;
+      saved = b.tensor(name + ".input_fp8", Bytes{rows * 2 * ffn}, false);
+      b.op(name + ".to_fp8", {.in = {bf16}, .out = {saved}, .region = region, .flops = 2.0 * rows * ffn});
+    }
+    if (o.probs >= 0) {
+      b.op(name, {.in = {saved, o.probs}, .out = {out}, .save = {saved, o.probs}, .region = region, .flops = flops});
     } else {
       b.op(name, {.in = {saved}, .out = {out}, .save = {saved}, .region = region, .flops = flops});
     }
     return out;
   }
-  // Unfused GLU (mlp.py glu, experts.py): chunk views, silu(x0) saves x0 (so all of fc1's output
+  // Unfused GLU (mlp.py glu, experts.py): chunk views, act(x0) saves x0 (so all of fc1's output
   // stays), and act(x0) * (x1 + glu_linear_offset): the addition makes a new tensor even for the
-  // default offset 0.0, and the product saves both of its operands.
+  // default offset 0.0, and the product saves both of its operands. With a clamp value each half is
+  // clamped out of place first (mlp.py:322-324, experts.py:865-867): the clamps save fc1's halves, the
+  // activation saves the clamped x0, and the clamped x1 lives until the offset is added.
   // Each of the two reads one half of fc1's output and writes a tensor of that half's size.
-  const double half_traffic = 2.0 * static_cast<double>(b.act(rows, ffn).value);
+  int x0 = fc1, x1 = fc1;
+  if (o.clamped) {
+    x0 = b.tensor(name + ".clamp_glu", b.act(rows, ffn));
+    b.op(name + ".clamp_glu", {.in = {fc1}, .out = {x0}, .save = {fc1}, .region = region, .flops = 1.0 * rows * ffn, .bytes_moved = half_traffic});
+    x1 = b.tensor(name + ".clamp_linear", b.act(rows, ffn));
+    b.op(name + ".clamp_linear", {.in = {fc1}, .out = {x1}, .save = {fc1}, .region = region, .flops = 1.0 * rows * ffn, .bytes_moved = half_traffic});
+  }
   const int act0 = b.tensor(name + ".silu", b.act(rows, ffn));
-  b.op(name + ".silu", {.in = {fc1}, .out = {act0}, .save = {fc1}, .region = region, .flops = 4.0 * rows * ffn, .bytes_moved = half_traffic});
+  b.op(name + ".silu", {.in = {x0}, .out = {act0}, .save = {x0}, .region = region, .flops = 4.0 * rows * ffn, .bytes_moved = half_traffic});
   const int lin = b.tensor(name + ".linear_plus_offset", b.act(rows, ffn));
-  b.op(name + ".linear_offset", {.in = {fc1}, .out = {lin}, .region = region, .flops = 1.0 * rows * ffn, .bytes_moved = half_traffic});
-  if (probs < 0) {
+  b.op(name + ".linear_offset", {.in = {x1}, .out = {lin}, .region = region, .flops = 1.0 * rows * ffn, .bytes_moved = half_traffic});
+  if (o.probs < 0) {
     b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {out}, .save = {act0, lin}, .region = region, .flops = 1.0 * rows * ffn});
     return out;
   }
@@ -70,12 +87,22 @@ int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t r
   b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {glu}, .save = {act0, lin}, .region = region, .flops = 1.0 * rows * ffn});
   // MLP.forward(per_token_scale=probs) multiplies by the router probabilities and saves both; probs of
   // ones (moe_apply_probs_on_input) need no gradient, so the product keeps only them (measured).
-  if (probs_need_grad) {
-    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {glu, probs}, .region = region, .flops = 1.0 * rows * ffn});
+  if (o.probs_need_grad) {
+    b.op(name + ".prob_mul", {.in = {glu, o.probs}, .out = {out}, .save = {glu, o.probs}, .region = region, .flops = 1.0 * rows * ffn});
   } else {
-    b.op(name + ".prob_mul", {.in = {glu, probs}, .out = {out}, .save = {probs}, .region = region, .flops = 1.0 * rows * ffn});
+    b.op(name + ".prob_mul", {.in = {glu, o.probs}, .out = {out}, .save = {o.probs}, .region = region, .flops = 1.0 * rows * ffn});
   }
   return out;
+}
+
+// The clamp applies to a gated unit's Python GLU and to the fused quick-GeGLU, not to the fused SwiGLU
+// (bias_swiglu_impl takes no clamp, mlp.py:305-312) nor to TE's activation op (experts.py:815-826).
+ActivationOptions activation_options(const model::ModelSpec& m, bool fused) {
+  ActivationOptions o;
+  o.fp8_input_store = m.activation_func_fp8_input_store;
+  o.clamped = m.activation_func_clamp_value.has_value() && m.gated_linear_unit && !m.use_te_activation_func &&
+              (!fused || m.activation_func_name == "quick_gelu");
+  return o;
 }
 
 bool fused_activation(const model::ModelSpec& m) { return m.bias_activation_fusion || m.use_te_activation_func; }

@@ -54,7 +54,7 @@ int dense_mlp_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   const bool gated = m.gated_linear_unit;
   const int fc1 = b.linear("mlp.linear_fc1", ln, h, (gated ? 2 : 1) * F, Parallel::column, kMlp);
   const bool fused = fused_activation(m);
-  const int a = activation(b, "mlp.activation", fc1, N, F, gated, fused, kMlp, -1, m.activation_func_fp8_input_store);
+  const int a = activation(b, "mlp.activation", fc1, N, F, gated, fused, kMlp, activation_options(m, fused));
   return b.linear("mlp.linear_fc2", a, F, h, Parallel::row, kMlp);
 }
 

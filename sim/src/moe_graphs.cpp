@@ -36,8 +36,8 @@ int shared_experts(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGra
       no_sp.sequence_parallel = false;
       GraphBuilder gb(g, no_sp, g.name + ".");
       const int f1 = gb.linear("shared_experts.linear_fc1", fc1_in, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
-      const int a = activation(gb, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region, -1,
-                               m.activation_func_fp8_input_store);
+      const int a = activation(gb, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region,
+                               activation_options(m, fused_activation(m)));
       const int full = gb.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
       // The output is reduce-scattered back to the sequence-parallel shard in the combine.
       shared_out = b.tensor("shared_experts.output", b.act(c.local_tokens, h));
@@ -48,8 +48,8 @@ int shared_experts(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGra
     const std::int64_t Fs = *m.moe_shared_expert_intermediate_size / c.tp;
     const std::uint32_t region = moe_region | (m.moe_shared_expert_overlap ? 0u : kSharedExperts);
     const int f1 = b.linear("shared_experts.linear_fc1", ln, h, (gated ? 2 : 1) * Fs, Parallel::column, region);
-    const int a = activation(b, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region, -1,
-                             m.activation_func_fp8_input_store);
+    const int a = activation(b, "shared_experts.activation", f1, c.tokens, Fs, gated, fused_activation(m), region,
+                             activation_options(m, fused_activation(m)));
     shared_out = b.linear("shared_experts.linear_fc2", a, Fs, h, Parallel::row, region);
   }
   return shared_out;
@@ -149,11 +149,14 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   int a = -1;
   if (grouped) {
     // TEGroupedMLP applies the probs inside the weighted activation (experts.py:728-900).
-    a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m),
-                   moe_region | kMoeAct, recv_probs, m.activation_func_fp8_input_store);
+    ActivationOptions o = activation_options(m, fused_activation(m));
+    o.probs = recv_probs;
+    a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m), moe_region | kMoeAct, o);
   } else {
-    a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, recv_probs,
-                   m.activation_func_fp8_input_store, !m.moe_apply_probs_on_input);
+    ActivationOptions o = activation_options(m, m.bias_activation_fusion);
+    o.probs = recv_probs;
+    o.probs_need_grad = !m.moe_apply_probs_on_input;
+    a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, o);
   }
   const int f2 = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
   // SequentialMLP runs each local expert's MLP in a Python loop (experts.py SequentialMLP.forward).

@@ -11,32 +11,11 @@
 #include <variant>
 #include <vector>
 
+#include "peakcast/model/run_spec_enums.hpp"
 #include "peakcast/model/units.hpp"
 
 namespace peakcast::model {
 
-// One enum a line: with ColumnLimit 0, clang-format 14 would put each enumerator on its own line.
-// clang-format off
-enum class Normalization { layer_norm, rms_norm };
-enum class Activation { gelu, silu, squared_relu, relu };  // silu + gated_linear_unit = SwiGLU
-enum class PositionEmbedding { rope, yarn, learned_absolute, none };
-enum class RecomputeGranularity { none, selective, full };
-enum class RecomputeMethod { none, uniform, block };
-enum class TransformerImpl { transformer_engine, local };
-// attention_backend: auto/flash/fused pick a fused kernel with TE; unfused/local is DotProductAttention.
-enum class AttentionBackend { auto_, flash, fused, unfused, local };
-enum class Dispatcher { allgather, alltoall, flex };
-enum class CrossEntropyImpl { unfused, native, te };  // unfused = cross_entropy_loss_fusion false
-enum class CudaGraphImpl { none, local, transformer_engine, full_iteration };
-enum class Fp8Recipe { delayed, tensorwise, mxfp8, blockwise };
-enum class OptimizerImpl { te_fused_adam, apex_fused_adam, torch_adamw };
-
-// The eight selective-recompute tags of the pinned TransformerConfig.
-enum class RecomputeTag { core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts, gdn_norm_out };
-// clang-format on
-
-const char* to_string(RecomputeTag t);
-std::optional<RecomputeTag> recompute_tag_from_string(const std::string& s);
 
 // Megatron's int-or-list layer fields: an int (a frequency) or an explicit 0/1 entry per layer.
 using LayerPattern = std::variant<std::int64_t, std::vector<std::int64_t>>;
@@ -191,6 +170,8 @@ struct ModelSpec {
   AttentionBackend attention_backend = AttentionBackend::auto_;
   bool masked_softmax_fusion = false;
   bool attention_softmax_in_fp32 = true;
+  SoftmaxType softmax_type = SoftmaxType::vanilla;  // attention sinks (gpt-oss): learnable is a [np] parameter a layer
+  std::optional<double> activation_func_clamp_value;  // clamped GLU (gpt-oss): both halves clamped out of place
   bool bias_dropout_fusion = false;
   bool bias_activation_fusion = false;           // fused bias+GLU saves only its input
   bool activation_func_fp8_input_store = false;  // the fused SwiGLU saves its input as FP8 (1 byte)

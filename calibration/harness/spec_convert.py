@@ -34,6 +34,9 @@ def _activation(name):
     table = {"silu": F.silu, "gelu": F.gelu, "relu": F.relu}
     if hasattr(activations, "squared_relu"):
         table["squared_relu"] = activations.squared_relu
+    if name == "quick_gelu":  # the function object MLP / TEGroupedMLP compare against (mlp.py:298)
+        from megatron.core.fusions.fused_bias_geglu import quick_gelu
+        table["quick_gelu"] = quick_gelu
     return table[name]
 
 
@@ -42,6 +45,8 @@ def _convert(key, value):
         return _dtype(value)
     if key == "activation_func" and isinstance(value, str):
         return _activation(value)
+    if key == "window_size" and isinstance(value, list):  # Optional[Tuple[int, int]]
+        return tuple(value)
     if key == "attention_backend" and isinstance(value, str):
         from megatron.core.transformer.enums import AttnBackend
         return AttnBackend[value]

@@ -71,6 +71,17 @@ void fusion_runtime(const ModelSpec& m, RuleSink& sink) {
     sink.error("model.add_bias_linear", "weighted_swiglu_no_bias",
                "Bias is not supported for weighted swiglu fusion (fused_bias_swiglu.py:247): the experts' fused SwiGLU is "
                "weighted by the routing probabilities, and add_bias_linear gives fc1 a bias");
+  // SequentialMLP experts on the local spec add the fc2 bias in place, weighted by the probabilities
+  // (mlp.py:350-354). Without explicit expert communication (expert TP 1 and EP 1, layers.py:1325)
+  // RowParallelLinear's output is the input _ReduceFromModelParallelRegion returned as-is (mappings.py:26-28),
+  // a view autograd forbids modifying in place: the first forward raises (measured on the H200:
+  // calibration/data/h200_gpt_oss_s19.jsonl, case s19_gptoss_local_moe). TE's linears return new tensors.
+  const std::int64_t etp = m.expert_tensor_parallel_size.value_or(m.tensor_model_parallel_size);
+  if (sequential_experts(m) && !te_spec(m) && m.add_bias_linear && etp == 1 && m.expert_model_parallel_size == 1)
+    sink.error("model.add_bias_linear", "sequential_mlp_bias_in_place",
+               "Output 0 of _ReduceFromModelParallelRegionBackward is a view and is being modified inplace (mlp.py:353): "
+               "local-spec SequentialMLP experts with add_bias_linear, expert_tensor_parallel_size 1 and "
+               "expert_model_parallel_size 1 add the fc2 bias in place to a view at the first forward");
   // Shared experts (shared_experts.py:272-292, mlp.py:303-317).
   if (is_moe_model(m) && m.moe_shared_expert_intermediate_size && !gelu && !swiglu(m))
     sink.error(path, "shared_expert_activation_fusion", "Only support fusion of gelu and swiglu (shared_experts.py:292)");

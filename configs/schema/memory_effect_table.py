@@ -217,6 +217,10 @@ N(M, "layernorm_zero_centered_gamma", "the norm weight is stored as gamma-1 and 
 N(M, "glu_linear_offset",
   "quick-GeGLU offset: the fused kernel takes a scalar; the unfused GLU adds it out of place even at the default 0.0 "
   "(mlp.py:327-329), so the value does not change what is saved", "mcore:megatron/core/transformer/mlp.py:291")
+S(M, "qk_layernorm_full_width",
+  "OLMoE's q/k norms over all heads' channels (Bridge olmoe_layer_spec): the split query and key are reshaped "
+  "into copies that the norms save, and the norm weights are heads x kv_channels wide",
+  "bridge:src/megatron/bridge/models/olmoe/olmoe_provider.py:168-186")
 S(M, "activation_func_clamp_value",
   "clamped GLU (gpt-oss): the unfused GLU clamps both halves out of place (clamp saves its input for backward, the "
   "activation the clamped half), mlp.py:322-324 and experts.py:865-867; the fused quick-GeGLU clamps out of place "

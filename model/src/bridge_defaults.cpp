@@ -96,12 +96,27 @@ const std::map<std::string, std::set<std::string>>& precision_copies() {
 
 }  // namespace
 
+// Layer specs of a provider class that change what a layer saves, as the run spec's keys: the
+// transformer_layer_spec default of the nearest class of the MRO that declares one.
+void layer_spec_keys(const std::string& cls, std::map<std::string, BridgeDefault>& model) {
+  const json& providers = bridge_defaults_table()["providers"];
+  for (const auto& c : providers[cls]["mro"]) {
+    const std::string n = c.get<std::string>();
+    if (!providers.contains(n) || !providers[n].contains("fields") || !providers[n]["fields"].contains("transformer_layer_spec")) continue;
+    const json& f = providers[n]["fields"]["transformer_layer_spec"];
+    if (f.contains("default") && f["default"].is_object() && f["default"].value("expr", "") == "olmoe_layer_spec")
+      model["qk_layernorm_full_width"] = {true, f.value("source", "") + " (olmoe_layer_spec: OLMoESelfAttention, olmoe_provider.py:88-186)"};
+    return;
+  }
+}
+
 struct BridgeDefaultsBuilder {
   static std::unique_ptr<BridgeDefaults> build(const std::string& cls) {
     if (!bridge_defaults_table()["providers"].contains(cls)) return nullptr;
     auto d = std::make_unique<BridgeDefaults>();
     d->provider_class_ = cls;
     d->by_section_["model"] = provider_fields(cls);
+    layer_spec_keys(cls, d->by_section_["model"]);
     for (const char* s : {"train", "optimizer", "ddp"}) d->by_section_[s] = section_fields(s);
     auto mp = section_fields("mixed_precision");
     // __setattr__ keeps fp8_param == fp8_param_gather and fp4_param == fp4_param_gather (mixed_precision.py:77-95).

@@ -65,7 +65,6 @@ std::optional<std::string> unsupported_class(const std::string& cls) {
       {"Gemma2ModelProvider", "Gemma2's soft-capped attention and alternating sliding windows"},
       {"Gemma3ModelProvider", "Gemma3's local / global attention pattern"},
       {"Gemma4DenseProvider", "Gemma4's attention layout"},
-      {"OlMoEModelProvider", "OLMoE's own layer spec (olmoe_provider.py:41)"},
       {"ExaoneMoeModelProvider", "EXAONE MoE's own layer spec"},
       {"MiniMaxM3ModelProvider", "MiniMax M3's sparse attention"},
       {"Step35ModelProvider", "Step 3.5's own layer spec"}};

@@ -198,6 +198,11 @@ void Mapper::rules() {
       else error("sliding_window", "hf_value_out_of_range", "GPTOSSBridge sets window_size (sliding_window - 1, 0) (gpt_oss_bridge.py:92): sliding_window " + (v ? v->dump().substr(0, 40) : std::string("is missing")) + ", not a positive window");
     } else if (rule == "moe_ffn_is_intermediate") {  // gpt_oss_bridge.py:96
       if (const json* f = get("intermediate_size")) model.fields["moe_ffn_hidden_size"] = *f;
+    } else if (rule == "olmoe_checks") {  // olmoe_bridge.py:91-93; clip_qkv is not implemented in Megatron
+      if (const json* v = get("scoring_func"); v && *v != "softmax")
+        error("scoring_func", "hf_value_out_of_range", "OlMoE only supports scoring_func='softmax', got " + v->dump().substr(0, 40) + " (olmoe_bridge.py:92)");
+      if (const json* v = get("clip_qkv"); v && !v->is_null())
+        error("clip_qkv", "hf_unmapped_shape_key", "clip_qkv " + v->dump().substr(0, 40) + ": OlMoEBridge does not read it and Megatron has no QKV clipping");
     } else if (rule == "gpt_oss_constant_keys") {
       gpt_oss_constant_keys();
     } else if (rule == "pre_softmax_from_norm_topk_prob") {  // qwen3_moe_bridge.py:66

@@ -61,8 +61,10 @@ void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const S
   add_gemm(out, "self_attention.linear_qkv.weight", qkv_local, h, GemmMode::column);
   if (m.add_bias_linear || m.add_qkv_bias) add(out, "self_attention.linear_qkv.bias", qkv_local);
   if (m.qk_layernorm) {
-    add_norm(out, "self_attention.q_layernorm", m, d.kv_channels);
-    add_norm(out, "self_attention.k_layernorm", m, d.kv_channels);
+    // OLMoE's norms span every head's channels, q and k alike (olmoe_provider.py:120-135).
+    const std::int64_t width = m.qk_layernorm_full_width ? q_width : d.kv_channels;
+    add_norm(out, "self_attention.q_layernorm", m, width);
+    add_norm(out, "self_attention.k_layernorm", m, width);
   }
   // Learnable attention sinks: one logit per local head, a Parameter of TE's DotProductAttention (TE v2.16
   // dot_product_attention.py:464-476) or of Megatron's (dot_product_attention.py:126-138); off-by-one is

@@ -46,6 +46,7 @@ void fill_shape(const Reader& r, ModelSpec& m) {
   r.read("add_bias_linear", m.add_bias_linear);
   r.read("add_qkv_bias", m.add_qkv_bias);
   r.read("qk_layernorm", m.qk_layernorm);
+  r.read("qk_layernorm_full_width", m.qk_layernorm_full_width);
   r.read("attention_output_gate", m.attention_output_gate);
   if (auto n = r.name("position_embedding_type")) {
     if (*n == "rope") m.position_embedding_type = PositionEmbedding::rope;

@@ -175,6 +175,23 @@ void context_parallel(const RunSpec& spec, RuleSink& sink) {
                    str(spec.cluster.num_gpus / tp_pp));
 }
 
+// OLMoESelfAttention builds its q and k norms with hidden_size kv_channels x num_attention_heads (Bridge
+// olmoe_provider.py:120-135) and applies them to this rank's query and key: a width mismatch, and the
+// first forward raises, unless the rank holds every head and the key as many as the query.
+void full_width_qk_norms(const ModelSpec& m, RuleSink& sink) {
+  if (!m.qk_layernorm || !m.qk_layernorm_full_width) return;
+  const std::int64_t groups = m.num_query_groups.value_or(m.num_attention_heads);
+  if (m.tensor_model_parallel_size != 1)
+    sink.error("model.tensor_model_parallel_size", "olmoe_qk_norm_width",
+               "OLMoE's q/k norms are built over all " + str(m.num_attention_heads) + " heads' channels (olmoe_provider.py:120-135), "
+               "but tensor parallelism gives a rank " + str(m.num_attention_heads / std::max<std::int64_t>(1, m.tensor_model_parallel_size)) +
+               ": the norm's weight does not match its input at the first forward");
+  if (groups != m.num_attention_heads)
+    sink.error("model.num_query_groups", "olmoe_qk_norm_width",
+               "OLMoE's key norm is built over num_attention_heads x kv_channels (olmoe_provider.py:128-135), but the key has " +
+               str(groups) + " query groups: the norm's weight does not match its input at the first forward");
+}
+
 // Attention sinks (softmax_type off-by-one / learnable) and TE's backend filter (TE v2.16
 // attention/dot_product_attention/utils.py:922-964): FlashAttention never takes them, FusedAttention
 // takes them without CP or with a2a CP, the unfused backend never with CP (:975-981). Megatron's own
@@ -246,6 +263,7 @@ void validate_attention(const RunSpec& spec, RuleSink& sink) {
   core_attention(m, spec.train.micro_batch_size, sink);
   context_parallel(spec, sink);
   attention_sinks(m, sink);
+  full_width_qk_norms(m, sink);
   modes(m, sink);
 }
 

@@ -163,6 +163,16 @@ std::pair<int, int> query_and_key(GraphBuilder& b, const model::ModelSpec& m, in
     q = b.tensor("query_reshape", b.act(N, hq * hd));
     b.op("query_reshape", {.in = {qkv}, .out = {q}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value), .movement = true});
   }
+  if (m.qk_layernorm && m.qk_layernorm_full_width) {
+    // OLMoESelfAttention.get_query_key_value_tensors (Bridge olmoe_provider.py:168-186): the split query and
+    // key views are reshaped to [s, b, heads x hd], which cannot merge a strided split: copies, each
+    // normalized over its whole width (the norm saves the copy).
+    const bool layer_norm = m.normalization == model::Normalization::layer_norm;
+    const int qc = b.tensor("query_flat", b.act(N, hq * hd));
+    const int kc = b.tensor("key_flat", b.act(N, hkv * hd));
+    b.op("qk_flatten", {.in = {q, k}, .out = {qc, kc}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, (hq + hkv) * hd).value), .movement = true});
+    return {norm(b, "q_layernorm", qc, N, hq * hd, layer_norm, kNoRegion), norm(b, "k_layernorm", kc, N, hkv * hd, layer_norm, kNoRegion)};
+  }
   if (m.qk_layernorm) {
     const bool layer_norm = m.normalization == model::Normalization::layer_norm;
     q = norm(b, "q_layernorm", q, N * hq, hd, layer_norm, kNoRegion);

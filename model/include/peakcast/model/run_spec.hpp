@@ -44,6 +44,7 @@ struct ModelSpec {
   bool add_bias_linear = true;
   bool add_qkv_bias = false;
   bool qk_layernorm = false;
+  bool qk_layernorm_full_width = false;  // OLMoE (Bridge olmoe_layer_spec): q/k norms over all heads' channels
   // Gated attention (Qwen3-Next): linear_qkv also projects a per-head gate; the core output is
   // scaled by its sigmoid before linear_proj (attention.py:1392-1410, :1625-1632).
   bool attention_output_gate = false;

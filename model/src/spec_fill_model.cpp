@@ -301,7 +301,11 @@ void fill_implementation(const Reader& r, ModelSpec& m) {
   }
   r.read("masked_softmax_fusion", m.masked_softmax_fusion);
   r.read("attention_softmax_in_fp32", m.attention_softmax_in_fp32);
-  if (auto n = r.name("softmax_type")) m.softmax_type = *n == "learnable" ? SoftmaxType::learnable : *n == "off-by-one" ? SoftmaxType::off_by_one : SoftmaxType::vanilla;
+  if (auto n = r.name("softmax_type")) {
+    if (*n == "learnable") m.softmax_type = SoftmaxType::learnable;
+    else if (*n == "off-by-one") m.softmax_type = SoftmaxType::off_by_one;
+    else m.softmax_type = SoftmaxType::vanilla;
+  }
   r.read("activation_func_clamp_value", m.activation_func_clamp_value);
   r.read("bias_dropout_fusion", m.bias_dropout_fusion);
   r.read("bias_activation_fusion", m.bias_activation_fusion);

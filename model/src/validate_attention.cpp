@@ -183,13 +183,15 @@ void full_width_qk_norms(const ModelSpec& m, RuleSink& sink) {
   const std::int64_t groups = m.num_query_groups.value_or(m.num_attention_heads);
   if (m.tensor_model_parallel_size != 1)
     sink.error("model.tensor_model_parallel_size", "olmoe_qk_norm_width",
-               "OLMoE's q/k norms are built over all " + str(m.num_attention_heads) + " heads' channels (olmoe_provider.py:120-135), "
-               "but tensor parallelism gives a rank " + str(m.num_attention_heads / std::max<std::int64_t>(1, m.tensor_model_parallel_size)) +
-               ": the norm's weight does not match its input at the first forward");
+               "OLMoE's q/k norms are built over all " + str(m.num_attention_heads) +
+                   " heads' channels (olmoe_provider.py:120-135), "
+                   "but tensor parallelism gives a rank " +
+                   str(m.num_attention_heads / std::max<std::int64_t>(1, m.tensor_model_parallel_size)) +
+                   ": the norm's weight does not match its input at the first forward");
   if (groups != m.num_attention_heads)
     sink.error("model.num_query_groups", "olmoe_qk_norm_width",
                "OLMoE's key norm is built over num_attention_heads x kv_channels (olmoe_provider.py:128-135), but the key has " +
-               str(groups) + " query groups: the norm's weight does not match its input at the first forward");
+                   str(groups) + " query groups: the norm's weight does not match its input at the first forward");
 }
 
 // Attention sinks (softmax_type off-by-one / learnable) and TE's backend filter (TE v2.16
@@ -201,22 +203,25 @@ void attention_sinks(const ModelSpec& m, RuleSink& sink) {
   const std::string type = m.softmax_type == SoftmaxType::learnable ? "learnable" : "off-by-one";
   if (m.attention_backend == AttentionBackend::flash)
     sink.error("model.attention_backend", "softmax_type_no_backend",
-               "attention_backend flash with softmax_type " + type + ": Transformer Engine disables FlashAttention for it (TE v2.16 "
-               "dot_product_attention/utils.py:931-933) and the flash setting turns the other backends off: no backend is left");
+               "attention_backend flash with softmax_type " + type +
+                   ": Transformer Engine disables FlashAttention for it (TE v2.16 "
+                   "dot_product_attention/utils.py:931-933) and the flash setting turns the other backends off: no backend is left");
   bool a2a = true;
   if (m.cp_comm_type)
     for (const auto& t : *m.cp_comm_type) a2a = a2a && t == "a2a";
   if (m.context_parallel_size > 1 && (!m.cp_comm_type || !a2a))
     sink.error("model.cp_comm_type", "softmax_type_no_backend",
-               "context parallelism with softmax_type " + type + " needs cp_comm_type a2a: otherwise Transformer Engine disables "
-               "FusedAttention (TE v2.16 dot_product_attention/utils.py:957-964) and the unfused backend does not support context "
-               "parallelism (:975-981): no backend is left");
+               "context parallelism with softmax_type " + type +
+                   " needs cp_comm_type a2a: otherwise Transformer Engine disables "
+                   "FusedAttention (TE v2.16 dot_product_attention/utils.py:957-964) and the unfused backend does not support context "
+                   "parallelism (:975-981): no backend is left");
   if (m.attention_backend == AttentionBackend::auto_ || m.attention_backend == AttentionBackend::fused)
     sink.warning("model.softmax_type", "softmax_type_needs_cudnn",
-                 "softmax_type " + type + " runs in TE's fused attention only with cuDNN >= 9.13.1 (TE v2.16 common/fused_attn/"
-                 "fused_attn.cpp:452-457); with an older cuDNN TE falls back to UnfusedDotProductAttention, which saves the scores "
-                 "with a sink column, [b, heads, s, s+1], twice. peakcast simulates the fused kernel; attention_backend unfused "
-                 "simulates the fallback");
+                 "softmax_type " + type +
+                     " runs in TE's fused attention only with cuDNN >= 9.13.1 (TE v2.16 common/fused_attn/"
+                     "fused_attn.cpp:452-457); with an older cuDNN TE falls back to UnfusedDotProductAttention, which saves the scores "
+                     "with a sink column, [b, heads, s, s+1], twice. peakcast simulates the fused kernel; attention_backend unfused "
+                     "simulates the fallback");
 }
 
 // Modes with their own post-init checks (transformer_config.py:2222-2227, :2878-2960).

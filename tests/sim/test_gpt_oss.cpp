@@ -22,18 +22,9 @@ constexpr std::int64_t kSeq = 2048, kHidden = 1024, kHeads = 16, kGroups = 4, kH
 
 // The shape of the measured cases (calibration/harness/cases_s19/), two layers; `extra` overrides model keys.
 json base(bool te, bool moe) {
-  json m = {{"num_layers", 2}, {"hidden_size", kHidden}, {"ffn_hidden_size", 2 * kF}, {"num_attention_heads", kHeads},
-            {"num_query_groups", kGroups}, {"kv_channels", kHeadDim}, {"vocab_size", 32000}, {"seq_length", kSeq},
-            {"bf16", true}, {"params_dtype", "bf16"}, {"normalization", "RMSNorm"}, {"gated_linear_unit", true},
-            {"activation_func", "quick_gelu"}, {"activation_func_clamp_value", 7.0}, {"glu_linear_offset", 1.0},
-            {"add_bias_linear", true}, {"add_qkv_bias", true}, {"bias_activation_fusion", true}, {"bias_dropout_fusion", false},
-            {"softmax_type", "learnable"}, {"window_size", {127, 0}}, {"window_attn_skip_freq", 2},
-            {"attention_softmax_in_fp32", true}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0},
-            {"position_embedding_type", "rope"}, {"share_embeddings_and_output_weights", false},
-            {"transformer_impl", te ? "transformer_engine" : "local"}, {"attention_backend", te ? "fused" : "unfused"}};
+  json m = {{"num_layers", 2}, {"hidden_size", kHidden}, {"ffn_hidden_size", 2 * kF}, {"num_attention_heads", kHeads}, {"num_query_groups", kGroups}, {"kv_channels", kHeadDim}, {"vocab_size", 32000}, {"seq_length", kSeq}, {"bf16", true}, {"params_dtype", "bf16"}, {"normalization", "RMSNorm"}, {"gated_linear_unit", true}, {"activation_func", "quick_gelu"}, {"activation_func_clamp_value", 7.0}, {"glu_linear_offset", 1.0}, {"add_bias_linear", true}, {"add_qkv_bias", true}, {"bias_activation_fusion", true}, {"bias_dropout_fusion", false}, {"softmax_type", "learnable"}, {"window_size", {127, 0}}, {"window_attn_skip_freq", 2}, {"attention_softmax_in_fp32", true}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}, {"position_embedding_type", "rope"}, {"share_embeddings_and_output_weights", false}, {"transformer_impl", te ? "transformer_engine" : "local"}, {"attention_backend", te ? "fused" : "unfused"}};
   if (moe)
-    m.update({{"num_moe_experts", kExperts}, {"moe_router_topk", kTopk}, {"moe_ffn_hidden_size", kF},
-              {"moe_token_dispatcher_type", "alltoall"}, {"moe_grouped_gemm", te}, {"moe_router_load_balancing_type", "none"}});
+    m.update({{"num_moe_experts", kExperts}, {"moe_router_topk", kTopk}, {"moe_ffn_hidden_size", kF}, {"moe_token_dispatcher_type", "alltoall"}, {"moe_grouped_gemm", te}, {"moe_router_load_balancing_type", "none"}});
   return {{"model", m},
           {"train", {{"micro_batch_size", 1}, {"global_batch_size", 2}}},
           {"cluster", {{"num_gpus", 1}, {"gpu", "h200-141gb"}, {"calibration_harness", true}}}};

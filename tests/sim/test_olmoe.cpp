@@ -19,12 +19,7 @@ constexpr std::int64_t kSeq = 4096, kHeads = 16, kHeadDim = 128, kHidden = 2048;
 
 json olmoe_like(bool full_width) {
   return {{"model",
-           {{"num_layers", 2}, {"hidden_size", kHidden}, {"ffn_hidden_size", 1024}, {"num_attention_heads", kHeads},
-            {"num_query_groups", kHeads}, {"kv_channels", kHeadDim}, {"vocab_size", 50304}, {"seq_length", kSeq}, {"bf16", true},
-            {"normalization", "RMSNorm"}, {"gated_linear_unit", true}, {"activation_func", "silu"}, {"add_bias_linear", false},
-            {"position_embedding_type", "rope"}, {"qk_layernorm", true}, {"qk_layernorm_full_width", full_width},
-            {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}, {"num_moe_experts", 8}, {"moe_router_topk", 2},
-            {"moe_ffn_hidden_size", 1024}, {"moe_grouped_gemm", true}, {"moe_token_dispatcher_type", "alltoall"}}},
+           {{"num_layers", 2}, {"hidden_size", kHidden}, {"ffn_hidden_size", 1024}, {"num_attention_heads", kHeads}, {"num_query_groups", kHeads}, {"kv_channels", kHeadDim}, {"vocab_size", 50304}, {"seq_length", kSeq}, {"bf16", true}, {"normalization", "RMSNorm"}, {"gated_linear_unit", true}, {"activation_func", "silu"}, {"add_bias_linear", false}, {"position_embedding_type", "rope"}, {"qk_layernorm", true}, {"qk_layernorm_full_width", full_width}, {"attention_dropout", 0.0}, {"hidden_dropout", 0.0}, {"num_moe_experts", 8}, {"moe_router_topk", 2}, {"moe_ffn_hidden_size", 1024}, {"moe_grouped_gemm", true}, {"moe_token_dispatcher_type", "alltoall"}}},
           {"train", {{"micro_batch_size", 1}, {"global_batch_size", 8}}},
           {"cluster", {{"num_gpus", 1}, {"gpu", "h100-sxm-80gb"}}}};
 }
@@ -38,8 +33,8 @@ Bytes layer0_saved(bool full_width) {
 
 TEST_CASE("olmoe: full-width q/k norms save flattened copies, not the fused QKV output", "[sim][graph][olmoe]") {
   const std::int64_t N = kSeq, qk = kHeads * kHeadDim;
-  const std::int64_t full = 2 * N * qk * 2 + 2 * N * 4;                   // two copies, one fp32 statistic a token each
-  const std::int64_t per_head = N * 3 * qk * 2 + 2 * N * kHeads * 4;      // the QKV output, a statistic a head and token
+  const std::int64_t full = 2 * N * qk * 2 + 2 * N * 4;               // two copies, one fp32 statistic a token each
+  const std::int64_t per_head = N * 3 * qk * 2 + 2 * N * kHeads * 4;  // the QKV output, a statistic a head and token
   CHECK(layer0_saved(true) - layer0_saved(false) == Bytes{full - per_head});
 }
 

@@ -16,7 +16,6 @@
 
 namespace peakcast::model {
 
-
 // Megatron's int-or-list layer fields: an int (a frequency) or an explicit 0/1 entry per layer.
 using LayerPattern = std::variant<std::int64_t, std::vector<std::int64_t>>;
 // moe_layer_freq: an int k (layer i is MoE when i % k == 0) or an explicit 0/1 list.
@@ -171,7 +170,7 @@ struct ModelSpec {
   AttentionBackend attention_backend = AttentionBackend::auto_;
   bool masked_softmax_fusion = false;
   bool attention_softmax_in_fp32 = true;
-  SoftmaxType softmax_type = SoftmaxType::vanilla;  // attention sinks (gpt-oss): learnable is a [np] parameter a layer
+  SoftmaxType softmax_type = SoftmaxType::vanilla;    // attention sinks (gpt-oss): learnable is a [np] parameter a layer
   std::optional<double> activation_func_clamp_value;  // clamped GLU (gpt-oss): both halves clamped out of place
   bool bias_dropout_fusion = false;
   bool bias_activation_fusion = false;           // fused bias+GLU saves only its input

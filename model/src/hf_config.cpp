@@ -55,13 +55,28 @@ struct Mapper {
   void post_process(bool mla);
   void rules();
   void gpt_oss_constant_keys();
+  void window_from_sliding_window(bool required, const char* source);
 };
+
+// window_size (sliding_window - 1, 0) from the config's sliding_window, as the Mistral and GPT-OSS
+// bridges set it; GPT-OSS reads the key unconditionally, so there a missing one is an error too.
+void Mapper::window_from_sliding_window(bool required, const char* source) {
+  const json* v = get("sliding_window");
+  if (!v || !v->is_number_integer()) {
+    if (required) error("sliding_window", "hf_value_out_of_range", std::string("sliding_window is missing; the bridge sets window_size from it (") + source + ")");
+  } else if (v->get<std::int64_t>() >= 1) {
+    model.fields["window_size"] = json::array({v->get<std::int64_t>() - 1, 0});
+  } else {
+    error("sliding_window", "hf_value_out_of_range", "sliding_window " + v->dump() + " is not a positive window (" + source + ")");
+  }
+}
 
 // Keys GPTOSSBridge does not read because it sets their effect as a constant (gpt_oss_bridge.py:84-102;
 // docs/hf-config-mapping.md 4.11): a config they would contradict is refused, not silently remapped.
 void Mapper::gpt_oss_constant_keys() {
-  if (const json* v = get("swiglu_limit"); v && !(v->is_number() && v->get<double>() == 7.0))
-    error("swiglu_limit", "hf_unmapped_shape_key", "swiglu_limit " + v->dump().substr(0, 40) + ": GPTOSSBridge clamps at the constant 7.0 (activation_func_clamp_value, gpt_oss_bridge.py:85)");
+  const json clamp = arch.value("constants", json::object()).value("activation_func_clamp_value", json());  // the bridge's constant
+  if (const json* v = get("swiglu_limit"); v && !(v->is_number() && *v == clamp))
+    error("swiglu_limit", "hf_unmapped_shape_key", "swiglu_limit " + v->dump().substr(0, 40) + ": GPTOSSBridge clamps at the constant " + clamp.dump() + " (activation_func_clamp_value, gpt_oss_bridge.py:85)");
   const json* k = get("num_experts_per_tok");
   if (const json* v = get("experts_per_token"); v && k && *v != *k)
     error("experts_per_token", "hf_unmapped_shape_key", "experts_per_token " + v->dump().substr(0, 40) + " differs from num_experts_per_tok " + k->dump().substr(0, 40) + ", which the bridge reads (model_bridge.py:481)");
@@ -187,15 +202,10 @@ void Mapper::rules() {
     } else if (rule == "refuse_sliding_window") {
       if (const json* v = get("use_sliding_window"); v && *v == true)
         error("use_sliding_window", "hf_unmapped_shape_key", "use_sliding_window true: Bridge's bridge builds full causal attention (docs/hf-config-mapping.md 4.4)");
-    } else if (rule == "mistral_sliding_window") {  // mistral_bridge.py:56-59, :73-74
-      if (const json* v = get("sliding_window"); v && v->is_number_integer()) {
-        if (v->get<std::int64_t>() >= 1) model.fields["window_size"] = json::array({v->get<std::int64_t>() - 1, 0});
-        else error("sliding_window", "hf_value_out_of_range", "sliding_window " + v->dump() + " is not a positive window");
-      }
-    } else if (rule == "gpt_oss_sliding_window") {  // gpt_oss_bridge.py:92: read unconditionally
-      const json* v = get("sliding_window");
-      if (v && v->is_number_integer() && v->get<std::int64_t>() >= 1) model.fields["window_size"] = json::array({v->get<std::int64_t>() - 1, 0});
-      else error("sliding_window", "hf_value_out_of_range", "GPTOSSBridge sets window_size (sliding_window - 1, 0) (gpt_oss_bridge.py:92): sliding_window " + (v ? v->dump().substr(0, 40) : std::string("is missing")) + ", not a positive window");
+    } else if (rule == "mistral_sliding_window") {
+      window_from_sliding_window(false, "mistral_bridge.py:56-59, :73-74");
+    } else if (rule == "gpt_oss_sliding_window") {
+      window_from_sliding_window(true, "gpt_oss_bridge.py:92");
     } else if (rule == "moe_ffn_is_intermediate") {  // gpt_oss_bridge.py:96
       if (const json* f = get("intermediate_size")) model.fields["moe_ffn_hidden_size"] = *f;
     } else if (rule == "olmoe_checks") {  // olmoe_bridge.py:91-93; clip_qkv is not implemented in Megatron

@@ -206,10 +206,8 @@ void attention_sinks(const ModelSpec& m, RuleSink& sink) {
                "attention_backend flash with softmax_type " + type +
                    ": Transformer Engine disables FlashAttention for it (TE v2.16 "
                    "dot_product_attention/utils.py:931-933) and the flash setting turns the other backends off: no backend is left");
-  bool a2a = true;
-  if (m.cp_comm_type)
-    for (const auto& t : *m.cp_comm_type) a2a = a2a && t == "a2a";
-  if (m.context_parallel_size > 1 && (!m.cp_comm_type || !a2a))
+  const bool a2a = m.cp_comm_type && std::all_of(m.cp_comm_type->begin(), m.cp_comm_type->end(), [](const std::string& t) { return t == "a2a"; });
+  if (m.context_parallel_size > 1 && !a2a)
     sink.error("model.cp_comm_type", "softmax_type_no_backend",
                "context parallelism with softmax_type " + type +
                    " needs cp_comm_type a2a: otherwise Transformer Engine disables "

@@ -18,8 +18,9 @@ namespace {
 // Bytes of the bool [s, s] causal mask the softmax reads.
 std::int64_t c_seq_sq(const GraphBuilder& b) { return b.ctx().seq * b.ctx().seq; }
 
-int causal_mask(GraphBuilder& b, std::int64_t seq) {
-  const int mask = b.tensor("causal_mask", Bytes{checked_mul(seq, seq)}, false);
+// `cols` is seq + 1 where TE pads the mask for a sink column (backends.py:626-638).
+int causal_mask(GraphBuilder& b, std::int64_t seq, std::int64_t cols) {
+  const int mask = b.tensor("causal_mask", Bytes{checked_mul(seq, cols)}, false);
   b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{checked_mul(checked_mul(seq, seq), kFp32)}});
   return mask;
 }
@@ -99,8 +100,7 @@ int sink_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double
   const ShapeContext& c = b.ctx();
   const double E1 = E + double(c.batch) * np * c.seq;  // one more column a row
   const auto e = [](double n, std::int64_t bytes) { return Bytes{checked_count(n)} * bytes; };
-  const int mask = b.tensor("causal_mask", Bytes{checked_mul(c.seq, c.te ? c.seq + 1 : c.seq)}, false);
-  b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{checked_mul(checked_mul(c.seq, c.seq), kFp32)}});
+  const int mask = causal_mask(b, c.seq, c.te ? c.seq + 1 : c.seq);
   const bool fp32 = spec.model.attention_softmax_in_fp32;
   const std::int64_t sm_bytes = fp32 ? kFp32 : c.act_bytes;
   int in = scores;
@@ -125,7 +125,7 @@ int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, d
   const ShapeContext& c = b.ctx();
   if (spec.model.softmax_type != model::SoftmaxType::vanilla) return sink_softmax(b, spec, scores, E, np);
   if (fused_softmax_kernel(spec, c, np)) return fused_softmax(b, scores, E);
-  const int mask = causal_mask(b, c.seq);
+  const int mask = causal_mask(b, c.seq, c.seq);
   if (spec.model.attention_softmax_in_fp32) return torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
   const Bytes probs_bytes = Bytes{checked_count(E)} * c.act_bytes;
   const int probs = b.tensor("softmax.out", probs_bytes);

@@ -46,7 +46,7 @@ int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t r
     if (o.clamped) {
       // weighted_bias_quick_geglu_impl (fused_bias_geglu.py:421-431) clamps both halves out of place
       // and concatenates them: each clamp saves its input (a view of fc1's output, which so stays), and
-      // the fused function saves the clamped copy.
+      // the fused function saves the clamped copy. The two clamped halves live until the cat: the workspace.
       saved = b.tensor(name + ".clamped", b.act(rows, 2 * ffn));
       b.op(name + ".clamp", {.in = {fc1}, .out = {saved}, .save = {fc1}, .region = region, .flops = 2.0 * rows * ffn, .ws = b.act(rows, 2 * ffn), .bytes_moved = 4.0 * half_traffic});
     }

@@ -64,8 +64,9 @@ void AllocRecorder::free_all(std::vector<int>& ids) {
   ids.clear();
 }
 
-// A script over slot -> tensor id; a free of `keep_slot` is skipped (the caller keeps that tensor).
-void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot) {
+// A script over slot -> tensor id; a free of `keep_slot` or `also_keep` is skipped (the caller keeps
+// that tensor).
+void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep) {
   for (const auto& st : steps) {
     int& s = slots[static_cast<std::size_t>(st.slot)];
     switch (st.kind) {
@@ -74,7 +75,7 @@ void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vect
         s = alloc(Bytes{st.bytes});
         break;
       case ModuleScript::Kind::free:
-        if (st.slot == keep_slot) break;
+        if (st.slot == keep_slot || st.slot == also_keep) break;
         free(s);
         s = -1;
         break;

@@ -73,13 +73,13 @@ class AllocRecorder {
   void free(int id);
   void free_all(std::vector<int>& ids);
   Bytes bytes_of(int id) const { return id >= 0 ? bytes_[static_cast<std::size_t>(id)] : Bytes{}; }
-  void play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot);
+  void play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep = -1);
   void static_state();
   void forward_plain(const Segment& s, std::size_t i, bool input_kept, int& flow, Kept& k);
   void forward_group(const Segment& s, int& flow, Kept& k);
   int backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k);
   int backward_group(const Segment& s, int grad, Kept& k);
-  int backward_part(const Segment::Part& part, std::vector<int>& slots, int grad);
+  int backward_part(const Segment::Part& part, std::vector<int>& slots, int grad, std::vector<int>* deferred = nullptr);
   void prefetch(Kept& k);
   void note(const std::string* name, const char* phase) {
     where_name_ = name;

@@ -128,7 +128,10 @@ void AllocRecorder::prefetch(Kept& k) {
 }
 
 // One part's backward over its slots, `grad` the gradient of its output; returns its input's gradient.
-int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& slots, int grad) {
+// With `deferred` (the output layer under defer_embedding_wgrad_compute): its input and its logits'
+// gradient are not freed but appended there, as the layer's backward appends them to its deferral
+// buffers (tensor_parallel/layers.py:603-606) until the pipeline flush.
+int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& slots, int grad, std::vector<int>* deferred) {
   const ModuleScript& sc = setup_.scripts->get(*part.graph, part.ckpt);
   if (sc.output_grad) {
     if (grad < 0) grad = alloc(Bytes{part.graph->tensors[static_cast<std::size_t>(sc.output)].bytes});  // the loss's ones
@@ -136,7 +139,17 @@ int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& sl
   } else {
     free(grad);
   }
-  play(sc.backward, slots, -1);
+  const bool defers = deferred && part.graph->deferred_input >= 0;
+  const int kept_input = defers ? part.graph->deferred_input : -1;
+  const int kept_grad = defers ? sc.grad(part.graph->deferred_output) : -1;
+  play(sc.backward, slots, kept_input, kept_grad);
+  if (defers) {
+    for (const int slot : {kept_input, kept_grad}) {
+      int& id = slots[static_cast<std::size_t>(slot)];
+      deferred->push_back(id);
+      id = -1;
+    }
+  }
   int out = -1;
   if (!sc.inputs.empty()) {
     int& g = slots[static_cast<std::size_t>(sc.grad(sc.inputs.front()))];
@@ -153,8 +166,12 @@ int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& sl
 int AllocRecorder::backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k) {
   int out = -1;
   const Segment::Part& part = s.parts.front();
+  const bool defers = s.deferred_wgrad.value > 0 && (setup_.deferral_limit == 0 || deferred_entries_ < setup_.deferral_limit);
+  Bytes deferred_elsewhere = defers ? s.deferred_wgrad : Bytes{};
   if (part.graph && !k.slots.empty()) {
-    out = backward_part(part, k.slots, grad);
+    const std::size_t before = deferred_.size();
+    out = backward_part(part, k.slots, grad, defers ? &deferred_ : nullptr);
+    for (std::size_t d = before; d < deferred_.size(); ++d) deferred_elsewhere -= bytes_of(deferred_[d]);
   } else {
     const int ws = alloc(part.backward_excess);
     free(ws);
@@ -164,8 +181,11 @@ int AllocRecorder::backward_plain(const Segment& s, std::size_t i, int mb, int g
   free_all(k.owned);
   if (s.carried_weight_grad.value > 0) carried_.push_back(alloc(s.carried_weight_grad));
   if (i == 0 && s.is_embedding) free_all(carried_);
-  if (s.deferred_wgrad.value > 0 && (setup_.deferral_limit == 0 || deferred_entries_ < setup_.deferral_limit)) {
-    deferred_.push_back(alloc(s.deferred_wgrad + (mb + 1 < setup_.microbatches ? s.deferred_graph : Bytes{})));
+  if (defers) {
+    // What the buffers hold beyond the two tensors (none when the graph names them), and the
+    // autograd graph the last stage's stored input keeps (stage_builder.cpp).
+    if (deferred_elsewhere.value > 0) deferred_.push_back(alloc(deferred_elsewhere));
+    if (mb + 1 < setup_.microbatches && s.deferred_graph.value > 0) deferred_.push_back(alloc(s.deferred_graph));
     ++deferred_entries_;
   }
   return out;

@@ -252,6 +252,8 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
   local.te = false;
   GraphBuilder lb(g, local, "output.");
   const int logits = lb.linear("output_layer", ln, c.hidden, V, Parallel::column);
+  g.deferred_input = ln;
+  g.deferred_output = logits;
   const std::int64_t N = c.tokens;
   const int loss = b.tensor("loss", Bytes{N * kFp32});
   const bool te_ce = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyImpl::te;

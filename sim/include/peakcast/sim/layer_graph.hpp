@@ -78,6 +78,10 @@ struct LayerGraph {
   // weight gradient from Transformer Engine's get_dummy_wgrad cache (one buffer per shape and
   // dtype, kept for the rest of the run) while the GEMM accumulates into main_grad.
   std::vector<std::pair<std::int64_t, std::int64_t>> dummy_wgrad_shapes;
+  // defer_embedding_wgrad_compute (the output graph): the output layer's input and its logits, whose
+  // gradient the layer's backward appends to its deferral buffers instead of letting them go
+  // (tensor_parallel/layers.py:603-606); -1 elsewhere.
+  int deferred_input = -1, deferred_output = -1;
 
   int add_input(std::string name, Bytes bytes);
   int add_tensor(std::string name, Bytes bytes, bool requires_grad = true);

@@ -45,6 +45,14 @@ def compact(events):
     return out
 
 
+def _sum_by(segs, key):
+    out = {}
+    for s in segs:
+        k = str(tuple(s.get(key))) if isinstance(s.get(key), (list, tuple)) else str(s.get(key))
+        out[k] = out.get(k, 0) + int(s["total_size"])
+    return out
+
+
 def write(torch, folder, rec, marks):
     try:
         dev = torch.cuda.current_device()
@@ -57,7 +65,10 @@ def write(torch, folder, rec, marks):
                "segment_peak": st.get("segment.all.peak"), "num_alloc_retries": st.get("num_alloc_retries"),
                "num_ooms": st.get("num_ooms"), "reserved_peak": st.get("reserved_bytes.all.peak"),
                "allocated_peak": st.get("allocated_bytes.all.peak"),
-               "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF")}
+               "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+               # reserved bytes per memory pool at the end: (0, 0) the default pools, others a CUDA
+               # graph's private pool (segment_pool_id), and per stream
+               "reserved_by_pool": _sum_by(segs, "segment_pool_id"), "reserved_by_stream": _sum_by(segs, "stream")}
         doc = {"case": rec.get("case"), "rank": rec.get("rank"), "marks": marks + [mark(torch, "end", None)],
                "events": compact(events), "raw_events": len(events), "end": end}
         os.makedirs(folder, exist_ok=True)

@@ -39,6 +39,9 @@ struct ReplaySetup {
   Bytes framework_fixed;                  // the profile's fitted framework bytes (one block)
   Bytes dummy_wgrads, drain_buffers, graph_static_buffers, graph_pool;
   int microbatches = 1;
+  std::int64_t graph_sets = 1;                        // graph_pool.hpp
+  bool local_graphs = false;                          // cuda_graph_impl local: capture_layer_graphs() replays the pool
+  const std::vector<ChunkModel>* captured = nullptr;  // the captured layers (checkpoints bypassed)
   bool deallocate_outputs = true;
   std::int64_t deferral_limit = 0;
   ScriptCache* scripts = nullptr;
@@ -74,6 +77,8 @@ class AllocRecorder {
   void free_all(std::vector<int>& ids);
   Bytes bytes_of(int id) const { return id >= 0 ? bytes_[static_cast<std::size_t>(id)] : Bytes{}; }
   void play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep = -1);
+  bool capture_layer_graphs();
+  void play_in_pool(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots);
   void static_state();
   void forward_plain(const Segment& s, std::size_t i, bool input_kept, int& flow, Kept& k);
   void forward_group(const Segment& s, int& flow, Kept& k);
@@ -89,6 +94,9 @@ class AllocRecorder {
   const std::vector<ChunkModel>& chunks_;
   ReplaySetup setup_;
   model::CachingAllocatorModel alloc_;
+  model::CachingAllocatorModel pool_;  // the local graphs' private pool (CudaGraphManager.global_mempool)
+  bool captured_ = false;
+  Bytes eager_peak_before_capture_, total_peak_after_capture_;
   std::vector<int> handle_;   // tensor id -> allocator handle (-1: freed)
   std::vector<Bytes> bytes_;  // tensor id -> requested bytes
   std::vector<KeptChunk> kept_;

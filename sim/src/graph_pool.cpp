@@ -16,6 +16,7 @@ std::int64_t graph_sets(const std::vector<ScheduleStep>& steps, std::size_t chun
 
 GraphPool layer_graph_pool(const std::vector<ChunkModel>& captured, std::int64_t graph_sets, Bytes rotary_table) {
   GraphPool g;
+  g.sets = graph_sets;
   Bytes pool_excess{};
   for (const auto& cm : captured) {
     std::int64_t n_captured = 0;

@@ -26,6 +26,7 @@ struct GraphPool {
   bool any_captured = false;
   Bytes pool;            // reserved by the graphs' private pool, outside the allocated bytes
   Bytes static_buffers;  // the graphs' static inputs and outputs: allocated while graphs replay
+  std::int64_t sets = 1;
 };
 
 // Per-layer graphs (local or transformer_engine): every captured segment's saved set (checkpoints

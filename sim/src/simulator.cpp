@@ -313,6 +313,8 @@ detail::ReplaySetup Predictor::Impl::replay_setup(const model::RunSpec& policy, 
   r.dummy_wgrads = setup.dummy_wgrads;
   r.drain_buffers = setup.drain_buffers;
   r.graph_static_buffers = setup.graphs.static_buffers;
+  r.graph_sets = setup.graphs.sets;
+  r.local_graphs = policy.model.cuda_graph_impl == model::CudaGraphImpl::local;
   r.microbatches = setup.microbatches;
   r.deallocate_outputs = setup.deallocate_outputs;
   r.deferral_limit = setup.deferral_limit;
@@ -365,6 +367,7 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
     static_tensors = model::static_allocations(policy, pd, plan_stage, rs.rank);
     detail::ReplaySetup rsetup = replay_setup(policy, pd, setup, sm, static_tensors, capacity, ws);
     if (options.record_allocator_trace) rsetup.trace = &rp.allocator_trace;
+    rsetup.captured = &stage.captured;
     recorder.emplace(chunks, rsetup);
     setup.recorder = &*recorder;
   }
@@ -394,7 +397,8 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   rp.estimated_peak_reserved_p90 = estimate_reserved(reserved, ratios.p90);
   if (recorder) {
     rp.allocator = recorder->result();
-    rp.allocator->peak_reserved += rp.reserved_outside_allocated;  // the graph pool, reserved beside the cache
+    // The graph pool, reserved beside the cache: replayed capture by capture, or the simulator's sum.
+    if (rp.allocator->graph_pool_replayed.value == 0) rp.allocator->peak_reserved += rp.reserved_outside_allocated;
   }
   // One verdict for every output (verdict.hpp): the same as allocated <= capacity and the
   // p90 reservation <= capacity when no replay was asked for.

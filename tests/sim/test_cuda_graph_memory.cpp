@@ -106,6 +106,31 @@ TEST_CASE("local CUDA graphs: the pool holds every captured layer's saved set, c
   CHECK(graphed.ranks[0].peak_with_graph_pool >= graphed.ranks[0].steady_peak_allocated + held);
 }
 
+TEST_CASE("local CUDA graphs: the allocator replay captures the layers into a pool of their own", "[sim][cuda_graph][allocator]") {
+  sim::PredictOptions o;
+  o.replay_allocator = true;
+  const auto eager = sim::predict(local_spec("", ""), o);
+  const auto graphed = sim::predict(local_spec(kLocalGraphs, ""), o);
+  const auto& r = graphed.ranks[0];
+  REQUIRE(r.allocator);
+  Bytes held{};
+  for (const auto& m : eager.ranks[0].modules)
+    if (m.name.rfind("L", 0) == 0) held += m.held;
+  // The forwards are captured before any backward: every layer's saved set is in the pool at once.
+  const Bytes pool = r.allocator->graph_pool_replayed;
+  CHECK(pool >= held);
+  // The pool's segments come beside the cache's, which the captured layers no longer allocate in.
+  CHECK(r.allocator->peak_reserved >= pool);
+  CHECK(r.allocator->peak_reserved >= r.steady_peak_allocated + held);
+  // Transformer Engine's graphs are not replayed capture by capture: their pool is the sum.
+  auto te = local_spec(kLocalGraphs, "");
+  te.model.cuda_graph_impl = model::CudaGraphImpl::transformer_engine;
+  te.model.transformer_impl = model::TransformerImpl::transformer_engine;
+  const auto te_pred = sim::predict(te, o);
+  REQUIRE(te_pred.ranks[0].allocator);
+  CHECK(te_pred.ranks[0].allocator->graph_pool_replayed == Bytes{});
+}
+
 TEST_CASE("Transformer Engine graphs: the warm-up iterations before the capture set the allocated peak", "[sim][cuda_graph]") {
   // A hybrid model's attention layers, captured whole by the attn scope, with core_attn recompute:
   // the eager iterations (cuda_graph_warmup_steps of them) recompute; the replaying ones do not

@@ -19,6 +19,9 @@ struct AllocatorReplay {
   Bytes reserved_at_peak;      // reserved bytes at that moment
   std::int64_t requests = 0;   // allocations replayed
   std::int64_t segments = 0;   // cudaMalloc'd segments at the end (0 with expandable segments)
+  // Megatron's local per-layer graphs: their private pool replayed capture by capture (its
+  // reservation is then in peak_reserved); 0 when the pool is the simulator's sum instead.
+  Bytes graph_pool_replayed;
   // The requests replayed before each pass's first forward (iteration 1 after the model state, then
   // each later pass): where each iteration starts in the stream, to set it against a measured one.
   std::vector<std::int64_t> pass_starts;

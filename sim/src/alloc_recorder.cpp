@@ -66,30 +66,42 @@ void AllocRecorder::free_all(std::vector<int>& ids) {
   ids.clear();
 }
 
-// A script over slot -> tensor id; a free of `keep_slot` or `also_keep` is skipped (the caller keeps
-// that tensor).
-void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep) {
+namespace {
+
+// A module script over slot -> id, through `allocate(bytes) -> id` and `release(id)` (which ignores
+// id < 0); a free of `keep_slot` or `also_keep` is skipped (the caller keeps that tensor).
+template <class Allocate, class Release>
+void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep,
+                 Allocate&& allocate, Release&& release) {
   for (const auto& st : steps) {
     int& s = slots[static_cast<std::size_t>(st.slot)];
     switch (st.kind) {
       case ModuleScript::Kind::alloc:
-        free(s);
-        s = alloc(Bytes{st.bytes});
+        release(s);
+        s = allocate(Bytes{st.bytes});
         break;
       case ModuleScript::Kind::free:
         if (st.slot == keep_slot || st.slot == also_keep) break;
-        free(s);
+        release(s);
         s = -1;
         break;
       case ModuleScript::Kind::move: {
         int& f = slots[static_cast<std::size_t>(st.from)];
-        if (s != f) free(s);
+        if (s != f) release(s);
         s = f;
         f = -1;
         break;
       }
     }
   }
+}
+
+}  // namespace
+
+// A script over slot -> tensor id.
+void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep) {
+  play_script(
+      steps, slots, keep_slot, also_keep, [this](Bytes b) { return alloc(b); }, [this](int id) { free(id); });
 }
 
 // Model build (a tensor per parameter), the DDP wrap (param_data and grad_data per buffer; with the
@@ -156,24 +168,11 @@ void AllocRecorder::begin_pass(int iteration, bool first, bool graphed, bool who
 
 // A module script over slot -> pool handle (-1: not in the pool, e.g. a static input buffer).
 void AllocRecorder::play_in_pool(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots) {
-  const auto release = [&](int& h) {
-    if (h >= 0) pool_.release(h);
-    h = -1;
-  };
-  for (const auto& st : steps) {
-    int& s = slots[static_cast<std::size_t>(st.slot)];
-    if (st.kind == ModuleScript::Kind::alloc) {
-      release(s);
-      s = pool_.allocate(Bytes{st.bytes});
-    } else if (st.kind == ModuleScript::Kind::free) {
-      release(s);
-    } else {
-      int& f = slots[static_cast<std::size_t>(st.from)];
-      if (s != f) release(s);
-      s = f;
-      f = -1;
-    }
-  }
+  play_script(
+      steps, slots, -1, -1, [this](Bytes b) { return pool_.allocate(b); },
+      [this](int h) {
+        if (h >= 0) pool_.release(h);
+      });
 }
 
 // Megatron's local graphs (cuda_graphs.py _create_cudagraphs, :540-620): every recorded graph is
@@ -277,7 +276,7 @@ void AllocRecorder::optimizer(bool first) {
 
 AllocatorReplay AllocRecorder::result() const {
   AllocatorReplay r = out_;
-  r.peak_reserved = alloc_.peak_reserved() + setup_.graph_pool;
+  r.peak_reserved = alloc_.peak_reserved();  // a pool summed by the simulator comes on top there
   if (captured_) {
     r.graph_pool_replayed = pool_.peak_reserved();
     r.peak_reserved = max(eager_peak_before_capture_, total_peak_after_capture_);

@@ -37,7 +37,7 @@ struct ReplaySetup {
   int forward_workspaces = 1, backward_workspaces = 0;
   std::vector<FixedBlock> te_workspaces;  // Transformer Engine's GEMM workspaces (framework_fixed.hpp)
   Bytes framework_fixed;                  // the profile's fitted framework bytes (one block)
-  Bytes dummy_wgrads, drain_buffers, graph_static_buffers, graph_pool;
+  Bytes dummy_wgrads, drain_buffers, graph_static_buffers;
   int microbatches = 1;
   std::int64_t graph_sets = 1;                        // graph_pool.hpp
   bool local_graphs = false;                          // cuda_graph_impl local: capture_layer_graphs() replays the pool

@@ -51,6 +51,12 @@ void apply_figures(const json& src, GpuSpec& gpu) {
   if (const auto it = src.find("compute_capability_major"); it != src.end() && it->is_number_integer())
     // Clamped only so the int holds it; validate_magnitudes refuses anything outside [1, 20].
     gpu.compute_capability_major = static_cast<int>(std::clamp<std::int64_t>(it->get<std::int64_t>(), -1, 1000));
+  auto count = [&](const char* key, int& dst) {  // clamped only so the int holds it; validate_magnitudes sets the range
+    if (const auto it = src.find(key); it != src.end() && it->is_number_integer())
+      dst = static_cast<int>(std::clamp<std::int64_t>(it->get<std::int64_t>(), -1, 1000000));
+  };
+  count("multiprocessor_count", gpu.multiprocessor_count);
+  count("max_threads_per_multiprocessor", gpu.max_threads_per_multiprocessor);
   if (const auto it = src.find("source"); it != src.end() && it->is_string()) gpu.source = it->get<std::string>();
 }
 

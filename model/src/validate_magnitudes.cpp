@@ -58,6 +58,12 @@ void gpu_figures(const RunSpec& spec, RuleSink& sink) {
   if (g.compute_capability_major < 1 || g.compute_capability_major > 20)
     sink.error("cluster.gpu.compute_capability_major", "value_out_of_range",
                "must lie in [1, 20] (a CUDA compute capability's major number: 8 for A100, 9 for H100, 10 for B200)");
+  if (g.multiprocessor_count < 1 || g.multiprocessor_count > 10000)
+    sink.error("cluster.gpu.multiprocessor_count", "value_out_of_range",
+               "must lie in [1, 10000] (cudaDeviceProp.multiProcessorCount: 132 on H100 SXM / H200, 148 on B200, 108 on A100)");
+  if (g.max_threads_per_multiprocessor < 32 || g.max_threads_per_multiprocessor > 65536)
+    sink.error("cluster.gpu.max_threads_per_multiprocessor", "value_out_of_range",
+               "must lie in [32, 65536] (cudaDeviceProp.maxThreadsPerMultiProcessor: 2048 on compute capability 8.0, 9.0, 10.0)");
   if (spec.model.tp_comm_overlap && !sink.failed()) {  // te_userbuffers needs a valid layout
     const Bytes ub = total_bytes(te_userbuffers(spec));
     if (ub >= g.memory_bytes)

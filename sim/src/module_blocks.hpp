@@ -18,8 +18,16 @@ constexpr std::int64_t kFp32 = 4;
 int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std::int64_t cols, bool layer_norm,
          std::uint32_t region);
 
-// The bias-dropout-add after a mixer or MLP (a 1-byte mask per element when dropout is on).
-int residual_add(GraphBuilder& b, const std::string& name, int residual, int branch, std::int64_t rows, double dropout);
+// The bias-dropout-add after a mixer or MLP (a 1-byte mask per element when dropout is on). With
+// `branch_bias` it also adds the skip_bias_add linear's bias, whose gradient its backward sums.
+int residual_add(GraphBuilder& b, const std::string& name, int residual, int branch, std::int64_t rows, double dropout,
+                 bool branch_bias = false);
+
+// What summing a [rows, cols] gradient into a bias's gradient holds while it runs: torch's CUDA sum over
+// the rows, grad_output.sum(dim=0) in Megatron's own linears (tensor_parallel/layers.py:725) or the
+// broadcast bias's sum_to_size in autograd, stages fp32 partials when it splits the rows over blocks
+// (peakcast/sim/torch_reduce.hpp). Part of the backward workspace of the op that adds the bias.
+Bytes bias_grad_transient(const GraphBuilder& b, std::int64_t rows, std::int64_t cols);
 
 // How an MLP's activation runs beyond gated / fused: `probs` are the router probabilities the experts'
 // activation multiplies by (-1: none); `clamped`: activation_func_clamp_value clamps both GLU halves.
@@ -28,6 +36,7 @@ struct ActivationOptions {
   bool fp8_input_store = false;
   bool probs_need_grad = true;
   bool clamped = false;
+  bool fc1_bias = false;  // the activation adds fc1's bias (skip_bias_add) and its backward sums the gradient
 };
 
 // Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units).

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "peakcast/sim/torch_reduce.hpp"
+
 namespace peakcast::sim::detail {
 
 using Parallel = GraphBuilder::Parallel;
@@ -18,23 +20,31 @@ int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std
   return out;
 }
 
+Bytes bias_grad_transient(const GraphBuilder& b, std::int64_t rows, std::int64_t cols) {
+  return outer_sum_transient(outer_sum_launch(rows, cols, b.ctx().act_bytes, b.ctx().gpu));
+}
+
 int residual_add(GraphBuilder& b, const std::string& name, int residual, int branch, std::int64_t rows,
-                 double dropout) {
+                 double dropout, bool branch_bias) {
   const ShapeContext& c = b.ctx();
   const int out = b.tensor(name + ".out", b.act(rows, c.hidden));
+  // fused_bias_dropout.py:_bias_dropout_add_func adds the bias first (x + bias, :46); autograd sums its
+  // gradient over the rows once the output's gradient arrives.
+  const Bytes bias_sum = branch_bias ? bias_grad_transient(b, rows, c.hidden) : Bytes{};
   if (dropout > 0) {
     // Bias-dropout-add keeps a 1-byte mask per element for its backward.
     const int mask = b.tensor(name + ".dropout_mask", Bytes{rows * c.hidden}, false);
-    b.op(name, {.in = {residual, branch}, .out = {out, mask}, .save = {mask}, .flops = 3.0 * rows * c.hidden});
+    b.op(name, {.in = {residual, branch}, .out = {out, mask}, .save = {mask}, .flops = 3.0 * rows * c.hidden, .bws = bias_sum});
   } else {
-    b.op(name, {.in = {residual, branch}, .out = {out}, .flops = 1.0 * rows * c.hidden, .passthrough = true});
+    b.op(name, {.in = {residual, branch}, .out = {out}, .flops = 1.0 * rows * c.hidden, .bws = bias_sum, .passthrough = true});
   }
   return out;
 }
 
-// Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units).
-int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn,
-               bool gated, bool fused, std::uint32_t region, ActivationOptions o) {
+namespace {
+
+int activation_ops(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn,
+                   bool gated, bool fused, std::uint32_t region, const ActivationOptions& o) {
   const int out = b.tensor(name + ".out", b.act(rows, ffn));
   const double flops = (gated ? 6.0 : 3.0) * rows * ffn;
   const double half_traffic = 2.0 * static_cast<double>(b.act(rows, ffn).value);
@@ -92,6 +102,20 @@ int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t r
   } else {
     b.op(name + ".prob_mul", {.in = {glu, o.probs}, .out = {out}, .save = {o.probs}, .region = region, .flops = 1.0 * rows * ffn});
   }
+  return out;
+}
+}  // namespace
+
+// Activation of an MLP whose fc1 output has `width` columns per rank (2x for gated units).
+int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t rows, std::int64_t ffn,
+               bool gated, bool fused, std::uint32_t region, ActivationOptions o) {
+  // fc1's bias, added here (mlp.py:268-320: bias_swiglu_impl / bias_gelu_impl, or `+ bias_parallel`
+  // first), has its gradient summed when the activation's backward has finished: in the backward of the
+  // activation's first op.
+  const std::size_t first = b.graph().ops.size();
+  const int out = activation_ops(b, name, fc1, rows, ffn, gated, fused, region, o);
+  if (o.fc1_bias && first < b.graph().ops.size())
+    b.graph().ops[first].backward_workspace += bias_grad_transient(b, rows, (gated ? 2 : 1) * ffn);
   return out;
 }
 

@@ -34,6 +34,7 @@ ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived
   c.fp8 = spec.model.fp8.has_value();
   c.grad_accumulation_fusion = spec.model.gradient_accumulation_fusion;
   c.moe_routing_imbalance = spec.model.moe_routing_imbalance;
+  c.gpu = spec.cluster.gpu;
   if (spec.peft.enabled) {
     c.frozen_base = true;
     c.lora_rank = spec.peft.dim;
@@ -54,7 +55,9 @@ int dense_mlp_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   const bool gated = m.gated_linear_unit;
   const int fc1 = b.linear("mlp.linear_fc1", ln, h, (gated ? 2 : 1) * F, Parallel::column, kMlp);
   const bool fused = fused_activation(m);
-  const int a = activation(b, "mlp.activation", fc1, N, F, gated, fused, kMlp, activation_options(m, fused));
+  ActivationOptions o = activation_options(m, fused);
+  o.fc1_bias = m.add_bias_linear;  // fc1 is built with skip_bias_add (mlp.py:226): the activation adds it
+  const int a = activation(b, "mlp.activation", fc1, N, F, gated, fused, kMlp, o);
   return b.linear("mlp.linear_fc2", a, F, h, Parallel::row, kMlp);
 }
 
@@ -155,7 +158,10 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
         }
       }
     }
-    hidden = residual_add(b, "self_attn_bda", hidden, branch, Nl, m.hidden_dropout);
+    // linear_proj is built with skip_bias_add (attention.py:420, multi_latent_attention.py:228): its bias
+    // is added, and its gradient summed, by the bias-dropout-add.
+    const bool proj_bias = m.add_bias_linear && (layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla);
+    hidden = residual_add(b, "self_attn_bda", hidden, branch, Nl, m.hidden_dropout, proj_bias);
   }
   if (layer.ffn != FfnKind::none) {
     // Dense MLPs fuse the pre-MLP norm into fc1 under TE; MoE layers keep a separate TENorm.
@@ -165,7 +171,8 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     const int branch = ffn_block(b, spec, d, ln, layer, g);
     const int hook = static_cast<int>(g.ops.size()) - 1;
     if (separate) g.discards.push_back({kPreMlpNorm, {ln}, hook});
-    hidden = residual_add(b, "mlp_bda", hidden, branch, Nl, m.hidden_dropout);
+    // fc2 likewise (mlp.py:249); an MoE layer's bias-dropout-add gets no bias (moe_layer.py returns None).
+    hidden = residual_add(b, "mlp_bda", hidden, branch, Nl, m.hidden_dropout, m.add_bias_linear && layer.ffn == FfnKind::dense);
   }
   (void)hybrid;
   g.output = hidden;

@@ -68,6 +68,10 @@ TEST_CASE("a GPU's rates must give finite step times; its memory must hold the u
   CHECK(fires({"cluster.gpu.nvlink_bandwidth_gbps=0.001"}, "value_out_of_range", "cluster.gpu.nvlink_bandwidth_gbps"));
   CHECK(fires({"cluster.gpu.bf16_dense_tflops=1e300"}, "value_out_of_range", "cluster.gpu.bf16_dense_tflops"));
   CHECK_FALSE(fires({"cluster.gpu.fp8_dense_tflops=0"}, "value_out_of_range", "cluster.gpu.fp8_dense_tflops"));
+  // The reduction grid divides by the threads a block takes and multiplies by the multiprocessors.
+  CHECK(fires({"cluster.gpu.multiprocessor_count=0"}, "value_out_of_range", "cluster.gpu.multiprocessor_count"));
+  CHECK(fires({"cluster.gpu.max_threads_per_multiprocessor=16"}, "value_out_of_range", "cluster.gpu.max_threads_per_multiprocessor"));
+  CHECK_FALSE(fires({"cluster.gpu.multiprocessor_count=148"}, "value_out_of_range", "cluster.gpu.multiprocessor_count"));
 }
 
 TEST_CASE("a pipeline layout that expands past 65,536 symbols is an error, in one repeat or in total") {

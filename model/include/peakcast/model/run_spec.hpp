@@ -381,7 +381,11 @@ struct GpuSpec {
   double hbm_bandwidth_gbps = 0;  // GB/s
   double nvlink_bandwidth_gbps = 0;
   int compute_capability_major = 9;  // CUDA's (8: A100, 9: H100/H200, 10: B200); sizes cuBLAS workspaces
-  std::string source;                // where the figures come from
+  // cudaDeviceProp's multiProcessorCount and maxThreadsPerMultiProcessor: torch's reductions size the
+  // grid, and so the staging buffer of a split sum, by them (sim/include/peakcast/sim/torch_reduce.hpp).
+  int multiprocessor_count = 132;
+  int max_threads_per_multiprocessor = 2048;
+  std::string source;  // where the figures come from
 
   bool operator==(const GpuSpec&) const = default;
 };

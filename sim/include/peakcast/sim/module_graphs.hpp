@@ -34,6 +34,7 @@ struct ShapeContext {
   double lora_dropout = 0.0;
   bool lora_dropout_post = false;
   bool lora_input_regather = false;  // sequence_parallel_input_regather
+  model::GpuSpec gpu;                // its multiprocessors size torch's reduction grids (torch_reduce.hpp)
 };
 
 ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived& d);

@@ -131,6 +131,20 @@ int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, d
   const int probs = b.tensor("softmax.out", probs_bytes);
   // Two kernels: masked_fill_ in place on the scores (read, write) and softmax (read, write).
   b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn, .flops = 5.0 * E, .bws = probs_bytes, .bytes_moved = 4.0 * E * double(c.act_bytes) + double(c_seq_sq(b))});
+  if (!c.te) {
+    // Megatron's scores are a view of the baddbmm result (dot_product_attention.py:194-203) and the mask
+    // is filled into that view in place (transformer/utils.py:53-55), so autograd reaches the baddbmm
+    // through the view's regenerated AsStridedBackward0 (as_strided_backward: a zeroed base-sized
+    // gradient) and CopySlices (torch/csrc/autograd/functions/tensor.cpp: a new base-sized result, a
+    // contiguous clone of its slice, and MaskedFillBackward0's grad.masked_fill(mask, 0)): three more
+    // score-sized blocks live beside the gradient that flows on. Measured (H200 traces, session 16:
+    // trace_dense_gqa8b_none, fam_gpt3_pp2_sel_empty_r1): seven score-sized requests in each layer's
+    // attention backward, four of them live at once after the softmax's.
+    auto& qk = b.graph().ops[static_cast<std::size_t>(b.graph().tensors[static_cast<std::size_t>(scores)].producer)];
+    qk.backward_workspace += probs_bytes * 3;
+    qk.backward_blocks.insert(qk.backward_blocks.end(), {probs_bytes, probs_bytes, probs_bytes});
+    qk.backward_scratch_first = true;  // before the baddbmm's own query and key gradients
+  }
   return probs;
 }
 

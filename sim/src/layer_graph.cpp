@@ -336,7 +336,9 @@ class BackwardPass {
         new_grads += b;
       }
     }
-    peak_ = std::max(peak_, live_ + new_grads + accumulate + op.backward_workspace.value);
+    const std::int64_t ws = op.backward_workspace.value;
+    if (op.backward_scratch_first) peak_ = std::max(peak_, live_ + ws);
+    peak_ = std::max(peak_, live_ + new_grads + accumulate + (op.backward_scratch_first ? 0 : ws));
     live_ += new_grads;
     for (int o : op.outputs) {
       if (!grad_alive_[o]) continue;

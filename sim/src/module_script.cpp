@@ -21,7 +21,7 @@ struct Writer {
   ModuleScript& s;
   std::vector<ModuleScript::Step>* out = nullptr;
   std::int32_t n = 0;
-  std::int32_t scratch() const { return 2 * n; }
+  std::int32_t scratch(std::int32_t k = 0) const { return k == 0 ? 2 * n : 2 * n + 1 + k; }
   std::int32_t sum() const { return 2 * n + 1; }
 
   void alloc(std::int32_t slot, std::int64_t bytes) {
@@ -96,9 +96,33 @@ void write_replay(Writer& w, BackwardState& st, InRegion&& in_region) {
     if (tmp[t]) st.alive[t] = true;
 }
 
+// The requests an op's backward scratch makes: its listed blocks, then the rest of the workspace.
+std::vector<std::int64_t> scratch_blocks(const OpNode& op) {
+  std::vector<std::int64_t> blocks;
+  std::int64_t rest = op.backward_workspace.value;
+  for (const Bytes b : op.backward_blocks) {
+    if (b.value <= 0 || b.value > rest) continue;
+    blocks.push_back(b.value);
+    rest -= b.value;
+  }
+  if (rest > 0) blocks.push_back(rest);
+  return blocks;
+}
+
 // One op's backward: its inputs' gradients, scratch, sums, then what it no longer needs goes.
 void write_op_backward(Writer& w, BackwardState& st, int i) {
   const OpNode& op = w.g.ops[static_cast<std::size_t>(i)];
+  const auto blocks = scratch_blocks(op);
+  const auto scratch = [&](bool take) {
+    for (std::size_t k = 0; k < blocks.size(); ++k) {
+      if (take) w.alloc(w.scratch(static_cast<std::int32_t>(k)), blocks[k]);
+      else w.free(w.scratch(static_cast<std::int32_t>(k)));
+    }
+  };
+  if (op.backward_scratch_first) {
+    scratch(true);
+    scratch(false);
+  }
   std::vector<int> sums;
   int handed_from = -1;
   for (int o : op.outputs)
@@ -127,13 +151,13 @@ void write_op_backward(Writer& w, BackwardState& st, int i) {
       w.alloc(w.s.grad(t), w.bytes(t));
     }
   }
-  if (op.backward_workspace.value > 0) w.alloc(w.scratch(), op.backward_workspace.value);
+  if (!op.backward_scratch_first) scratch(true);
   for (int t : sums) {
     w.alloc(w.sum(), w.bytes(t));
     w.free(w.s.grad(t));
     w.move(w.s.grad(t), w.sum());
   }
-  if (op.backward_workspace.value > 0) w.free(w.scratch());
+  if (!op.backward_scratch_first) scratch(false);
   for (int o : op.outputs) {
     const auto u = static_cast<std::size_t>(o);
     if (!st.grad_alive[u]) continue;
@@ -196,6 +220,7 @@ ModuleScript module_script(const LayerGraph& g, const CheckpointSet& ckpt) {
     if (lt.held[t]) s.held.push_back(static_cast<std::int32_t>(t));
   }
   s.output_grad = g.output >= 0 && g.tensors[static_cast<std::size_t>(g.output)].requires_grad;
+  for (const auto& op : g.ops) s.scratch_blocks = std::max(s.scratch_blocks, static_cast<std::int32_t>(scratch_blocks(op).size()));
   Writer w{g, lt, s, nullptr, s.tensors};
   write_forward(w);
   write_backward(w, ckpt);

@@ -10,7 +10,7 @@
 namespace peakcast::sim::detail {
 
 // Slots: t < n is tensor t's value, n + t its gradient, 2n the running op's scratch, 2n + 1 a
-// gradient sum being formed.
+// gradient sum being formed, 2n + 2 + k the (k+1)-th further block of a backward's scratch.
 struct ModuleScript {
   enum class Kind : std::uint8_t { alloc,
                                    free,
@@ -27,7 +27,8 @@ struct ModuleScript {
   std::int32_t output = -1;          // handed to the next module at the forward's end
   std::vector<std::int32_t> held;    // alive from the forward's end to the backward
   bool output_grad = false;          // the backward starts with slot n + output alive
-  std::int32_t slots() const { return 2 * tensors + 2; }
+  std::int32_t scratch_blocks = 1;   // the most blocks one op's backward scratch takes
+  std::int32_t slots() const { return 2 * tensors + 1 + scratch_blocks; }
   std::int32_t grad(std::int32_t t) const { return tensors + t; }
 };
 

@@ -44,6 +44,12 @@ struct OpNode {
   std::vector<int> keeps_alive;  // tensors a Python local keeps referenced until this op (no grad flow)
   Bytes forward_workspace;       // scratch live only while the op runs forward
   Bytes backward_workspace;      // scratch live only while its backward runs (e.g. wgrad, re-gather)
+  // Where the backward's scratch is several tensors: the first of them, each its own request to the
+  // caching allocator, all live together (what backward_workspace holds beyond their sum is one more).
+  std::vector<Bytes> backward_blocks;
+  // The scratch is taken and let go before the op's input gradients exist: autograd nodes that run
+  // ahead of the op's own backward (the scores' view and in-place mask, attention_graphs.cpp).
+  bool backward_scratch_first = false;
   double forward_flops = 0;
   double backward_flops = 0;
   double forward_bytes_moved = 0;  // memory traffic of the forward kernel(s), for the time model

@@ -1,0 +1,85 @@
+// The unfused local attention's backward through the in-place masked scores
+// (sim/src/attention_graphs.cpp): Megatron fills the causal mask into a view of the baddbmm result,
+// so autograd runs the view's AsStridedBackward0 and CopySlices before the baddbmm's own backward.
+// Expectations from shapes: scores [b x np, s, s] bf16 = 4 x 32 x 2048 x 2048 x 2 = 1 GiB; and from
+// the H200 trace of the same shapes (fam_gpt3_pp2_sel_empty_r1): after the softmax's gradient,
+// four score-sized blocks live at once, three of them let go before the query and key gradients.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "module_script.hpp"
+#include "peakcast/model/spec_parser.hpp"
+#include "peakcast/model/validate.hpp"
+#include "peakcast/sim/layer_graph.hpp"
+#include "peakcast/sim/module_graphs.hpp"
+
+using namespace peakcast;
+
+namespace {
+
+constexpr std::int64_t kScores = 4LL * 32 * 2048 * 2048 * 2;
+
+const char* kLocal = R"({
+  "model": {"num_layers": 2, "hidden_size": 2560, "num_attention_heads": 32, "ffn_hidden_size": 10240,
+            "vocab_size": 50304, "seq_length": 2048, "bf16": true, "transformer_impl": "local",
+            "attention_backend": "unfused", "masked_softmax_fusion": false, "attention_softmax_in_fp32": false,
+            "normalization": "LayerNorm", "gated_linear_unit": false, "activation_func": "gelu",
+            "add_bias_linear": false, "hidden_dropout": 0.0, "attention_dropout": 0.0,
+            "position_embedding_type": "learned_absolute"},
+  "train": {"micro_batch_size": 4, "global_batch_size": 8},
+  "cluster": {"num_gpus": 1, "gpu": "h200-141gb", "transformer_engine_available": false}})";
+
+sim::LayerGraph layer(const std::vector<std::string>& sets) {
+  auto r = model::parse_run_spec(kLocal, sets);
+  for (const auto& d : r.diagnostics) INFO(model::format(d));
+  REQUIRE(r.spec);
+  const auto problems = model::validate(*r.spec);
+  for (const auto& d : problems) INFO(model::format(d));
+  REQUIRE_FALSE(model::has_errors(problems));
+  const auto d = model::derive(*r.spec);
+  return sim::build_layer_graph(*r.spec, d, sim::make_shape_context(*r.spec, d),
+                                {0, model::MixerKind::attention, model::FfnKind::dense, false}, false);
+}
+
+const sim::OpNode& baddbmm(const sim::LayerGraph& g) {
+  for (const auto& o : g.ops)
+    if (o.name.size() >= 7 && o.name.compare(o.name.size() - 7, 7, "baddbmm") == 0) return o;
+  FAIL("no baddbmm");
+  return g.ops.front();
+}
+
+}  // namespace
+
+TEST_CASE("the masked scores' view costs three score-sized blocks ahead of the baddbmm's backward", "[sim][attention]") {
+  const auto g = layer({});
+  const auto& qk = baddbmm(g);
+  CHECK(qk.backward_workspace.value == 3 * kScores);
+  REQUIRE(qk.backward_blocks.size() == 3);
+  for (const auto b : qk.backward_blocks) CHECK(b.value == kScores);
+  CHECK(qk.backward_scratch_first);
+
+  // The backward script: the probabilities' gradient, the softmax's input gradient and its scratch,
+  // then the three blocks, each its own request; at most four live at once.
+  const auto script = sim::detail::module_script(g, sim::CheckpointSet{});
+  std::vector<std::int64_t> live(static_cast<std::size_t>(script.slots()), 0);
+  int requests = 0, most = 0, now = 0;
+  for (const auto& st : script.backward) {
+    auto& b = live[static_cast<std::size_t>(st.slot)];
+    if (st.kind == sim::detail::ModuleScript::Kind::alloc && st.bytes == kScores) {
+      ++requests;
+      most = std::max(most, ++now);
+    } else if (st.kind == sim::detail::ModuleScript::Kind::free && b == kScores) {
+      --now;
+    }
+    if (st.kind == sim::detail::ModuleScript::Kind::alloc) b = st.bytes;
+    if (st.kind == sim::detail::ModuleScript::Kind::free) b = 0;
+  }
+  CHECK(requests == 6);
+  CHECK(most == 4);  // the scores' gradient and the three blocks
+
+  // Neither the fp32 softmax (its input is a new fp32 tensor, not a view) nor TE's modules do this.
+  CHECK(baddbmm(layer({"model.attention_softmax_in_fp32=true"})).backward_blocks.empty());
+}

@@ -215,9 +215,14 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   const int qkv = b.linear("linear_qkv", ln, h, (hq + 2 * hkv) * hd + gate_cols, Parallel::column);
   // Its bias (add_bias_linear or add_qkv_bias, attention.py:1688, no skip_bias_add) is Megatron's own
   // linear's grad_output.sum(dim=0) after the wgrad (tensor_parallel/layers.py:725). Transformer Engine's
-  // linears take a bias they add themselves into their wgrad GEMM's epilogue instead (not measured here).
-  if (!c.te && (m.add_bias_linear || m.add_qkv_bias))
-    b.graph().ops[qkv_op].backward_workspace += bias_grad_transient(b, N, (hq + 2 * hkv) * hd + gate_cols);
+  // linears take a bias they add themselves into their GEMMs' epilogues instead (not measured here).
+  // Forward, that linear adds the bias out of place after its GEMM (`output = output + bias`,
+  // layers.py:575-577): the GEMM's result is a second output-sized block until the sum exists.
+  if (!c.te && (m.add_bias_linear || m.add_qkv_bias)) {
+    auto& op = b.graph().ops[qkv_op];
+    op.forward_workspace += b.act(N, (hq + 2 * hkv) * hd + gate_cols);
+    op.backward_workspace += bias_grad_transient(b, N, (hq + 2 * hkv) * hd + gate_cols);
+  }
   // The gate is reshaped from [s, b, groups, heads/group x hd] to [s, b, heads, hd]
   // (get_query_key_value_tensors, attention.py:1933): with more than one query group on the rank the
   // split view cannot be merged, so that is a copy (measured: one query-sized block per layer, and the

@@ -19,9 +19,10 @@ int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std
          std::uint32_t region);
 
 // The bias-dropout-add after a mixer or MLP (a 1-byte mask per element when dropout is on). With
-// `branch_bias` it also adds the skip_bias_add linear's bias, whose gradient its backward sums.
+// `branch_bias` it also adds the skip_bias_add linear's bias, whose gradient its backward sums; unless
+// `fused` (bias_dropout_fusion), the biased branch is a tensor of its own.
 int residual_add(GraphBuilder& b, const std::string& name, int residual, int branch, std::int64_t rows, double dropout,
-                 bool branch_bias = false);
+                 bool branch_bias = false, bool fused = false);
 
 // What summing a [rows, cols] gradient into a bias's gradient holds while it runs: torch's CUDA sum over
 // the rows, grad_output.sum(dim=0) in Megatron's own linears (tensor_parallel/layers.py:725) or the

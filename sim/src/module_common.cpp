@@ -25,19 +25,29 @@ Bytes bias_grad_transient(const GraphBuilder& b, std::int64_t rows, std::int64_t
 }
 
 int residual_add(GraphBuilder& b, const std::string& name, int residual, int branch, std::int64_t rows,
-                 double dropout, bool branch_bias) {
+                 double dropout, bool branch_bias, bool fused) {
   const ShapeContext& c = b.ctx();
+  // fused_bias_dropout.py:_bias_dropout_add_func adds the bias first (x = x + bias, :46); autograd sums its
+  // gradient over the rows once the output's gradient arrives. Unfused, that sum is a tensor of its own
+  // while the caller's tuple still holds the linear's output (measured: fam_gpt3, one more hidden-sized
+  // block a layer); bias_dropout_fusion compiles the steps into one kernel (jit_fuser).
+  Bytes bias_sum = branch_bias ? bias_grad_transient(b, rows, c.hidden) : Bytes{};
+  int x = branch;
+  if (branch_bias && !fused) {
+    x = b.tensor(name + ".bias_add", b.act(rows, c.hidden));
+    b.op(name + ".bias_add", {.in = {branch}, .out = {x}, .flops = 1.0 * rows * c.hidden, .bws = bias_sum, .passthrough = true});
+    bias_sum = Bytes{};
+  }
   const int out = b.tensor(name + ".out", b.act(rows, c.hidden));
-  // fused_bias_dropout.py:_bias_dropout_add_func adds the bias first (x + bias, :46); autograd sums its
-  // gradient over the rows once the output's gradient arrives.
-  const Bytes bias_sum = branch_bias ? bias_grad_transient(b, rows, c.hidden) : Bytes{};
+  int op = -1;
   if (dropout > 0) {
     // Bias-dropout-add keeps a 1-byte mask per element for its backward.
     const int mask = b.tensor(name + ".dropout_mask", Bytes{rows * c.hidden}, false);
-    b.op(name, {.in = {residual, branch}, .out = {out, mask}, .save = {mask}, .flops = 3.0 * rows * c.hidden, .bws = bias_sum});
+    op = b.op(name, {.in = {residual, x}, .out = {out, mask}, .save = {mask}, .flops = 3.0 * rows * c.hidden, .bws = bias_sum});
   } else {
-    b.op(name, {.in = {residual, branch}, .out = {out}, .flops = 1.0 * rows * c.hidden, .bws = bias_sum, .passthrough = true});
+    op = b.op(name, {.in = {residual, x}, .out = {out}, .flops = 1.0 * rows * c.hidden, .bws = bias_sum, .passthrough = true});
   }
+  if (x != branch) b.graph().ops[static_cast<std::size_t>(op)].keeps_alive.push_back(branch);
   return out;
 }
 
@@ -111,11 +121,17 @@ int activation(GraphBuilder& b, const std::string& name, int fc1, std::int64_t r
                bool gated, bool fused, std::uint32_t region, ActivationOptions o) {
   // fc1's bias, added here (mlp.py:268-320: bias_swiglu_impl / bias_gelu_impl, or `+ bias_parallel`
   // first), has its gradient summed when the activation's backward has finished: in the backward of the
-  // activation's first op.
+  // fused activation's first op, or of the unfused addition.
+  // Unfused, `intermediate_parallel + bias_parallel` is a tensor of its own (the linear's output goes).
+  const std::int64_t width = (gated ? 2 : 1) * ffn;
+  if (o.fc1_bias && !fused) {
+    const int biased = b.tensor(name + ".bias_add", b.act(rows, width));
+    b.op(name + ".bias_add", {.in = {fc1}, .out = {biased}, .region = region, .flops = 1.0 * rows * width, .bws = bias_grad_transient(b, rows, width), .passthrough = true});
+    return activation_ops(b, name, biased, rows, ffn, gated, fused, region, o);
+  }
   const std::size_t first = b.graph().ops.size();
   const int out = activation_ops(b, name, fc1, rows, ffn, gated, fused, region, o);
-  if (o.fc1_bias && first < b.graph().ops.size())
-    b.graph().ops[first].backward_workspace += bias_grad_transient(b, rows, (gated ? 2 : 1) * ffn);
+  if (o.fc1_bias && first < b.graph().ops.size()) b.graph().ops[first].backward_workspace += bias_grad_transient(b, rows, width);
   return out;
 }
 

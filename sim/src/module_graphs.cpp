@@ -161,7 +161,7 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     // linear_proj is built with skip_bias_add (attention.py:420, multi_latent_attention.py:228): its bias
     // is added, and its gradient summed, by the bias-dropout-add.
     const bool proj_bias = m.add_bias_linear && (layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla);
-    hidden = residual_add(b, "self_attn_bda", hidden, branch, Nl, m.hidden_dropout, proj_bias);
+    hidden = residual_add(b, "self_attn_bda", hidden, branch, Nl, m.hidden_dropout, proj_bias, m.bias_dropout_fusion);
   }
   if (layer.ffn != FfnKind::none) {
     // Dense MLPs fuse the pre-MLP norm into fc1 under TE; MoE layers keep a separate TENorm.
@@ -172,7 +172,8 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     const int hook = static_cast<int>(g.ops.size()) - 1;
     if (separate) g.discards.push_back({kPreMlpNorm, {ln}, hook});
     // fc2 likewise (mlp.py:249); an MoE layer's bias-dropout-add gets no bias (moe_layer.py returns None).
-    hidden = residual_add(b, "mlp_bda", hidden, branch, Nl, m.hidden_dropout, m.add_bias_linear && layer.ffn == FfnKind::dense);
+    hidden = residual_add(b, "mlp_bda", hidden, branch, Nl, m.hidden_dropout, m.add_bias_linear && layer.ffn == FfnKind::dense,
+                          m.bias_dropout_fusion);
   }
   (void)hybrid;
   g.output = hidden;

@@ -119,30 +119,55 @@ sim::LayerGraph biased_layer(const std::vector<std::string>& sets) {
                                 {0, model::MixerKind::attention, model::FfnKind::dense, false}, false);
 }
 
-std::int64_t bws(const sim::LayerGraph& g, const std::string& suffix) {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+const sim::OpNode& op(const sim::LayerGraph& g, const std::string& suffix) {
   for (const auto& o : g.ops)
-    if (o.name.size() >= suffix.size() && o.name.compare(o.name.size() - suffix.size(), suffix.size(), suffix) == 0)
-      return o.backward_workspace.value;
+    if (ends_with(o.name, suffix)) return o;
   FAIL("no op " << suffix);
+  return g.ops.front();
+}
+
+std::int64_t bws(const sim::LayerGraph& g, const std::string& suffix) { return op(g, suffix).backward_workspace.value; }
+
+std::int64_t tensor_bytes(const sim::LayerGraph& g, const std::string& suffix) {
+  for (const auto& t : g.tensors)
+    if (ends_with(t.name, suffix)) return t.bytes.value;
   return -1;
 }
 
 }  // namespace
 
 TEST_CASE("each bias gradient holds the sum's staging buffer in its op's backward", "[torch_reduce]") {
-  // 2048 x 4 = 8192 rows. linear_proj's and fc2's biases [2560] are summed by the bias-dropout-adds,
-  // fc1's [10240] by the activation (both skip_bias_add), qkv's [7680] by the local linear itself.
+  // 2048 x 4 = 8192 rows. linear_proj's and fc2's biases [2560] are added by the bias-dropout-adds,
+  // fc1's [10240] before the activation (both skip_bias_add): unfused, each addition is an op of its
+  // own whose backward sums the bias gradient; qkv's [7680] is added by the local linear itself.
   constexpr std::int64_t kProj = 138936320 + 80, kFc1 = 141557760 + 320;
   constexpr std::int64_t kQkv = 4 * 7680 * 36 * 32 * 4 + 4 * 60;  // grid_x 60, ctas max(min(36, 128), 8) = 36
+  constexpr std::int64_t kQkvOut = 8192LL * 7680 * 2;             // the GEMM's result before `+ bias`
   const std::int64_t qkv_wgrad = 2560 * 7680 * 2;                 // unfused wgrad beside it
   const auto biased = biased_layer({"model.gradient_accumulation_fusion=false"});
-  CHECK(bws(biased, "self_attn_bda") == kProj);
-  CHECK(bws(biased, "mlp_bda") == kProj);
-  CHECK(bws(biased, "mlp.activation") == kFc1);
+  CHECK(bws(biased, "self_attn_bda.bias_add") == kProj);
+  CHECK(bws(biased, "self_attn_bda") == 0);
+  CHECK(bws(biased, "mlp_bda.bias_add") == kProj);
+  CHECK(bws(biased, "mlp.activation.bias_add") == kFc1);
   CHECK(bws(biased, "linear_qkv") == qkv_wgrad + kQkv);
+  CHECK(op(biased, "linear_qkv").forward_workspace.value == kQkvOut);
+  // The addition makes a hidden-sized tensor; the bias-dropout-add keeps the linear's output until it ends.
+  CHECK(tensor_bytes(biased, "self_attn_bda.bias_add") == 8192LL * 2560 * 2);
+
+  // Fused, the bias-dropout-add and the bias-GeLU sum the gradient in their own backward.
+  const auto fused = biased_layer({"model.gradient_accumulation_fusion=false", "model.bias_dropout_fusion=true",
+                                   "model.bias_activation_fusion=true"});
+  CHECK(bws(fused, "self_attn_bda") == kProj);
+  CHECK(bws(fused, "mlp.activation") == kFc1);
+  CHECK(tensor_bytes(fused, "self_attn_bda.bias_add") == -1);
 
   const auto plain = biased_layer({"model.gradient_accumulation_fusion=false", "model.add_bias_linear=false"});
   CHECK(bws(plain, "self_attn_bda") == 0);
   CHECK(bws(plain, "mlp.activation") == 0);
   CHECK(bws(plain, "linear_qkv") == qkv_wgrad);
+  CHECK(op(plain, "linear_qkv").forward_workspace.value == 0);
 }

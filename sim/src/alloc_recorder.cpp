@@ -70,10 +70,14 @@ namespace {
 
 // A module script over slot -> id, through `allocate(bytes) -> id` and `release(id)` (which ignores
 // id < 0); a free of `keep_slot` or `also_keep` is skipped (the caller keeps that tensor).
-template <class Allocate, class Release>
+template <class Allocate, class Release, class Workspaces>
 void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep,
-                 Allocate&& allocate, Release&& release) {
+                 Allocate&& allocate, Release&& release, Workspaces&& workspaces) {
   for (const auto& st : steps) {
+    if (st.kind == ModuleScript::Kind::workspaces) {
+      workspaces();
+      continue;
+    }
     int& s = slots[static_cast<std::size_t>(st.slot)];
     switch (st.kind) {
       case ModuleScript::Kind::alloc:
@@ -92,6 +96,7 @@ void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>&
         f = -1;
         break;
       }
+      case ModuleScript::Kind::workspaces: break;
     }
   }
 }
@@ -101,7 +106,8 @@ void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>&
 // A script over slot -> tensor id.
 void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep) {
   play_script(
-      steps, slots, keep_slot, also_keep, [this](Bytes b) { return alloc(b); }, [this](int id) { free(id); });
+      steps, slots, keep_slot, also_keep, [this](Bytes b) { return alloc(b); }, [this](int id) { free(id); },
+      [this] { backward_started(); });
 }
 
 // Model build (a tensor per parameter), the DDP wrap (param_data and grad_data per buffer; with the
@@ -172,7 +178,8 @@ void AllocRecorder::play_in_pool(const std::vector<ModuleScript::Step>& steps, s
       steps, slots, -1, -1, [this](Bytes b) { return pool_.allocate(b); },
       [this](int h) {
         if (h >= 0) pool_.release(h);
-      });
+      },
+      [] {});  // a captured layer's workspaces are the eager cache's
 }
 
 // Megatron's local graphs (cuda_graphs.py _create_cudagraphs, :540-620): every recorded graph is

@@ -259,7 +259,9 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
   ShapeContext local = c;
   local.te = false;
   GraphBuilder lb(g, local, "output.");
+  const std::size_t output_op = g.ops.size();
   const int logits = lb.linear("output_layer", ln, c.hidden, V, Parallel::column);
+  g.ops[output_op].backward_takes_workspaces = true;
   g.deferred_input = ln;
   g.deferred_output = logits;
   const std::int64_t N = c.tokens;

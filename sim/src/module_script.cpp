@@ -151,6 +151,7 @@ void write_op_backward(Writer& w, BackwardState& st, int i) {
       w.alloc(w.s.grad(t), w.bytes(t));
     }
   }
+  if (op.backward_takes_workspaces) w.out->push_back({Kind::workspaces, 0, -1, 0});
   if (!op.backward_scratch_first) scratch(true);
   for (int t : sums) {
     w.alloc(w.sum(), w.bytes(t));
@@ -235,6 +236,7 @@ ScriptExcess script_excess(const ModuleScript& s, const LayerGraph& g) {
     const std::int64_t start = live;
     peak = live;
     for (const auto& st : steps) {
+      if (st.kind == Kind::workspaces) continue;  // outside the module's own bytes
       auto& b = live_bytes[static_cast<std::size_t>(st.slot)];
       if (st.kind == Kind::alloc) {
         live += st.bytes - b;  // a slot holds one block; a second alloc replaces the first in this count

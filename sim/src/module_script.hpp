@@ -12,9 +12,12 @@ namespace peakcast::sim::detail {
 // Slots: t < n is tensor t's value, n + t its gradient, 2n the running op's scratch, 2n + 1 a
 // gradient sum being formed, 2n + 2 + k the (k+1)-th further block of a backward's scratch.
 struct ModuleScript {
+  // move: `slot` takes over `from`'s block; workspaces: the run's first backward GEMM is here, where
+  // PyTorch's autograd thread creates its cuBLAS workspaces (the recorder's, once a run; no slot)
   enum class Kind : std::uint8_t { alloc,
                                    free,
-                                   move };  // move: `slot` takes over `from`'s block
+                                   move,
+                                   workspaces };
   struct Step {
     Kind kind;
     std::int32_t slot;

@@ -175,3 +175,28 @@ TEST_CASE("near the capacity the replay frees its cache and retries; a request i
     CHECK(p.fits_with_allocator_reserve == (v.kind == sim::FitKind::fits));
   }
 }
+
+TEST_CASE("the output layer's backward marks where the cuBLAS workspaces appear: after its input gradient", "[sim][allocator]") {
+  // Traced (fam_gpt3, alloc_traces_s16): the first backward GEMM's input gradient, then the autograd
+  // thread's 32 MiB workspace, then the weight gradient. Only the output layer's script has the mark.
+  for (const auto& text : specs()) {
+    model::RunSpec spec = spec_from(text);
+    const model::Derived d = model::derive(spec);
+    const sim::ShapeContext ctx = sim::make_shape_context(spec, d);
+    const sim::LayerGraph out = sim::build_output_graph(spec, d, ctx);
+    const auto script = sim::detail::module_script(out, sim::CheckpointSet{});
+    std::vector<std::size_t> marks;
+    for (std::size_t i = 0; i < script.backward.size(); ++i)
+      if (script.backward[i].kind == sim::detail::ModuleScript::Kind::workspaces) marks.push_back(i);
+    REQUIRE(marks.size() == 1);
+    REQUIRE(marks[0] > 0);
+    const auto& before = script.backward[marks[0] - 1];
+    CHECK(before.kind == sim::detail::ModuleScript::Kind::alloc);
+    CHECK(before.slot == script.grad(out.deferred_input));  // the final norm's output gradient
+    const model::LayerPlan plan = model::build_layer_plan(spec, d);
+    for (const auto& l : plan.stages.front().chunks.front().layers) {
+      const auto ls = sim::detail::module_script(sim::build_layer_graph(spec, d, ctx, l, spec.model.hybrid_override_pattern.has_value()), sim::CheckpointSet{});
+      for (const auto& st : ls.backward) CHECK(st.kind != sim::detail::ModuleScript::Kind::workspaces);
+    }
+  }
+}

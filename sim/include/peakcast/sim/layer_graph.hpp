@@ -50,6 +50,9 @@ struct OpNode {
   // The scratch is taken and let go before the op's input gradients exist: autograd nodes that run
   // ahead of the op's own backward (the scores' view and in-place mask, attention_graphs.cpp).
   bool backward_scratch_first = false;
+  // The output layer's dgrad: the first backward GEMM of the last stage, where the autograd thread's
+  // cuBLAS workspaces appear (measured: between its input gradient and its weight gradient).
+  bool backward_takes_workspaces = false;
   double forward_flops = 0;
   double backward_flops = 0;
   double forward_bytes_moved = 0;  // memory traffic of the forward kernel(s), for the time model

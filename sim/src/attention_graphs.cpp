@@ -144,6 +144,9 @@ int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, d
     qk.backward_workspace += probs_bytes * 3;
     qk.backward_blocks.insert(qk.backward_blocks.end(), {probs_bytes, probs_bytes, probs_bytes});
     qk.backward_scratch_first = true;  // before the baddbmm's own query and key gradients
+    // Traced (layout_fake_ep8_moonlight4_moe_r0, alloc_traces_s16): the zeroed gradient is made while the
+    // softmax's gradient lives, which then goes; CopySlices' result is the gradient the baddbmm takes.
+    qk.backward_renews_output_grad = true;
   }
   return probs;
 }

@@ -119,7 +119,18 @@ void write_op_backward(Writer& w, BackwardState& st, int i) {
       else w.free(w.scratch(static_cast<std::int32_t>(k)));
     }
   };
-  if (op.backward_scratch_first) {
+  if (op.backward_scratch_first && op.backward_renews_output_grad && blocks.size() > 1) {
+    w.alloc(w.scratch(0), blocks[0]);
+    for (int o : op.outputs) {
+      const auto u = static_cast<std::size_t>(o);
+      if (!st.grad_alive[u] || !st.grad_block[u]) continue;
+      w.free(w.s.grad(o));
+      w.alloc(w.s.grad(o), w.bytes(o));
+    }
+    for (std::size_t k = 1; k < blocks.size(); ++k) w.alloc(w.scratch(static_cast<std::int32_t>(k)), blocks[k]);
+    for (std::size_t k = 1; k < blocks.size(); ++k) w.free(w.scratch(static_cast<std::int32_t>(k)));
+    w.free(w.scratch(0));
+  } else if (op.backward_scratch_first) {
     scratch(true);
     scratch(false);
   }

@@ -50,6 +50,10 @@ struct OpNode {
   // The scratch is taken and let go before the op's input gradients exist: autograd nodes that run
   // ahead of the op's own backward (the scores' view and in-place mask, attention_graphs.cpp).
   bool backward_scratch_first = false;
+  // With backward_scratch_first: the first block is taken while the output's gradient lives, then that
+  // gradient is let go and remade as a new block before the rest (CopySlices' base-sized result after
+  // AsStridedBackward0's zeroed one), and the first block goes last.
+  bool backward_renews_output_grad = false;
   // The output layer's dgrad: the first backward GEMM of the last stage, where the autograd thread's
   // cuBLAS workspaces appear (measured: between its input gradient and its weight gradient).
   bool backward_takes_workspaces = false;

@@ -3,10 +3,14 @@
 namespace peakcast::sim::detail {
 
 int GraphBuilder::op(const std::string& name, const OpArgs& a) {
+  return op(name, std::vector<int>(a.in.begin(), a.in.end()), std::vector<int>(a.out.begin(), a.out.end()), a);
+}
+
+int GraphBuilder::op(const std::string& name, const std::vector<int>& in, const std::vector<int>& out, const OpArgs& a) {
   OpNode o;
   o.name = prefix_ + name;
-  o.inputs.assign(a.in.begin(), a.in.end());
-  o.outputs.assign(a.out.begin(), a.out.end());
+  o.inputs = in;
+  o.outputs = out;
   o.saves.assign(a.save.begin(), a.save.end());
   o.keeps_alive.assign(a.keep.begin(), a.keep.end());
   o.regions = a.region;
@@ -27,8 +31,8 @@ int GraphBuilder::op(const std::string& name, const OpArgs& a) {
     o.forward_bytes_moved = a.bytes_moved;
   } else {
     double moved = 0;
-    for (int t : a.in) moved += static_cast<double>(g_.tensors.at(t).bytes.value);
-    for (int t : a.out) moved += static_cast<double>(g_.tensors.at(t).bytes.value);
+    for (int t : in) moved += static_cast<double>(g_.tensors.at(t).bytes.value);
+    for (int t : out) moved += static_cast<double>(g_.tensors.at(t).bytes.value);
     o.forward_bytes_moved = moved;
   }
   return g_.add_op(std::move(o));

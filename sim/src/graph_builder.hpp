@@ -2,6 +2,7 @@
 // Small helpers that let module builders read like the module code they describe.
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
@@ -37,6 +38,8 @@ class GraphBuilder {
     double bcomm = -1;             // backward; default: the same as forward
   };
   int op(const std::string& name, const OpArgs& a);
+  // The same with inputs and outputs counted at run time (a.in and a.out are ignored).
+  int op(const std::string& name, const std::vector<int>& in, const std::vector<int>& out, const OpArgs& a);
 
   // A linear layer at per-rank shapes. Column-parallel under SP gathers its [local_tokens, k]
   // input to [tokens, k] for the GEMM (TE: a transient; local: Megatron's global buffer) and saves

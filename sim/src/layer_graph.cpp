@@ -232,7 +232,7 @@ class BackwardPass {
       }
     if (g_.output >= 0 && g_.tensors[g_.output].requires_grad) {
       grad_alive_[g_.output] = true;
-      grad_bytes_[g_.output] = g_.tensors[g_.output].bytes.value;
+      grad_bytes_[g_.output] = g_.tensors[g_.output].gradient_bytes().value;
       live_ += grad_bytes_[g_.output];
     }
     const std::int64_t backward_start = live_;
@@ -319,7 +319,7 @@ class BackwardPass {
     bool handed = false;
     for (int t : op.inputs) {
       if (!g_.tensors[t].requires_grad) continue;
-      const std::int64_t b = g_.tensors[t].bytes.value;
+      const std::int64_t b = g_.tensors[t].gradient_bytes().value;
       if (grad_alive_[t]) {
         accumulate = std::max(accumulate, b);
         if (grad_bytes_[t] == 0) {

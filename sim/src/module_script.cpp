@@ -35,6 +35,7 @@ struct Writer {
     free(scratch());
   }
   std::int64_t bytes(int t) const { return g.tensors[static_cast<std::size_t>(t)].bytes.value; }
+  std::int64_t grad_bytes(int t) const { return g.tensors[static_cast<std::size_t>(t)].gradient_bytes().value; }
 };
 
 void write_forward(Writer& w) {
@@ -125,7 +126,7 @@ void write_op_backward(Writer& w, BackwardState& st, int i) {
       const auto u = static_cast<std::size_t>(o);
       if (!st.grad_alive[u] || !st.grad_block[u]) continue;
       w.free(w.s.grad(o));
-      w.alloc(w.s.grad(o), w.bytes(o));
+      w.alloc(w.s.grad(o), w.grad_bytes(o));
     }
     for (std::size_t k = 1; k < blocks.size(); ++k) w.alloc(w.scratch(static_cast<std::int32_t>(k)), blocks[k]);
     for (std::size_t k = 1; k < blocks.size(); ++k) w.free(w.scratch(static_cast<std::int32_t>(k)));
@@ -145,7 +146,7 @@ void write_op_backward(Writer& w, BackwardState& st, int i) {
     if (st.grad_alive[u]) {
       if (!st.grad_block[u]) {  // an alias becomes a real sum
         st.grad_block[u] = true;
-        w.alloc(w.s.grad(t), w.bytes(t));
+        w.alloc(w.s.grad(t), w.grad_bytes(t));
       }
       sums.push_back(t);
     } else if (op.grad_passthrough) {
@@ -159,13 +160,13 @@ void write_op_backward(Writer& w, BackwardState& st, int i) {
     } else {
       st.grad_alive[u] = true;
       st.grad_block[u] = true;
-      w.alloc(w.s.grad(t), w.bytes(t));
+      w.alloc(w.s.grad(t), w.grad_bytes(t));
     }
   }
   if (op.backward_takes_workspaces) w.out->push_back({Kind::workspaces, 0, -1, 0});
   if (!op.backward_scratch_first) scratch(true);
   for (int t : sums) {
-    w.alloc(w.sum(), w.bytes(t));
+    w.alloc(w.sum(), w.grad_bytes(t));
     w.free(w.s.grad(t));
     w.move(w.s.grad(t), w.sum());
   }

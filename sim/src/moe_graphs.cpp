@@ -88,6 +88,69 @@ double dispatch_wire_bytes(GraphBuilder& b, const model::ModelSpec& m, std::int6
 
 }  // namespace
 
+// SequentialMLP (experts.py:1321-1372): one local expert runs its MLP on the rows as they are; more
+// split the rows and the probabilities per expert (torch.split: views, each expert's share of the rows
+// in turn, balanced), run each expert's MLP (mlp.py with per_token_scale) and cat the outputs. A view
+// keeps its base, so a saved piece keeps the whole input. In backward CatBackward hands each expert a
+// view of the one output gradient, which the first expert's, the last to run, holds until it is done;
+// each expert's input gradient is its own tensor until SplitBackward cats them (measured:
+// layout_fake_ep8_moonlight4_moe_r0's trace, eight per-expert gradients, then one of all the rows).
+int sequential_mlp(GraphBuilder& b, const model::ModelSpec& m, int rows_in, int probs, std::int64_t R, std::int64_t L,
+                   std::int64_t Fe) {
+  const std::int64_t h = b.ctx().hidden;
+  const bool gated = m.gated_linear_unit;
+  const auto expert = [&](const std::string& name, int in, int p, std::int64_t rows) {
+    const int f1 = b.linear(name + ".linear_fc1", in, h, (gated ? 2 : 1) * Fe, Parallel::none, kMoe, rows);
+    ActivationOptions o = activation_options(m, m.bias_activation_fusion);
+    o.probs = p;
+    o.probs_need_grad = !m.moe_apply_probs_on_input;  // else probs of ones
+    const int a = activation(b, name + ".activation", f1, rows, Fe, gated, m.bias_activation_fusion, kMoe, o);
+    return b.linear(name + ".linear_fc2", a, Fe, h, Parallel::none, kMoe, rows);
+  };
+  if (L == 1) return expert("experts.local_experts.0", rows_in, probs, R);
+  LayerGraph& g = b.graph();
+  const bool split_probs = !m.moe_apply_probs_on_input;
+  std::vector<int> pieces, prob_pieces;
+  std::vector<int> split_in{rows_in};
+  if (split_probs) split_in.push_back(probs);
+  for (std::int64_t e = 0; e < L; ++e) {
+    const std::int64_t rows = R / L + (e < R % L ? 1 : 0);
+    const std::string name = "experts.local_experts." + std::to_string(e);
+    pieces.push_back(b.tensor(name + ".input", Bytes{0}));
+    g.tensors.back().grad_block = b.act(rows, h);
+    if (split_probs) {
+      prob_pieces.push_back(b.tensor(name + ".probs", Bytes{0}));
+      g.tensors.back().grad_block = Bytes{rows * kFp32};
+    }
+  }
+  std::vector<int> split_out = pieces;
+  split_out.insert(split_out.end(), prob_pieces.begin(), prob_pieces.end());
+  b.op("experts.split", split_in, split_out, {.region = kMoe, .bytes_moved = 0});
+  std::vector<int> outs;
+  const std::size_t first_op = g.ops.size();
+  for (std::int64_t e = 0; e < L; ++e) {
+    const std::int64_t rows = R / L + (e < R % L ? 1 : 0);
+    const auto u = static_cast<std::size_t>(e);
+    outs.push_back(expert("experts.local_experts." + std::to_string(e), pieces[u], split_probs ? prob_pieces[u] : probs, rows));
+  }
+  // A saved piece keeps its base.
+  for (std::size_t i = first_op; i < g.ops.size(); ++i) {
+    auto& saves = g.ops[i].saves;
+    for (std::size_t e = 0; e < pieces.size(); ++e) {
+      const auto keeps = [&](int piece, int base) {
+        if (std::find(saves.begin(), saves.end(), piece) != saves.end() && std::find(saves.begin(), saves.end(), base) == saves.end())
+          saves.push_back(base);
+      };
+      keeps(pieces[e], rows_in);
+      if (split_probs) keeps(prob_pieces[e], probs);
+    }
+  }
+  const int out = b.tensor("experts.cat", b.act(R, h));
+  b.op("experts.cat", outs, {out}, {.region = kMoe, .passthrough = true, .movement = true});
+  g.tensors[static_cast<std::size_t>(outs.front())].grad_block = b.act(R, h);
+  return out;
+}
+
 // MoE layer (moe_layer.py): shared experts, router, dispatch, experts, combine.
 int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln, LayerGraph& g) {
   const ShapeContext& c = b.ctx();
@@ -144,30 +207,17 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     b.op("experts.apply_probs_on_input", {.in = {expert_in, recv_probs}, .out = {scaled}, .save = {expert_in, recv_probs}, .region = moe_region, .flops = 2.0 * R * h});
     expert_in = scaled;
   }
-  const std::size_t first_expert_op = g.ops.size();
-  const int f1 = b.linear("experts.linear_fc1", expert_in, h, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R);
-  int a = -1;
+  int expert_out = -1;
   if (grouped) {
+    const int f1 = b.linear("experts.linear_fc1", expert_in, h, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R);
     // TEGroupedMLP applies the probs inside the weighted activation (experts.py:728-900).
     ActivationOptions o = activation_options(m, fused_activation(m));
     o.probs = recv_probs;
-    a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m), moe_region | kMoeAct, o);
+    const int a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m), moe_region | kMoeAct, o);
+    expert_out = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
+    g.discards.push_back({kMoeAct, {a}, static_cast<int>(g.ops.size()) - 1});
   } else {
-    ActivationOptions o = activation_options(m, m.bias_activation_fusion);
-    o.probs = recv_probs;
-    o.probs_need_grad = !m.moe_apply_probs_on_input;
-    a = activation(b, "experts.activation", f1, R, Fe, gated, m.bias_activation_fusion, moe_region, o);
-  }
-  const int f2 = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
-  // SequentialMLP runs each local expert's MLP in a Python loop (experts.py SequentialMLP.forward).
-  if (!grouped)
-    for (std::size_t i = first_expert_op; i < g.ops.size(); ++i) g.ops[i].host_calls = static_cast<double>(local_experts);
-  if (grouped) g.discards.push_back({kMoeAct, {a}, static_cast<int>(g.ops.size()) - 1});
-  int expert_out = f2;
-  if (!grouped) {
-    // SequentialMLP concatenates the per-expert outputs into one tensor.
-    expert_out = b.tensor("experts.cat", b.act(R, h));
-    b.op("experts.cat", {.in = {f2}, .out = {expert_out}, .region = moe_region, .movement = true});
+    expert_out = sequential_mlp(b, m, expert_in, recv_probs, R, local_experts, Fe);
   }
   int back = expert_out;
   if (sorts) {

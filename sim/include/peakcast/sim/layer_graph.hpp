@@ -34,6 +34,11 @@ struct TensorNode {
   bool external = false;      // produced before this module (its input)
   bool requires_grad = true;  // activations do; index maps and masks do not
   int producer = -1;          // op index, -1 for external inputs
+  // The block its gradient occupies when that is not `bytes`: a piece of torch.split (a view, 0 bytes,
+  // whose gradient is a tensor of its own until SplitBackward cats them), or the first input of a cat
+  // whose backward hands every input a view of the one output gradient. Negative: `bytes`.
+  Bytes grad_block{-1};
+  Bytes gradient_bytes() const { return grad_block.value < 0 ? bytes : grad_block; }
 };
 
 struct OpNode {

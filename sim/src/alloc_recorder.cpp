@@ -22,7 +22,7 @@ AllocRecorder::AllocRecorder(const std::vector<ChunkModel>& chunks, const Replay
 
 int AllocRecorder::alloc(Bytes bytes) {
   if (bytes.value <= 0) return -1;
-  auto h = alloc_.allocate(bytes);
+  auto h = alloc_.allocate(bytes, stream_);
   if (h == model::CachingAllocatorModel::kFailed) {
     if (!out_.first_failure) {
       AllocatorReplay::Failure f;
@@ -34,7 +34,7 @@ int AllocRecorder::alloc(Bytes bytes) {
     }
     // Go on as if the device were larger: the rest of the run still says what it would reserve.
     alloc_.set_capacity(0);
-    h = alloc_.allocate(bytes);
+    h = alloc_.allocate(bytes, stream_);
   }
   ++out_.requests;
   if (captured_) total_peak_after_capture_ = max(total_peak_after_capture_, alloc_.reserved() + pool_.peak_reserved());
@@ -163,7 +163,13 @@ void AllocRecorder::begin_pass(int iteration, bool first, bool graphed, bool who
   iteration_ = iteration;
   graphed_ = graphed;
   whole_graph_ = whole_graph;
-  if (first) static_state();
+  if (first) {
+    // The first CudaGraphManager switches to a side stream "since capture requires no operations on
+    // the default stream prior to the capture" (cuda_graphs.py:1857-1859): the model state, DDP
+    // buffers, optimizer build and iteration 1's forward-backward are requested on it.
+    if (setup_.local_graphs && !whole_graph) stream_ = kManagerStream;
+    static_state();
+  }
   out_.pass_starts.push_back(out_.requests);
   if (graphed && !graph_static_taken_) {
     graph_static_taken_ = true;
@@ -189,12 +195,10 @@ void AllocRecorder::play_in_pool(const std::vector<ModuleScript::Step>& steps, s
 // whatever a capture frees goes back to the pool for the next one. The static inputs, outputs and
 // gradients are the eager blocks of graph_static_buffers. Measured per pool on the H200
 // (calibration/data/diagnostics/graph_pool_s20.json): the pool within 0.6 % (MLA) to 16 % under.
-// Not modelled: torch.cuda.graph's empty_cache() before each capture (torch/cuda/graphs.py,
-// graph.__enter__) and the eager side's three streams (the manager's side stream from the first
-// layer's construction, the default stream from the first optimizer step), which together reserve
-// 0.4-4.9 GB more than this one-stream cache; the cache is left as iteration 1 left it. Replayed
-// only for one graph set of single-module segments; otherwise (false) the pool stays the
-// simulator's sum (graph_pool.cpp).
+// The eager side's streams and the empty_cache() before the captures: capture_at_schedule_end. Not
+// modelled: the static buffers the captures take from the pool (cuda_graphs.py:285-295) are eager
+// blocks here, and the captures' warm-up runs. Replayed only for one graph set of single-module
+// segments; otherwise (false) the pool stays the simulator's sum (graph_pool.cpp).
 bool AllocRecorder::capture_layer_graphs() {
   if (setup_.graph_sets != 1 || !setup_.captured) return false;
   std::vector<const Segment*> captured;
@@ -232,6 +236,28 @@ bool AllocRecorder::capture_layer_graphs() {
   return true;
 }
 
+// create_cudagraphs() at the end of iteration 1's schedule (schedules.py:871), before its optimizer
+// step: each capture's torch.cuda.graph.__enter__ first runs torch.cuda.empty_cache() (torch/cuda/graphs.py),
+// which returns the side stream's wholly free segments (iteration 1's activations) to the device; the
+// graphs' static buffers are taken on the side stream; then set_stream(default_stream()) (cuda_graphs.py:674):
+// the optimizer steps and every later iteration are requested on the default stream, whose cached blocks
+// the side stream's do not serve, and whose first GEMMs take cuBLAS workspaces of their own (PyTorch keys
+// them by handle and stream, CublasHandlePool.cpp getCurrentCUDABlasHandle). The graphs' warm-up runs
+// and gradient backups between captures are not replayed (each is freed before the next empty_cache()).
+void AllocRecorder::capture_at_schedule_end() {
+  if (!setup_.local_graphs || whole_graph_ || graph_static_taken_ || stream_ != kManagerStream || !setup_.captured) return;
+  bool recorded = false;  // nothing recorded: create_cudagraphs() returns at once (cuda_graphs.py:558-560)
+  for (const auto& cm : *setup_.captured)
+    for (const auto& s : cm.segments) recorded = recorded || s.graph_captured;
+  if (!recorded) return;
+  graph_static_taken_ = true;
+  alloc_.empty_cache();
+  captured_ = capture_layer_graphs();
+  alloc(setup_.graph_static_buffers);
+  stream_ = kDefaultStream;
+  for (int k = 0; k < setup_.forward_workspaces + setup_.backward_workspaces; ++k) alloc(setup_.cublas_workspace);
+}
+
 void AllocRecorder::backward_started() {
   if (workspaces_taken_) return;
   workspaces_taken_ = true;
@@ -255,6 +281,7 @@ void AllocRecorder::flush(bool first) {
 // one makes main.grad copies and the foreach temporaries, freed by its end; a chain of optimizers
 // (expert parallelism) steps the dense one, then the expert one.
 void AllocRecorder::optimizer(bool first) {
+  if (first) capture_at_schedule_end();
   static const std::string step_name = "optimizer.step";
   note(&step_name, "optimizer");
   const model::StaticMemory& sm = *setup_.sm;

@@ -78,6 +78,7 @@ class AllocRecorder {
   Bytes bytes_of(int id) const { return id >= 0 ? bytes_[static_cast<std::size_t>(id)] : Bytes{}; }
   void play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep = -1);
   bool capture_layer_graphs();
+  void capture_at_schedule_end();
   void play_in_pool(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots);
   void static_state();
   void forward_plain(const Segment& s, std::size_t i, bool input_kept, int& flow, Kept& k);
@@ -96,6 +97,10 @@ class AllocRecorder {
   model::CachingAllocatorModel alloc_;
   model::CachingAllocatorModel pool_;  // the local graphs' private pool (CudaGraphManager.global_mempool)
   bool captured_ = false;
+  // The stream the eager requests are made on: Megatron's local graphs switch to a side stream when the
+  // first CudaGraphManager is built and back to the default one after the captures.
+  static constexpr int kDefaultStream = 0, kManagerStream = 1;
+  int stream_ = kDefaultStream;
   Bytes eager_peak_before_capture_, total_peak_after_capture_;
   std::vector<int> handle_;   // tensor id -> allocator handle (-1: freed)
   std::vector<Bytes> bytes_;  // tensor id -> requested bytes

@@ -16,6 +16,7 @@
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
+#include "spec_layer.hpp"
 
 using namespace peakcast;
 
@@ -33,17 +34,7 @@ const char* kLocal = R"({
   "train": {"micro_batch_size": 4, "global_batch_size": 8},
   "cluster": {"num_gpus": 1, "gpu": "h200-141gb", "transformer_engine_available": false}})";
 
-sim::LayerGraph layer(const std::vector<std::string>& sets) {
-  auto r = model::parse_run_spec(kLocal, sets);
-  for (const auto& d : r.diagnostics) INFO(model::format(d));
-  REQUIRE(r.spec);
-  const auto problems = model::validate(*r.spec);
-  for (const auto& d : problems) INFO(model::format(d));
-  REQUIRE_FALSE(model::has_errors(problems));
-  const auto d = model::derive(*r.spec);
-  return sim::build_layer_graph(*r.spec, d, sim::make_shape_context(*r.spec, d),
-                                {0, model::MixerKind::attention, model::FfnKind::dense, false}, false);
-}
+sim::LayerGraph layer(const std::vector<std::string>& sets) { return test::spec_layer(kLocal, sets, {0, model::MixerKind::attention, model::FfnKind::dense, false}); }
 
 const sim::OpNode& baddbmm(const sim::LayerGraph& g) {
   for (const auto& o : g.ops)

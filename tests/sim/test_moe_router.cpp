@@ -11,6 +11,7 @@
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
+#include "spec_layer.hpp"
 
 using namespace peakcast;
 
@@ -27,17 +28,7 @@ const char* kSpec = R"({
   "train": {"micro_batch_size": 1, "global_batch_size": 2},
   "cluster": {"num_gpus": 2, "gpu": "h100-sxm-80gb"}})";
 
-sim::LayerGraph moe_layer(const std::vector<std::string>& sets) {
-  auto r = model::parse_run_spec(kSpec, sets);
-  for (const auto& d : r.diagnostics) INFO(model::format(d));
-  REQUIRE(r.spec);
-  const auto problems = model::validate(*r.spec);
-  for (const auto& d : problems) INFO(model::format(d));
-  REQUIRE_FALSE(model::has_errors(problems));
-  const auto d = model::derive(*r.spec);
-  const auto ctx = sim::make_shape_context(*r.spec, d);
-  return sim::build_layer_graph(*r.spec, d, ctx, {0, model::MixerKind::attention, model::FfnKind::moe, false}, false);
-}
+sim::LayerGraph moe_layer(const std::vector<std::string>& sets) { return test::spec_layer(kSpec, sets, {0, model::MixerKind::attention, model::FfnKind::moe, false}); }
 
 // Bytes the router's own tensors keep from forward to backward.
 std::int64_t router_saved(const std::vector<std::string>& sets) {

@@ -13,6 +13,7 @@
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
+#include "spec_layer.hpp"
 
 using namespace peakcast;
 
@@ -31,21 +32,9 @@ const char* kSpec = R"({
   "train": {"micro_batch_size": 1, "global_batch_size": 16},
   "cluster": {"num_gpus": 8, "gpu": "h200-141gb", "transformer_engine_available": false}})";
 
-sim::LayerGraph moe_layer(const std::vector<std::string>& sets = {}) {
-  auto r = model::parse_run_spec(kSpec, sets);
-  for (const auto& d : r.diagnostics) INFO(model::format(d));
-  REQUIRE(r.spec);
-  const auto problems = model::validate(*r.spec);
-  for (const auto& d : problems) INFO(model::format(d));
-  REQUIRE_FALSE(model::has_errors(problems));
-  const auto d = model::derive(*r.spec);
-  return sim::build_layer_graph(*r.spec, d, sim::make_shape_context(*r.spec, d),
-                                {1, model::MixerKind::attention, model::FfnKind::moe, false}, false);
-}
+sim::LayerGraph moe_layer(const std::vector<std::string>& sets = {}) { return test::spec_layer(kSpec, sets, {1, model::MixerKind::attention, model::FfnKind::moe, false}); }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
+using test::ends_with;
 
 int count_ops(const sim::LayerGraph& g, const std::string& tail) {
   int n = 0;

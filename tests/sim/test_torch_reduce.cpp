@@ -12,6 +12,7 @@
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
 #include "peakcast/sim/torch_reduce.hpp"
+#include "spec_layer.hpp"
 
 using namespace peakcast;
 
@@ -107,21 +108,9 @@ const char* kBiased = R"({
   "train": {"micro_batch_size": 4, "global_batch_size": 8},
   "cluster": {"num_gpus": 1, "gpu": "h200-141gb", "transformer_engine_available": false}})";
 
-sim::LayerGraph biased_layer(const std::vector<std::string>& sets) {
-  auto r = model::parse_run_spec(kBiased, sets);
-  for (const auto& d : r.diagnostics) INFO(model::format(d));
-  REQUIRE(r.spec);
-  const auto problems = model::validate(*r.spec);
-  for (const auto& d : problems) INFO(model::format(d));
-  REQUIRE_FALSE(model::has_errors(problems));
-  const auto d = model::derive(*r.spec);
-  return sim::build_layer_graph(*r.spec, d, sim::make_shape_context(*r.spec, d),
-                                {0, model::MixerKind::attention, model::FfnKind::dense, false}, false);
-}
+sim::LayerGraph biased_layer(const std::vector<std::string>& sets) { return test::spec_layer(kBiased, sets, {0, model::MixerKind::attention, model::FfnKind::dense, false}); }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+using test::ends_with;
 
 const sim::OpNode& op(const sim::LayerGraph& g, const std::string& suffix) {
   for (const auto& o : g.ops)

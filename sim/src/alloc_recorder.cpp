@@ -171,9 +171,8 @@ void AllocRecorder::begin_pass(int iteration, bool first, bool graphed, bool who
     static_state();
   }
   out_.pass_starts.push_back(out_.requests);
-  if (graphed && !graph_static_taken_) {
+  if (graphed && !graph_static_taken_) {  // local graphs took theirs at the end of iteration 1's schedule
     graph_static_taken_ = true;
-    if (setup_.local_graphs && !whole_graph) captured_ = capture_layer_graphs();
     alloc(setup_.graph_static_buffers);
   }
 }
@@ -245,8 +244,8 @@ bool AllocRecorder::capture_layer_graphs() {
 // them by handle and stream, CublasHandlePool.cpp getCurrentCUDABlasHandle). The graphs' warm-up runs
 // and gradient backups between captures are not replayed (each is freed before the next empty_cache()).
 void AllocRecorder::capture_at_schedule_end() {
-  if (!setup_.local_graphs || whole_graph_ || graph_static_taken_ || stream_ != kManagerStream || !setup_.captured) return;
-  bool recorded = false;  // nothing recorded: create_cudagraphs() returns at once (cuda_graphs.py:558-560)
+  if (stream_ != kManagerStream || graph_static_taken_ || !setup_.captured) return;  // side stream: local graphs only
+  bool recorded = false;                                                             // nothing recorded: create_cudagraphs() returns at once (cuda_graphs.py:558-560)
   for (const auto& cm : *setup_.captured)
     for (const auto& s : cm.segments) recorded = recorded || s.graph_captured;
   if (!recorded) return;

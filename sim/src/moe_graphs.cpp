@@ -108,13 +108,14 @@ int sequential_mlp(GraphBuilder& b, const model::ModelSpec& m, int rows_in, int 
     return b.linear(name + ".linear_fc2", a, Fe, h, Parallel::none, kMoe, rows);
   };
   if (L == 1) return expert("experts.local_experts.0", rows_in, probs, R);
+  const auto share = [&](std::int64_t e) { return R / L + (e < R % L ? 1 : 0); };  // expert e's rows
   LayerGraph& g = b.graph();
   const bool split_probs = !m.moe_apply_probs_on_input;
   std::vector<int> pieces, prob_pieces;
   std::vector<int> split_in{rows_in};
   if (split_probs) split_in.push_back(probs);
   for (std::int64_t e = 0; e < L; ++e) {
-    const std::int64_t rows = R / L + (e < R % L ? 1 : 0);
+    const std::int64_t rows = share(e);
     const std::string name = "experts.local_experts." + std::to_string(e);
     pieces.push_back(b.tensor(name + ".input", Bytes{0}));
     g.tensors.back().grad_block = b.act(rows, h);
@@ -129,18 +130,17 @@ int sequential_mlp(GraphBuilder& b, const model::ModelSpec& m, int rows_in, int 
   std::vector<int> outs;
   const std::size_t first_op = g.ops.size();
   for (std::int64_t e = 0; e < L; ++e) {
-    const std::int64_t rows = R / L + (e < R % L ? 1 : 0);
     const auto u = static_cast<std::size_t>(e);
-    outs.push_back(expert("experts.local_experts." + std::to_string(e), pieces[u], split_probs ? prob_pieces[u] : probs, rows));
+    outs.push_back(expert("experts.local_experts." + std::to_string(e), pieces[u], split_probs ? prob_pieces[u] : probs, share(e)));
   }
   // A saved piece keeps its base.
   for (std::size_t i = first_op; i < g.ops.size(); ++i) {
     auto& saves = g.ops[i].saves;
+    const auto keeps = [&saves](int piece, int base) {
+      if (std::find(saves.begin(), saves.end(), piece) != saves.end() && std::find(saves.begin(), saves.end(), base) == saves.end())
+        saves.push_back(base);
+    };
     for (std::size_t e = 0; e < pieces.size(); ++e) {
-      const auto keeps = [&](int piece, int base) {
-        if (std::find(saves.begin(), saves.end(), piece) != saves.end() && std::find(saves.begin(), saves.end(), base) == saves.end())
-          saves.push_back(base);
-      };
       keeps(pieces[e], rows_in);
       if (split_probs) keeps(prob_pieces[e], probs);
     }

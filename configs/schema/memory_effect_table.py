@@ -746,7 +746,8 @@ U(O, "overlap_cpu_optimizer_d2h_h2d", "with optimizer_cpu_offload: overlapped co
   "mcore:megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:204")
 N(O, "pin_cpu_grads", "host memory (pinned) for offloaded grads", "mcore:megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:110")
 N(O, "pin_cpu_params", "host memory (pinned) for offloaded params", "mcore:megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:75")
-N(O, "clip_grad", "grad-norm clipping (a norm reduction and an in-place scale)", "mcore:megatron/core/optimizer/optimizer.py:830")
+S(O, "clip_grad", "grad-norm clipping: on torch's fallback (no TE / Apex) one fp32 temporary per main gradient "
+  "(local_multi_tensor_scale)", "mcore:megatron/core/optimizer/clip_grads.py:189-192; mcore:megatron/core/utils.py:1337-1340")
 N(O, "grad_norm_skip_threshold", "skip steps above a grad norm (a scalar test)", "mcore:megatron/core/optimizer/optimizer.py:1923")
 N(O, "log_num_zeros_in_grad", "counts zeros in the grads (a reduction)", "mcore:megatron/core/optimizer/optimizer.py:840")
 N(O, "barrier_with_L1_time", "a barrier before timers", "mcore:megatron/core/optimizer/optimizer.py:748")

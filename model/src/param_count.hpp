@@ -28,6 +28,10 @@ struct ParamTensor {
   bool expert = false;            // routed-expert weight: lives in the expert-parallel DDP buffer
   bool gemm_weight = false;       // a TE linear weight: FP8-quantised when FP8 compute/params are on
   bool shared_embedding = false;  // gets its own DDP bucket (language_module.py:270-276)
+  // Built twice at model build, the first copy freed when the second replaces it: MLA's linear_proj,
+  // which Attention.__init__ builds (attention.py:413) and MultiLatentAttention.__init__ builds again
+  // (multi_latent_attention.py:221), as the H200 allocator stream of moe_moonlight4_none shows.
+  bool rebuilt = false;
 };
 
 // How a rank's copy is cut. {1,1,1} gives the full, unsharded model.

@@ -49,7 +49,11 @@ void add_norm(ParamList& out, const std::string& name, const ModelSpec& m, std::
 }
 
 // Standard (GQA) self-attention: TELayerNormColumnParallelLinear qkv with the fused input norm,
-// optional q/k layernorm over one head, TERowParallelLinear proj (attention.py SelfAttention).
+// optional q/k layernorm over one head, TERowParallelLinear proj (attention.py SelfAttention). Listed in
+// registration order, which sets the DDP buffer layout and the order the optimizer creates its state:
+// Attention.__init__ builds core_attention (:382) and linear_proj (:413) before SelfAttention.__init__
+// builds linear_qkv (:1682) and the q/k norms (:1724-1733), as the H200 allocator streams show (the
+// proj weight is requested before the qkv weight at model build and at the first optimizer step).
 void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const Sharding& s) {
   const std::int64_t h = m.hidden_size;
   const std::int64_t q_width = m.num_attention_heads * d.kv_channels;
@@ -57,6 +61,12 @@ void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const S
   // The output gate adds one more query-sized block to the fused projection (attention.py:1818-1820).
   const std::int64_t gate_width = m.attention_output_gate ? q_width : 0;
   const std::int64_t qkv_local = split(q_width + kv_width + gate_width, s.tp);
+  // Learnable attention sinks: one logit per local head, a Parameter of TE's DotProductAttention (TE v2.16
+  // dot_product_attention.py:464-476) or of Megatron's (dot_product_attention.py:126-138); off-by-one is
+  // a constant, no parameter.
+  if (m.softmax_type == SoftmaxType::learnable) add(out, "self_attention.core_attention.softmax_offset", split(m.num_attention_heads, s.tp));
+  add_gemm(out, "self_attention.linear_proj.weight", h, split(q_width, s.tp), GemmMode::row);
+  if (m.add_bias_linear) add(out, "self_attention.linear_proj.bias", h);
   add_norm(out, "self_attention.linear_qkv.layer_norm", m, h);
   add_gemm(out, "self_attention.linear_qkv.weight", qkv_local, h, GemmMode::column);
   if (m.add_bias_linear || m.add_qkv_bias) add(out, "self_attention.linear_qkv.bias", qkv_local);
@@ -66,24 +76,21 @@ void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const S
     add_norm(out, "self_attention.q_layernorm", m, width);
     add_norm(out, "self_attention.k_layernorm", m, width);
   }
-  // Learnable attention sinks: one logit per local head, a Parameter of TE's DotProductAttention (TE v2.16
-  // dot_product_attention.py:464-476) or of Megatron's (dot_product_attention.py:126-138); off-by-one is
-  // a constant, no parameter.
-  if (m.softmax_type == SoftmaxType::learnable) add(out, "self_attention.core_attention.softmax_offset", split(m.num_attention_heads, s.tp));
-  add_gemm(out, "self_attention.linear_proj.weight", h, split(q_width, s.tp), GemmMode::row);
-  if (m.add_bias_linear) add(out, "self_attention.linear_proj.bias", h);
 }
 
 // Multi-latent attention (multi_latent_attention.py:508-630). The down projections are TELinear
 // with parallel_mode="duplicated" (:526-527, :573-574), i.e. replicated over TP; the up
 // projections are column-parallel and, with qk_layernorm, carry the fused q/kv layernorm
 // (gpt_layer_specs.py: linear_q_up_proj/linear_kv_up_proj = TELayerNormColumnParallelLinear).
-// The input layernorm is a separate TENorm.
+// The input layernorm is a separate TENorm, registered by TransformerLayer before the attention; then
+// MultiLatentAttention.__init__ builds linear_proj (:221) before MLASelfAttention's projections.
 void add_mla(ParamList& out, const ModelSpec& m, const Sharding& s) {
   const std::int64_t h = m.hidden_size;
   const std::int64_t heads = m.num_attention_heads;
   const std::int64_t q_head_dim = m.qk_head_dim + m.qk_pos_emb_head_dim;
   add_norm(out, "input_layernorm", m, h);
+  add_gemm(out, "self_attention.linear_proj.weight", h, split(heads * m.v_head_dim, s.tp), GemmMode::row);
+  out.back().rebuilt = true;
   if (!m.q_lora_rank) {
     add_gemm(out, "self_attention.linear_q_proj.weight", split(heads * q_head_dim, s.tp), h, GemmMode::column);
   } else {
@@ -96,7 +103,6 @@ void add_mla(ParamList& out, const ModelSpec& m, const Sharding& s) {
   if (m.qk_layernorm) add_norm(out, "self_attention.linear_kv_up_proj.layer_norm", m, m.kv_lora_rank);
   add(out, "self_attention.linear_kv_up_proj.weight",
       split(heads * (m.qk_head_dim + m.v_head_dim), s.tp) * m.kv_lora_rank, true);
-  add_gemm(out, "self_attention.linear_proj.weight", h, split(heads * m.v_head_dim, s.tp), GemmMode::row);
 }
 
 // Dense MLP with the pre-MLP norm fused into fc1 (TELayerNormColumnParallelLinear, mlp.py).

@@ -62,6 +62,7 @@ void fill_optimizer(const Reader& r, OptimizerSpec& o) {
   }
   r.read("overlap_param_gather_with_optimizer_step", o.overlap_param_gather_with_optimizer_step);
   r.read("optimizer_cpu_offload", o.optimizer_cpu_offload);
+  r.read("clip_grad", o.clip_grad);
 }
 
 void fill_ddp(const Reader& r, DdpSpec& d, ModelSpec& m) {

@@ -43,6 +43,7 @@ void add_optimizer_tensor(StaticAllocations& out, std::int64_t owned, DType para
   for (const std::int64_t s : ob.state_tensors) t.states.push_back(Bytes{owned * s});
   t.grad_copy = Bytes{owned * ob.step_transient};
   t.temporary = Bytes{owned * ob.step_foreach_temporary};
+  t.clip_temporary = Bytes{owned * ob.step_clip_temporary};
   t.own_optimizer = own_optimizer;
   out.optimizer.push_back(std::move(t));
 }
@@ -70,6 +71,7 @@ StaticAllocations static_allocations(const RunSpec& spec, const Derived& d, cons
       // A frozen (PEFT) parameter keeps its own storage: no buffer re-homes it.
       if (!t->frozen) members[buffer_of(buffers, dt, t->expert)].push_back(out.parameters.size());
       out.parameters.push_back(Bytes{t->numel * dtype_bytes(dt)});
+      out.rebuilt.push_back(t->rebuilt);
     }
     for (std::size_t k = 0; k < buffers.size(); ++k) {
       const DdpBuffer& b = buffers[k];

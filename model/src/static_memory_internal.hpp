@@ -86,6 +86,9 @@ struct OptimizerBytes {
   // torch AdamW's foreach temporary: lives only while its own optimizer steps, so a chain of
   // optimizers (dense, expert-parallel) holds the largest one's, not their sum.
   std::int64_t step_foreach_temporary = 0;
+  // Gradient clipping without Transformer Engine's or Apex's multi_tensor_scale: one fp32 `src * scale`
+  // per main gradient, each freed before the next is made.
+  std::int64_t step_clip_temporary = 0;
 };
 
 // Megatron builds separate optimizers for expert-parallel parameters (allreduce=False: experts

@@ -76,6 +76,14 @@ OptimizerBytes optimizer_bytes(const RunSpec& spec, const Derived& d, DType para
   }
   // te_fused_adam / apex_fused_adam: multi_tensor_apply kernels update in place; no
   // parameter-sized temporaries.
+  // Clipping (clip_grad > 0, optimizer.py:830-831) scales the main gradients by clip_coeff when the
+  // norm exceeds clip_grad (clip_grads.py:189-192). clip_grads.py:11-47 imports multi_tensor_scale from
+  // the same chain as the optimizer (Transformer Engine, then Apex, optimizer/__init__.py:13-33): where
+  // the optimizer is torch's AdamW, clipping is local_multi_tensor_scale (utils.py:1337-1340),
+  // `dst.copy_(src * scale)` per gradient: an fp32 temporary of the main gradient's size (main grads
+  // are fp32 on that path). Assumed to fire: it did in both measured steps of 13 of the 14 traced H200
+  // runs (calibration/data/diagnostics/alloc_traces_s16/; not in fam_gpt3, whose norm stayed under 1).
+  if (o.implementation == OptimizerImpl::torch_adamw && o.clip_grad > 0.0) b.step_clip_temporary = kFp32Bytes;
   return b;
 }
 

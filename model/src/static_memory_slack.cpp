@@ -39,12 +39,13 @@ namespace {
 constexpr std::size_t kMaxStates = 3;  // exp_avg, exp_avg_sq and a TE remainder (static_memory_optimizer.cpp)
 struct ParamRequests {
   std::int64_t param = 0, main = 0, step_transient = 0, foreach_temporary = 0;
+  std::int64_t rebuilt = 0;  // 1: built twice at model build, the first copy freed (param_count.hpp)
   std::array<std::int64_t, kMaxStates> states{};
   std::size_t nstates = 0;
   bool operator==(const ParamRequests&) const = default;
 };
 
-// [own optimizer, #buffers, buffers..., then runs of (count, param, main, transient, foreach, #states, states...)].
+// [own optimizer, #buffers, buffers..., then runs of (count, param, main, transient, foreach, rebuilt, #states, states...)].
 using SlackKey = std::vector<std::int64_t>;
 
 SlackKey slack_key(const std::vector<ParamRequests>& params, const std::vector<std::int64_t>& buffers, bool own_optimizer) {
@@ -54,7 +55,7 @@ SlackKey slack_key(const std::vector<ParamRequests>& params, const std::vector<s
     std::size_t j = i + 1;
     while (j < params.size() && params[j] == params[i]) ++j;
     const ParamRequests& p = params[i];
-    k.insert(k.end(), {static_cast<std::int64_t>(j - i), p.param, p.main, p.step_transient, p.foreach_temporary,
+    k.insert(k.end(), {static_cast<std::int64_t>(j - i), p.param, p.main, p.step_transient, p.foreach_temporary, p.rebuilt,
                        static_cast<std::int64_t>(p.nstates)});
     k.insert(k.end(), p.states.begin(), p.states.begin() + static_cast<std::ptrdiff_t>(p.nstates));
     i = j;
@@ -72,11 +73,12 @@ std::vector<std::pair<std::int64_t, ParamRequests>> runs_of(const SlackKey& k, s
     r.second.main = k[i + 2];
     r.second.step_transient = k[i + 3];
     r.second.foreach_temporary = k[i + 4];
-    const auto n = static_cast<std::size_t>(k[i + 5]);
+    r.second.rebuilt = k[i + 5];
+    const auto n = static_cast<std::size_t>(k[i + 6]);
     r.second.nstates = n;
-    for (std::size_t s = 0; s < n; ++s) r.second.states[s] = k[i + 6 + s];
+    for (std::size_t s = 0; s < n; ++s) r.second.states[s] = k[i + 7 + s];
     runs.push_back(std::move(r));
-    i += 6 + n;
+    i += 7 + n;
   }
   return runs;
 }
@@ -93,7 +95,11 @@ AllocatorSlack replay(const SlackKey& key) {
   };
   // Model build: every parameter of every chunk in registration order (use_cpu_initialization off).
   std::vector<CachingAllocatorModel::Handle> handles;
-  each([&](const ParamRequests& p) { handles.push_back(alloc.allocate(Bytes{p.param})); });
+  each([&](const ParamRequests& p) {
+    const auto first = p.rebuilt ? alloc.allocate(Bytes{p.param}) : CachingAllocatorModel::kFailed;
+    handles.push_back(alloc.allocate(Bytes{p.param}));
+    if (first != CachingAllocatorModel::kFailed) alloc.release(first);
+  });
   for (const auto h : handles) out.parameters += alloc.slack(h);
   // DDP: one gradient buffer per (dtype, expert) group of each chunk.
   for (std::size_t b = 0; b < nbuf; ++b) alloc.allocate(Bytes{key[2 + b]});
@@ -179,7 +185,7 @@ AllocatorSlack allocator_slack(const PipelineStage& stage, const std::vector<std
       const OptimizerBytes& o = per_dtype[fp8 ? 1 : 0];
       // A frozen (PEFT) parameter is only its own tensor: the optimizer never sees it.
       const std::int64_t n = t->frozen ? 0 : t->numel;
-      ParamRequests p{t->numel * dtype_bytes(dt), n * o.main_param, n * o.step_transient, n * o.step_foreach_temporary, {}, t->frozen ? 0 : o.state_tensors.size()};
+      ParamRequests p{t->numel * dtype_bytes(dt), n * o.main_param, n * o.step_transient, n * o.step_foreach_temporary, t->rebuilt ? 1 : 0, {}, t->frozen ? 0 : o.state_tensors.size()};
       if (p.nstates > kMaxStates) throw std::logic_error("allocator_slack: more optimizer states than kMaxStates");
       for (std::size_t s = 0; s < p.nstates; ++s) p.states[s] = n * o.state_tensors[s];
       params.push_back(p);

@@ -122,7 +122,11 @@ void AllocRecorder::static_state() {
     const auto& st = *setup_.statics;
     std::vector<int> ids;
     std::vector<bool> in_buffer(st.parameters.size(), false);
-    for (const Bytes b : st.parameters) ids.push_back(alloc(b));
+    for (std::size_t k = 0; k < st.parameters.size(); ++k) {
+      const int first = k < st.rebuilt.size() && st.rebuilt[k] ? alloc(st.parameters[k]) : -1;
+      ids.push_back(alloc(st.parameters[k]));
+      free(first);
+    }
     for (const auto& buf : st.buffers) {
       alloc(buf.param_data);
       alloc(buf.grad_data);
@@ -276,9 +280,12 @@ void AllocRecorder::flush(bool first) {
   deferred_entries_ = 0;
 }
 
-// step(): the first one creates the state tensors (AdamW _init_group, parameter by parameter); every
-// one makes main.grad copies and the foreach temporaries, freed by its end; a chain of optimizers
-// (expert parallelism) steps the dense one, then the expert one.
+// step(), as MixedPrecisionOptimizer.step / ChainedOptimizer.step run it (optimizer.py:816-846,
+// :1855-1930): prepare_grads makes every main.grad copy; clipping scales each gradient (a temporary per
+// gradient on torch's fallback, static_memory_optimizer.cpp); then each member of the chain (the dense
+// optimizer, then the expert one) steps: the first step creates its state tensors (AdamW _init_group,
+// parameter by parameter), every step its foreach temporaries, freed by its end. The copies go at the
+// next zero_grad, before the next forward.
 void AllocRecorder::optimizer(bool first) {
   if (first) capture_at_schedule_end();
   static const std::string step_name = "optimizer.step";
@@ -288,14 +295,16 @@ void AllocRecorder::optimizer(bool first) {
   std::vector<int> copies, temporaries;
   if (setup_.statics) {
     const auto& opt = setup_.statics->optimizer;
-    if (first)
-      for (const auto& t : opt)
-        for (const Bytes b : t.states) {
-          alloc(b);
-          states += b;
-        }
     for (const auto& t : opt) copies.push_back(alloc(t.grad_copy));
+    for (const auto& t : opt) free(alloc(t.clip_temporary));
     for (const bool own : {false, true}) {
+      if (first)
+        for (const auto& t : opt)
+          if (t.own_optimizer == own)
+            for (const Bytes b : t.states) {
+              alloc(b);
+              states += b;
+            }
       for (const auto& t : opt)
         if (t.own_optimizer == own) temporaries.push_back(alloc(t.temporary));
       free_all(temporaries);

@@ -343,6 +343,7 @@ struct OptimizerSpec {
   bool bf16 = false;
   bool fp16 = false;
   bool use_layer_wise_distributed_optimizer = false;  // emerging optimizers only (optimizer/__init__.py:742)
+  double clip_grad = 1.0;                             // 0: no clipping (optimizer.py:830); the schema's default is the one read
 
   bool operator==(const OptimizerSpec&) const = default;
 };

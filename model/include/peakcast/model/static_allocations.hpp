@@ -13,6 +13,7 @@ namespace peakcast::model {
 struct StaticAllocations {
   // Model build: one tensor per parameter, in registration order, for every chunk of the stage.
   std::vector<Bytes> parameters;
+  std::vector<bool> rebuilt;  // per parameter: built twice, the first copy freed (param_count.hpp)
   // DDP wrap, per _ParamAndGradBuffer in creation order: param_data (with the distributed
   // optimizer; 0 without), grad_data, and how many of `parameters` (from `first_parameter` on, in
   // order) it re-homes and frees (param_and_grad_buffer.py:1184-1196, :1305-1310).
@@ -28,7 +29,7 @@ struct StaticAllocations {
   struct OptimizerTensor {
     Bytes clone, main;
     std::vector<Bytes> states;
-    Bytes grad_copy, temporary;
+    Bytes grad_copy, temporary, clip_temporary;
     bool own_optimizer = false;  // an expert-parallel parameter stepped by its own optimizer
   };
   std::vector<OptimizerTensor> optimizer;

@@ -3,6 +3,7 @@
 // joins it, the latent-MoE Super / Ultra refused by mechanism, and the vocabulary setup() gives each.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "peakcast/model/spec_parser.hpp"
@@ -95,4 +96,23 @@ TEST_CASE("a recipe's vocabulary: the provider's own, or the tokenizer's padded"
   CHECK(lightning.spec->model.vocab_size == 131072);
   CHECK(lightning.spec->model.should_pad_vocab);
   CHECK(model::derive(*lightning.spec).padded_vocab == 131072);
+}
+
+TEST_CASE("Nemotron 3 Nano 4B's recipe model has the checkpoint's published parameter count", "[model][recipes][nemotron][params]") {
+  // The recipe's literal HybridModelProvider (nemotron_3_nano_4b.py:35-81): 21 Mamba layers (96 heads of 80,
+  // 8 groups, state 128), 17 squared-ReLU MLPs of 12544, 4 attention layers (40 heads, 8 groups of 128),
+  // hidden 3136, untied 131072 vocabulary. Bridge's verification card counts 3,973,556,832 parameters in
+  // nvidia/NVIDIA-Nemotron-3-Nano-4B-BF16 (600d069b examples/model_verification_cards/nemotron-3-nano-4b/card.yaml:46).
+  const auto r = parse("nemotron_3_nano_4b_pretrain_8gpu_h100_bf16_config");
+  REQUIRE(r.spec);
+  const std::string pattern = *r.spec->model.hybrid_override_pattern;
+  const auto count = [&](char c) { return static_cast<std::int64_t>(std::count(pattern.begin(), pattern.end(), c)); };
+  const std::int64_t h = 3136, d_inner = 96 * 80, bc = 2 * 8 * 128;
+  const std::int64_t mamba = h * (2 * d_inner + bc + 96) + h + (d_inner + bc) * 5 + 3 * 96 + d_inner + d_inner * h;
+  const std::int64_t mlp = h + 2 * h * 12544;
+  const std::int64_t attention = h * (40 + 2 * 8) * 128 + h + 40 * 128 * h;
+  const std::int64_t expected = 2 * 131072 * h + h + count('M') * mamba + count('-') * mlp + count('*') * attention;
+  CHECK(count('M') == 21);
+  CHECK(expected == 3973556832);
+  CHECK(model::total_parameters(*r.spec, model::derive(*r.spec), false) == expected);
 }

@@ -10,9 +10,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/static_memory.hpp"
+#include "peakcast/sim/prediction.hpp"
 #include "test_hf_configs.hpp"
 
 using nlohmann::json;
@@ -169,4 +173,21 @@ TEST_CASE("hf_config: Nemotron-H keys the bridge does not read, and latent MoE, 
   const ParseResult ok = parse_config("nano_neighbours.json", config);
   REQUIRE(ok.spec);
   CHECK(ok.spec->model.activation_func_name == "squared_relu");
+}
+
+TEST_CASE("hf_config: the seed study's Nemotron run with its model from the HF config", "[model][hf][nemotron][sim]") {
+  // configs/runs/nemotron-3-nano-16xh100.json builds the model from the hand-written preset; the same run
+  // with the model from the config.json instead has the same layers and sizes, so the same prediction.
+  std::ifstream in(std::string(PEAKCAST_SOURCE_DIR) + "/configs/runs/nemotron-3-nano-16xh100.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const ParseResult preset = parse_run_spec(text.str());
+  const ParseResult hf = parse_run_spec(text.str(), {"model.preset=null", "model.hf_config=" + json(write("nano_seed.json", nano_config())).dump()});
+  for (const auto& d : hf.diagnostics) UNSCOPED_INFO(format(d));
+  REQUIRE(preset.spec);
+  REQUIRE(hf.spec);
+  CHECK(hf.origins.at("model.num_layers").origin == "Hugging Face config");
+  CHECK(hf.spec->model.hybrid_override_pattern == preset.spec->model.hybrid_override_pattern);
+  CHECK(total_parameters(*hf.spec, derive(*hf.spec), true) == total_parameters(*preset.spec, derive(*preset.spec), true));
+  CHECK(peakcast::sim::predict(*hf.spec).max_peak_allocated.value == peakcast::sim::predict(*preset.spec).max_peak_allocated.value);
 }

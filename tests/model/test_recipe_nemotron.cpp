@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/static_memory.hpp"

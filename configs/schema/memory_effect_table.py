@@ -193,7 +193,9 @@ N(M, "mtp_detach_heads",
   "the same tensors", "mcore:megatron/core/transformer/multi_token_prediction.py:818")
 U(M, "mtp_hybrid_override_pattern",
   "hybrid models: the layer pattern of each MTP depth, appended to hybrid_layer_pattern by the provider (Mamba/"
-  "attention/MoE MTP layers); peakcast reads only the main pattern and mtp_num_layers", f"{HYBP}:198-208")
+  "attention/MoE MTP layers). peakcast simulates the depths of a joined pattern ('<main>/<mtp>/...'), which its "
+  "emulation of Bridge's finalize builds (model/src/bridge_runtime.cpp); given beside a pattern without '/' "
+  "outside that path, the depths are not simulated", f"{HYBP}:196-231")
 N(M, "flash_attention_version",
   "which flash-attn generation TE may use (2/3/4); all save the output and the softmax LSE. Uncertain: workspace "
   "differs between versions", "mcore:megatron/core/models/common/language_module/language_module.py:154")
@@ -934,7 +936,7 @@ APPLIES_WHEN = {
     (M, "fp8_dot_product_attention"): _FP8, (M, "fp8_multi_head_attention"): _FP8,
     (M, "disable_parameter_transpose_cache"): _FP8,
     (M, "keep_mtp_spec_in_bf16"): "model.mtp_num_layers > 0 && model.fp8 != null",
-    (M, "mtp_hybrid_override_pattern"): "model.mtp_num_layers > 0 && model.hybrid_override_pattern != null",
+    (M, "mtp_hybrid_override_pattern"): "model.mtp_num_layers > 0 && model.hybrid_override_pattern != null && !('/' in model.hybrid_override_pattern)",
     (M, "fp4_recipe"): "model.fp4 != null", (M, "fp4_param"): "model.fp4 != null", (M, "fp4_quantizer_factory"): "model.fp4_recipe == 'custom'",
     (M, "kitchen_attention_backend"): "model.use_kitchen_attention",
     (M, "use_grouped_gemm_for_dense_mlp"): "model.use_transformer_engine_op_fuser",

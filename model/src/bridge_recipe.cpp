@@ -8,6 +8,7 @@
 #include <map>
 
 #include "bridge_container.hpp"
+#include "bridge_defaults.hpp"
 #include "hf_config.hpp"
 #include "peakcast/model/embedded_configs.hpp"
 #include "peakcast/model/recipes.hpp"
@@ -138,6 +139,10 @@ bool RecipeBuilder::model() {
   if (string_or(mp, "kind") == "hf") {
     const std::string id = string_or(mp, "hf_model_id");
     const auto hf = shipped_hf_config(id);
+    if (const auto why = hf ? std::optional<std::string>() : hf_not_simulated(id)) {
+      error("model_provider.hf_model_id", "recipe_model_not_simulated", id + " is not simulated: " + *why + "; its config.json is not shipped (configs/hf/index.json)");
+      return false;
+    }
     if (!hf) {
       error("model_provider.hf_model_id", "recipe_hf_config_missing",
             "no public config.json for " + id + " in configs/hf/ (give the model's config with --hf-config)");
@@ -230,7 +235,12 @@ std::optional<std::int64_t> tokenizer_vocab(const std::string& name) {
 void RecipeBuilder::vocabulary() {
   const json& tok = doc.value("tokenizer", json::object());
   json& m = doc["model"];
-  const bool use_tok = detail::is_true(tok, "use_tokenizer_vocab_size") || !m.contains("vocab_size") || m["vocab_size"].is_null();
+  // The model's vocabulary as setup() sees it: the recipe's or the HF config's, else the provider
+  // class's own default (OlMoEModelProvider: 50304, bridge:src/megatron/bridge/models/olmoe/olmoe_provider.py:61).
+  json model_vocab = m.contains("vocab_size") ? m["vocab_size"] : json();
+  if (const BridgeDefaults* d = model_vocab.is_null() ? BridgeDefaults::for_provider(string_or(m, "_target_")) : nullptr)
+    if (const BridgeDefault* v = d->lookup("model", "vocab_size"); v && v->value.is_number_integer()) model_vocab = v->value;
+  const bool use_tok = detail::is_true(tok, "use_tokenizer_vocab_size") || model_vocab.is_null();
   if (!use_tok) {
     m["should_pad_vocab"] = false;
     return;

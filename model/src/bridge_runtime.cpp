@@ -2,6 +2,7 @@
 // before training, for the fields that change memory: MixedPrecisionConfig.setup, CommOverlapConfig
 // .setup, the providers' finalize() defaults and validate()'s optimizer / DDP sync. Each step cites
 // the lines docs/bridge/run-config-yaml.md sections 9-11 and configs/bridge/runtime_rules.json give.
+#include <algorithm>
 #include <set>
 
 #include "bridge_container.hpp"
@@ -151,6 +152,23 @@ void comm_overlap_setup(BridgeDocument& d) {
   doc["ddp"]["delay_wgrad_compute"] = co.contains("delay_wgrad_compute") ? co["delay_wgrad_compute"] : json(nullptr);
 }
 
+// HybridModelProvider.finalize joins mtp_hybrid_override_pattern onto the main pattern, once per MTP
+// depth (at least once with a repeated layer) after '/', the form Megatron's HybridModel parses; the main
+// part is re-taken before the '/', so a finalized pattern stays as it is; mtp_num_layers None takes the
+// count (bridge:src/megatron/bridge/models/hybrid/hybrid_provider.py:196-231).
+void join_hybrid_mtp_pattern(json& m) {
+  const json main = model_get(m, "hybrid_layer_pattern");
+  const json mtp = model_get(m, "mtp_hybrid_override_pattern");
+  if (!main.is_string() || !mtp.is_string() || mtp.get<std::string>().empty()) return;
+  const json depths = model_get(m, "mtp_num_layers");
+  const std::int64_t n = depths.is_number_integer() ? std::max<std::int64_t>(0, depths.get<std::int64_t>()) : 0;
+  const std::int64_t copies = model_flag(m, "mtp_use_repeated_layer") ? std::max<std::int64_t>(1, n) : n;
+  std::string joined = main.get<std::string>().substr(0, main.get<std::string>().find('/'));
+  for (std::int64_t k = 0; k < copies && k < 4096; ++k) joined += "/" + mtp.get<std::string>();
+  model_slot(m, "hybrid_layer_pattern") = joined;
+  if (depths.is_null() && copies > 0) model_slot(m, "mtp_num_layers") = copies;
+}
+
 // Bridge's TransformerConfig.finalize (models/transformer_config.py:165-186), HybridModelProvider.
 // finalize (hybrid_provider.py:170-251), validate()'s sync of the distributed optimizer and the
 // parameter gather (config.py:2099-2135), GPTModelProvider.provide's RoPE fusion (gpt_provider.py:229-230)
@@ -167,6 +185,7 @@ void finalize_and_validate(json& doc) {
     m["hybrid_layer_pattern"] = m["hybrid_override_pattern"];
     m["hybrid_override_pattern"] = nullptr;
   }
+  join_hybrid_mtp_pattern(m);
   const std::string cls = string_or(m, "_target_");
   if (cls.find("hybrid") == std::string::npos && model_get(m, "position_embedding_type") != "rope" && model_flag(m, "apply_rope_fusion"))
     model_slot(m, "apply_rope_fusion") = false;

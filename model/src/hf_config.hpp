@@ -27,4 +27,8 @@ std::optional<HfModel> map_hf_config(const nlohmann::json& config, const std::st
 // A shipped public config.json of the catalogue, by Hugging Face id ("moonshotai/Moonlight-16B-A3B").
 std::optional<nlohmann::json> shipped_hf_config(const std::string& hf_id);
 
+// For an id with no shipped config.json that configs/hf/index.json records as using a mechanism peakcast
+// does not simulate: that mechanism, with the evidence it was found in ("latent MoE (...)").
+std::optional<std::string> hf_not_simulated(const std::string& hf_id);
+
 }  // namespace peakcast::model::detail

@@ -3,7 +3,9 @@
 // depths and the loss heads.
 #include "stage_builder.hpp"
 
+#include <algorithm>
 #include <set>
+#include <vector>
 
 namespace peakcast::sim::detail {
 
@@ -162,10 +164,20 @@ void StageBuilder::add_mtp_and_output(const model::RunSpec& spec, const model::D
   const Bytes embedding_grad{d.padded_vocab / ctx_.tp * ctx_.hidden * ctx_.act_bytes};
   const bool tied_carry = c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx_.grad_accumulation_fusion;
   const Bytes mtp_embedding_grad = c.has_embedding && !tied_carry ? embedding_grad : Bytes{};
+  // A hybrid model's depth runs the layers of its MTP pattern in order ("*E": an attention and a MoE layer,
+  // mcore:megatron/core/models/hybrid/hybrid_model.py:288-306); a GPT depth holds one layer.
+  const std::size_t per_depth = c.mtp_layers > 0 ? std::max<std::size_t>(1, mtp_at.size() / static_cast<std::size_t>(c.mtp_layers)) : 1;
   for (std::int64_t k = 0; k < c.mtp_layers && !c.layers.empty(); ++k) {
     const bool first_in_backward = k + 1 == c.mtp_layers;
+    std::vector<std::size_t> at;  // this depth's layers' positions in the chunk
+    for (std::size_t j = 0; j < per_depth; ++j) {
+      const std::size_t i = static_cast<std::size_t>(k) * per_depth + j;
+      at.push_back(i < mtp_at.size() ? mtp_at[i] : c.layers.size() - 1);
+    }
     if (mtp_full_uniform) {
-      Segment& g = cm.segments.emplace_back(group_segment(profiles_, {&mtp_wrapper_, &layer_graph(spec, d, c.layers.back())}, -1));
+      std::vector<const LayerGraph*> group = {&mtp_wrapper_};
+      for (const std::size_t i : at) group.push_back(&layer_graph(spec, d, c.layers[i]));
+      Segment& g = cm.segments.emplace_back(group_segment(profiles_, group, -1));
       g.held += Bytes{ctx_.local_tokens * ctx_.hidden * ctx_.act_bytes};  // the embedding lookup's [s, h]
       g.name = "mtp" + std::to_string(k) + "(full recompute)";
       if (first_in_backward) g.carried_weight_grad = mtp_embedding_grad;
@@ -174,11 +186,12 @@ void StageBuilder::add_mtp_and_output(const model::RunSpec& spec, const model::D
     Segment& w = cm.segments.emplace_back(plain_segment(profiles_, mtp_wrapper_, CheckpointSet{}, -1));
     w.name = "mtp" + std::to_string(k) + ".wrapper";
     if (first_in_backward) w.carried_weight_grad = mtp_embedding_grad;
-    const std::size_t at = static_cast<std::size_t>(k) < mtp_at.size() ? mtp_at[static_cast<std::size_t>(k)] : 0;
-    const CheckpointSet mtp_ckpt =
-        static_cast<std::size_t>(k) < mtp_at.size() && !pol.layers[at].whole_module ? pol.layers[at] : CheckpointSet{};
-    cm.segments.push_back(plain_segment(profiles_, layer_graph(spec, d, c.layers.back()), mtp_ckpt, -1));
-    cm.segments.back().name = "mtp" + std::to_string(k);
+    for (std::size_t j = 0; j < at.size(); ++j) {
+      const bool is_mtp = c.layers[at[j]].is_mtp;
+      const CheckpointSet mtp_ckpt = is_mtp && !pol.layers[at[j]].whole_module ? pol.layers[at[j]] : CheckpointSet{};
+      cm.segments.push_back(plain_segment(profiles_, layer_graph(spec, d, c.layers[at[j]]), mtp_ckpt, -1));
+      cm.segments.back().name = "mtp" + std::to_string(k) + (per_depth > 1 ? "." + std::to_string(j) : std::string());
+    }
   }
   const Bytes deferred = deferred_wgrad_bytes(spec, d);
   for (std::int64_t k = 0; k <= c.mtp_layers; ++k) {  // each depth's head, then the main one

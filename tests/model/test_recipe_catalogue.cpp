@@ -26,7 +26,8 @@ nlohmann::json recipe_file(const std::string& name) {
 TEST_CASE("every catalogue recipe predicts or names why not", "[model][recipes]") {
   const std::set<std::string> reasons = {"recipe_hf_config_missing", "recipe_model_not_simulated", "peft_not_simulated",
                                          "hf_unknown_architecture", "recipe_vocab_unknown", "bridge_gpu_unknown",
-                                         "value_out_of_range", "layers_divisible_by_pp", "moe_tp_needs_sequence_parallel"};
+                                         "value_out_of_range", "layers_divisible_by_pp", "moe_tp_needs_sequence_parallel",
+                                         "bridge_world_size_unknown", "fsdp_not_simulated"};
   const auto rows = sim::predict_catalogue();
   REQUIRE(rows.size() == model::recipe_catalogue().size());
   int predicted = 0;

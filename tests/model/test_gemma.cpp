@@ -8,9 +8,12 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hf_config.hpp"
 #include "peakcast/model/spec_parser.hpp"

@@ -237,6 +237,33 @@ N(M, "window_size",
   "(or its unfused path) when no fused backend supports the window for the shape",
   f"{TE}:2125; mcore:megatron/core/transformer/dot_product_attention.py:93")
 N(M, "window_attn_skip_freq", "which layers use the sliding window (see window_size)", f"{TE}:2118")
+G2P = "bridge:src/megatron/bridge/models/gemma/gemma2_provider.py"
+G3P = "bridge:src/megatron/bridge/models/gemma/gemma3_provider.py"
+S(M, "post_linear_layernorm",
+  "the Gemma layer specs' TERowParallelLinearLayerNorm as linear_proj and linear_fc2: a TENorm on each output, which "
+  "saves that output and the fp32 inverse RMS (TE ops/basic/rmsnorm.py:187-203), two [h] weights a layer",
+  "bridge:src/megatron/bridge/models/common/te_layers.py:47-57")
+S(M, "core_attention_module",
+  "gemma2: Gemma2FlexDotProductAttention's FlexAttention path (query, key, the whole QKV output as the value's base, "
+  "the output and an fp32 LSE saved; no score-sized tensor); gemma3: Gemma3TEDotProductAttention, TE attention with a "
+  "per-layer window (same tensors as TE's)", f"{G2P}:385-403")
+S(M, "scale_embeddings_by_hidden_size",
+  "Gemma's embedding * sqrt(hidden) out of place: one embedding-sized transient at the lookup, nothing saved",
+  "bridge:src/megatron/bridge/models/gemma/modules.py:39-40")
+S(M, "final_logit_softcapping",
+  "Gemma2OutputLayer's scale * tanh(logits / scale): TanhBackward keeps a [tokens, V/tp] tensor until the output "
+  "layer's backward; three logits-sized tensors at its forward", f"{G2P}:413-425")
+N(M, "attn_logit_softcapping",
+  "the attention scores' tanh soft-cap: a FlexAttention score_mod evaluated inside the kernels (no tensor); the "
+  "unfused fallback that would save a tanh of the scores is refused (gemma2_unfused_attention_not_simulated)",
+  f"{G2P}:337; {G2P}:242")
+N(M, "query_pre_attn_scalar", "Gemma 2's softmax scale 1/sqrt(query_pre_attn_scalar) (a scalar)", f"{G2P}:150")
+N(M, "interleaved_attn_pattern",
+  "Gemma 3's local / global layer pattern: which layers get the TE attention window, whose fused and flash kernels "
+  "save the same tensors either way; read for validation (a pattern Bridge cannot take raises)", f"{G3P}:349-357")
+U(M, "is_vision_language",
+  "Gemma 3's vision-language attention: no-mask TE attention with the VL model's attention biases "
+  "(post-scale bias tensors) instead of the causal / windowed kernel; refused", f"{G3P}:244-260")
 U(M, "qk_l2_norm", "L2Norm on the query and key heads (attention.py:1699), saving their inputs like qk_layernorm does", f"{ATTN}:1699")
 N(M, "qk_clip",
   "after the optimizer step, rescales W_q/W_k in place when the max attention logit exceeds the threshold; TE returns "
@@ -882,6 +909,11 @@ N(T, "exit_signal_handler_for_training", "host signal handling", "mcore:megatron
 N(T, "manual_gc", "Python GC run manually (host objects; GPU tensors are freed by reference counting)", f"{MLT}:3260")
 N(T, "manual_gc_interval", "Python GC interval", f"{MLT}:3261")
 N(T, "manual_gc_eval", "Python GC around evaluation", f"{MLT}:4055")
+N(T, "packed_sequence",
+  "Bridge's packed datasets: a micro-batch is one row of packed_sequence_size tokens (micro-batch 1, training/config.py:"
+  "1598-1615) carrying cu_seqlens, which TE's THD attention takes with the same saved Q, K, V, output and statistics as "
+  "the [s, 1] layout peakcast simulates; read for validation: Gemma 2's attention raises on packed batches",
+  "bridge:src/megatron/bridge/training/gpt_step.py:109-117")
 N(T, "iterations_to_skip", "listed iterations skip their step", f"{BT}:1571")
 N(T, "num_epochs", "epoch-based run length", "bridge:src/megatron/bridge/training/config.py:470")
 N(T, "check_optimizer_step_success", "a host check after the step", f"{BT}:958")
@@ -1038,7 +1070,7 @@ RULE_ONLY_TYPED = {
         "moe_expert_rank_capacity_factor", "cp_comm_type", "batch_invariant_mode", "inference_fuse_tp_communication",
         "inference_disable_triton_nvls_kernels", "rope_type", "cache_mla_latents", "mla_down_proj_fusion",
         "fp16_lm_cross_entropy", "dense_grouped_gemm", "restore_modelopt_state", "mamba_chunk_size",
-        "hybrid_attention_ratio", "hybrid_mlp_ratio",
+        "hybrid_attention_ratio", "hybrid_mlp_ratio", "window_size", "interleaved_attn_pattern", "is_vision_language",
     ],
     O: [
         "fp8_recipe", "fp16", "bf16", "reuse_grad_buf_for_mxfp8_param_ag", "initial_loss_scale",
@@ -1052,7 +1084,7 @@ RULE_ONLY_TYPED = {
     ],
     T: [
         "rampup_batch_size", "step_batch_size_schedule", "decrease_batch_size_if_needed", "train_samples",
-        "manual_gc", "manual_gc_interval", "num_epochs",
+        "manual_gc", "manual_gc_interval", "num_epochs", "packed_sequence",
     ],
 }
 for _s, _keys in RULE_ONLY_TYPED.items():

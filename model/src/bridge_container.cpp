@@ -99,6 +99,7 @@ struct Converter {
   }
 
   void top_level();
+  void packing(const json& ds);
   void peft();
   void model();
   void plain_section(const char* section);
@@ -134,6 +135,17 @@ void Converter::top_level() {
     error("dataset.seq_length", "bridge_seq_length_mismatch",
           "dataset.seq_length (" + (*ds)["seq_length"].dump() + ") differs from model.seq_length (" + seq->dump() +
               "); Bridge refuses that (training/config.py:1640-1646)");
+  if (ds) packing(*ds);
+}
+
+// Packed batches (gpt_step.py:109-117 _uses_packed_sequence_metadata): offline packing unless its
+// packed_sequence_size is not positive, or in-batch packing. The model then runs with packed_seq_params.
+void Converter::packing(const json& ds) {
+  const json* specs = ds.contains("offline_packing_specs") && ds["offline_packing_specs"].is_object() ? &ds["offline_packing_specs"] : nullptr;
+  const json* size = specs && specs->contains("packed_sequence_size") ? &(*specs)["packed_sequence_size"] : nullptr;
+  const bool offline = detail::is_true(ds, "enable_offline_packing") && !(size && size->is_number() && size->get<double>() <= 0);
+  if (offline || detail::is_true(ds, "enable_in_batch_packing"))
+    put("train", "packed_sequence", json(true), offline ? "dataset.enable_offline_packing" : "dataset.enable_in_batch_packing");
 }
 
 void Converter::model() {

@@ -104,10 +104,27 @@ void layer_spec_keys(const std::string& cls, std::map<std::string, BridgeDefault
     const std::string n = c.get<std::string>();
     if (!providers.contains(n) || !providers[n].contains("fields") || !providers[n]["fields"].contains("transformer_layer_spec")) continue;
     const json& f = providers[n]["fields"]["transformer_layer_spec"];
-    if (f.contains("default") && f["default"].is_object() && f["default"].value("expr", "") == "olmoe_layer_spec")
-      model["qk_layernorm_full_width"] = {true, f.value("source", "") + " (olmoe_layer_spec: OLMoESelfAttention, olmoe_provider.py:88-186)"};
+    const std::string spec = f.contains("default") && f["default"].is_object() ? f["default"].value("expr", "") : "";
+    const std::string src = f.value("source", "");
+    if (spec == "olmoe_layer_spec")
+      model["qk_layernorm_full_width"] = {true, src + " (olmoe_layer_spec: OLMoESelfAttention, olmoe_provider.py:88-186)"};
+    // gemma2_layer_spec / gemma3_layer_spec (gemma2_provider.py:438-463, gemma3_provider.py:143-170): the
+    // post-norm row-parallel linears and the family's core attention.
+    if (spec == "gemma2_layer_spec" || spec == "gemma3_layer_spec") {
+      const bool g2 = spec == "gemma2_layer_spec";
+      model["post_linear_layernorm"] = {true, src + " (" + spec + ": TERowParallelLinearLayerNorm as linear_proj and linear_fc2)"};
+      model["core_attention_module"] = {g2 ? "gemma2" : "gemma3", src + " (" + spec + (g2 ? ": Gemma2FlexDotProductAttention)" : ": Gemma3TEDotProductAttention)")};
+    }
     return;
   }
+}
+
+// Model changes a provider's provide() makes after building the GPT model, as the run spec's keys.
+void provide_keys(const std::string& cls, std::map<std::string, BridgeDefault>& model) {
+  if (cls == "megatron.bridge.models.gemma.gemma2_provider.Gemma2ModelProvider")
+    model["scale_embeddings_by_hidden_size"] = {true, "bridge:src/megatron/bridge/models/gemma/gemma2_provider.py:514-518 (EmbeddingScalingMixin)"};
+  if (cls == "megatron.bridge.models.gemma.gemma3_provider.Gemma3ModelProvider")
+    model["scale_embeddings_by_hidden_size"] = {true, "bridge:src/megatron/bridge/models/gemma/gemma3_provider.py:119-126 (Gemma3LanguageModelEmbedding)"};
 }
 
 struct BridgeDefaultsBuilder {
@@ -117,6 +134,7 @@ struct BridgeDefaultsBuilder {
     d->provider_class_ = cls;
     d->by_section_["model"] = provider_fields(cls);
     layer_spec_keys(cls, d->by_section_["model"]);
+    provide_keys(cls, d->by_section_["model"]);
     for (const char* s : {"train", "optimizer", "ddp"}) d->by_section_[s] = section_fields(s);
     auto mp = section_fields("mixed_precision");
     // __setattr__ keeps fp8_param == fp8_param_gather and fp4_param == fp4_param_gather (mixed_precision.py:77-95).

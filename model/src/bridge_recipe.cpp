@@ -63,9 +63,10 @@ bool is_model_field(const std::string& cls, const std::string& key) {
 // Model classes whose own layer specs or attention peakcast does not simulate.
 std::optional<std::string> unsupported_class(const std::string& cls) {
   static const std::map<std::string, std::string> s = {
-      {"Gemma2ModelProvider", "Gemma2's soft-capped attention and alternating sliding windows"},
-      {"Gemma3ModelProvider", "Gemma3's local / global attention pattern"},
-      {"Gemma4DenseProvider", "Gemma4's attention layout"},
+      {"Gemma4DenseProvider",
+       "Gemma 4's own local layer (modeling_gemma4.py:518-717): per-layer embeddings (a [262144, layers x 256] table and "
+       "projection, :884-957), global layers with their own head width and KV groups (:301-314), K/V shared across the last "
+       "num_kv_shared_layers layers (:326-354); docs/research/gemma-memory-facts.md section 7"},
       {"ExaoneMoeModelProvider", "EXAONE MoE's own layer spec"},
       {"MiniMaxM3ModelProvider", "MiniMax M3's sparse attention"},
       {"Step35ModelProvider", "Step 3.5's own layer spec"}};
@@ -121,8 +122,22 @@ struct RecipeBuilder {
   }
   bool model();
   void sections();
-  void vocabulary();
+  void vocabulary(bool vocab_given);
+  std::string vocab_growth() const;
 };
+
+// The recipe line that grows model.vocab_size to len(tokenizer) when the tokenizer is larger (Gemma 2 / 3's
+// _adjust_gemma*_vocab_size, recipes/gemma/h100/gemma2.py:294-310), as the catalogue records the condition
+// it could not evaluate; empty when the recipe has none.
+std::string RecipeBuilder::vocab_growth() const {
+  const std::string prefix = "harness: len(tokenizer) > model.vocab_size at ";
+  for (const auto& n : recipe.value("notes", json::array())) {
+    if (!n.is_string() || n.get<std::string>().rfind(prefix, 0) != 0) continue;
+    const std::string rest = n.get<std::string>().substr(prefix.size());
+    return rest.substr(0, rest.find(' '));
+  }
+  return "";
+}
 
 bool RecipeBuilder::model() {
   const json& mp = recipe["model_provider"];
@@ -232,7 +247,8 @@ std::optional<std::int64_t> tokenizer_vocab(const std::string& name) {
 
 // setup(): the tokenizer's vocabulary when use_tokenizer_vocab_size (or no model vocabulary), padded
 // at build time (bridge:src/megatron/bridge/training/setup.py:321-327, :740-780).
-void RecipeBuilder::vocabulary() {
+// `vocab_given`: the user's --set model.vocab_size, which replaces whatever this finds.
+void RecipeBuilder::vocabulary(bool vocab_given) {
   const json& tok = doc.value("tokenizer", json::object());
   json& m = doc["model"];
   // The model's vocabulary as setup() sees it: the recipe's or the HF config's, else the provider
@@ -243,11 +259,23 @@ void RecipeBuilder::vocabulary() {
   const bool use_tok = detail::is_true(tok, "use_tokenizer_vocab_size") || model_vocab.is_null();
   if (!use_tok) {
     m["should_pad_vocab"] = false;
+    const std::string grows = vocab_growth();
+    if (!grows.empty() && !vocab_given)
+      error("config.tokenizer", "recipe_vocab_unknown",
+            "the recipe sets model.vocab_size to len(tokenizer) of " + string_or(tok, "tokenizer_model", "?") + " when that is larger (" + grows +
+                ", and its docstring says the model vocabulary is the smaller), a size the catalogue does not record "
+                "(configs/tokenizers.json); give --set model.vocab_size=V with V = max(" +
+                m.value("vocab_size", json()).dump() + ", len(tokenizer))");
     return;
   }
   const std::string name = string_or(tok, "tokenizer_model");
   const auto known = tokenizer_vocab(name);
   const KeyOrigin setup{"Bridge setup()", "tokenizer vocabulary, padded at build (bridge:src/megatron/bridge/training/setup.py:321-327, :740-780)", ""};
+  if (vocab_given) {  // the user's len(tokenizer), padded as setup() pads the tokenizer's
+    m["should_pad_vocab"] = true;
+    origins["model.should_pad_vocab"] = setup;
+    return;
+  }
   if (tok.contains("vocab_size") && tok["vocab_size"].is_number_integer()) {
     m["vocab_size"] = tok["vocab_size"];
     m["should_pad_vocab"] = true;
@@ -278,7 +306,7 @@ std::optional<json> recipe_entry(const std::string& name) {
   return j;
 }
 
-std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnostics& out) {
+std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnostics& out, bool vocab_given) {
   const auto recipe = recipe_entry(name);
   const std::string file = "bridge:" + name;
   if (!recipe) {
@@ -290,7 +318,7 @@ std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnosti
   RecipeBuilder b{*recipe, file, out, json::object(), {}};
   if (!b.model()) return std::nullopt;
   b.sections();
-  b.vocabulary();
+  b.vocabulary(vocab_given);
   BridgeDocument d;
   const std::string where = string_or(*recipe, "source");
   if (int_or(*recipe, "num_gpus", 0) > 0) {

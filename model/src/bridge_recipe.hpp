@@ -16,6 +16,6 @@ std::optional<nlohmann::json> recipe_entry(const std::string& name);
 
 // The recipe as a ConfigContainer document before runtime_config_update (BridgeDocument::resolved
 // false), with the world size of its name and the GPU of its folder.
-std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnostics& out);
+std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnostics& out, bool vocab_given = false);
 
 }  // namespace peakcast::model::detail

@@ -4,6 +4,7 @@
 #include "hf_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "peakcast/model/embedded_configs.hpp"
@@ -61,7 +62,34 @@ struct Mapper {
   void nemotron_h_mtp();
   void nemotron_h_checks();
   void refuse_unless(const char* key, const json& accepted, const std::string& why);
+  void gemma3_provider_fields();
 };
+
+// Gemma3ModelBridge.provider_bridge (gemma3_bridge.py:65-72): the window as an int (Gemma3TEDotProductAttention
+// makes it (window - 1, 0)), the (local, global) RoPE bases, the softmax scale and the RoPE scaling factor.
+void Mapper::gemma3_provider_fields() {
+  const json* w = get("sliding_window");
+  if (w && w->is_number_integer() && w->get<std::int64_t>() >= 1) model.fields["window_size"] = *w;
+  else error("sliding_window", "hf_value_out_of_range", "Gemma3ModelBridge sets window_size = sliding_window (gemma3_bridge.py:66): sliding_window " + (w ? w->dump().substr(0, 40) : std::string("is missing")) + ", not a positive window");
+  const json* local = get("rope_local_base_freq");
+  const json* global = get("rope_theta");
+  if (local && global && local->is_number() && global->is_number()) model.fields["rotary_base"] = json::array({*local, *global});
+  else error(local && local->is_number() ? "rope_theta" : "rope_local_base_freq", "hf_value_out_of_range", "Gemma3ModelBridge reads rope_local_base_freq and rope_theta (gemma3_bridge.py:67-70, transformers_compat.py:27-128), which raise when missing");
+  if (const json* q = get("query_pre_attn_scalar"); q && q->is_number() && q->get<double>() > 0) model.fields["softmax_scale"] = 1.0 / std::sqrt(q->get<double>());
+  const json* rs = get("rope_scaling");
+  model.fields["rope_scaling_factor"] = rs && rs->is_object() && rs->contains("factor") && (*rs)["factor"].is_number() ? (*rs)["factor"] : json(1.0);
+  // Keys the bridge does not read although they change the model (docs/hf-config-mapping.md 4.13): a config that
+  // sets them describes a model Bridge does not build.
+  for (const char* k : {"attn_logit_softcapping", "final_logit_softcapping"})
+    if (const json* v = get(k); v && !v->is_null())
+      error(k, "hf_unmapped_shape_key", std::string(k) + " " + v->dump().substr(0, 40) + ": Gemma3ModelBridge does not read it (gemma3_bridge.py:53-74), so the Megatron model has no soft-cap");
+  const json* lt = get("layer_types");
+  bool five_one = !lt || lt->is_array();
+  for (std::size_t i = 0; lt && five_one && i < lt->size(); ++i) five_one = (*lt)[i] == (i % 6 < 5 ? "sliding_attention" : "full_attention");
+  if (const json* p = get("sliding_window_pattern"); (p && *p != 6) || !five_one)
+    error(p && *p != 6 ? "sliding_window_pattern" : "layer_types", "hf_unmapped_shape_key",
+          "not 5 local layers then 1 global: Gemma3ModelBridge does not read the pattern and builds interleaved_attn_pattern (5, 1) (gemma3_provider.py:73)");
+}
 
 // window_size (sliding_window - 1, 0) from the config's sliding_window, as the Mistral and GPT-OSS
 // bridges set it; GPT-OSS reads the key unconditionally, so there a missing one is an error too.
@@ -330,6 +358,10 @@ void Mapper::rules() {
         error("use_sliding_window", "hf_unmapped_shape_key", "use_sliding_window true: Bridge's bridge builds full causal attention (docs/hf-config-mapping.md 4.4)");
     } else if (rule == "mistral_sliding_window") {
       window_from_sliding_window(false, "mistral_bridge.py:56-59, :73-74");
+    } else if (rule == "gemma2_sliding_window") {
+      window_from_sliding_window(true, "gemma2_bridge.py:55");
+    } else if (rule == "gemma3_provider_fields") {
+      gemma3_provider_fields();
     } else if (rule == "gpt_oss_sliding_window") {
       window_from_sliding_window(true, "gpt_oss_bridge.py:92");
     } else if (rule == "moe_ffn_is_intermediate") {  // gpt_oss_bridge.py:96
@@ -434,6 +466,7 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   read.insert({"architectures", "auto_map"});
   for (const auto& k : hf_table()["ignored"]) m.known.insert(k.get<std::string>());
   for (const auto& k : arch.value("ignored", json::array())) m.known.insert(k.get<std::string>());
+  for (const auto& k : arch.value("semantic", json::array())) m.known.insert(k.get<std::string>());  // read, no shape effect
   for (const auto& p : pairs_of(hf_table()["base_mapping"])) m.known.insert(p.first);
   for (const auto& [k, v] : hf.items())
     if (!m.known.count(k))

@@ -67,6 +67,8 @@ void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const S
   if (m.softmax_type == SoftmaxType::learnable) add(out, "self_attention.core_attention.softmax_offset", split(m.num_attention_heads, s.tp));
   add_gemm(out, "self_attention.linear_proj.weight", h, split(q_width, s.tp), GemmMode::row);
   if (m.add_bias_linear) add(out, "self_attention.linear_proj.bias", h);
+  // TERowParallelLinearLayerNorm's TENorm(config, output_size) (te_layers.py:47), replicated over TP.
+  if (m.post_linear_layernorm) add_norm(out, "self_attention.linear_proj.post_layernorm", m, h);
   add_norm(out, "self_attention.linear_qkv.layer_norm", m, h);
   add_gemm(out, "self_attention.linear_qkv.weight", qkv_local, h, GemmMode::column);
   if (m.add_bias_linear || m.add_qkv_bias) add(out, "self_attention.linear_qkv.bias", qkv_local);
@@ -115,6 +117,8 @@ void add_dense_mlp(ParamList& out, const std::string& prefix, const ModelSpec& m
   if (m.add_bias_linear) add(out, prefix + ".linear_fc1.bias", fc1_local);
   add_gemm(out, prefix + ".linear_fc2.weight", h, split(ffn, tp), GemmMode::row);
   if (m.add_bias_linear) add(out, prefix + ".linear_fc2.bias", h);
+  // The Gemma layer specs' fc2 is TERowParallelLinearLayerNorm (gemma2_provider.py:458, gemma3_provider.py:165).
+  if (m.post_linear_layernorm && prefix == "mlp") add_norm(out, prefix + ".linear_fc2.post_layernorm", m, h);
 }
 
 // MoE block (moe_layer.py): separate pre-MLP TENorm, router (router.py:64-70, fp32 at creation

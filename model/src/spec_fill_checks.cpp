@@ -62,6 +62,13 @@ void fill_attention_checks(const Reader& r, ModelSpec& m) {
   r.read("restore_modelopt_state", m.restore_modelopt_state);
   r.read("fp16_lm_cross_entropy", m.fp16_lm_cross_entropy);
   r.read("fp32_residual_connection", m.fp32_residual_connection);
+  r.read("is_vision_language", m.is_vision_language);
+  if (const json* v = r.find("window_size")) m.window_size_is_int = v->is_number_integer();
+  if (const json* v = r.find("interleaved_attn_pattern"); v && v->is_array()) {
+    std::vector<std::int64_t> counts;
+    for (const auto& e : *v) counts.push_back(Reader::as_int(e).value_or(-1));
+    m.interleaved_attn_pattern = counts;
+  }
   if (const json* v = r.find("no_rope_freq")) m.no_rope_freq = v->is_null() ? std::nullopt : int_or_pattern(*v);
   if (const json* v = r.find("cp_comm_type")) {
     if (v->is_null()) m.cp_comm_type.reset();
@@ -185,6 +192,7 @@ void fill_train_checks(const Reader& r, TrainSpec& t) {
   r.read("train_samples", t.train_samples);
   r.read("num_epochs", t.num_epochs);
   t.train_iters_given = r.has("train_iters");
+  r.read("packed_sequence", t.packed_sequence);
 }
 
 void fill_optimizer_checks(const Reader& r, OptimizerSpec& o) {

@@ -93,7 +93,8 @@ ParseResult parse_bridge_yaml(std::string_view name, std::string_view text, cons
 ParseResult parse_bridge_recipe(const std::string& name, const std::vector<std::string>& overrides) {
   ParseResult r;
   r.input_kind = "Bridge recipe";
-  auto d = detail::recipe_document(name, r.diagnostics);
+  // A --set model.vocab_size stands for the tokenizer size the catalogue may lack (recipe_vocab_unknown).
+  auto d = detail::recipe_document(name, r.diagnostics, sets(overrides, "model.vocab_size"));
   if (!d) return r;
   return parse_bridge_document(std::move(*d), std::move(r), {}, overrides);
 }

@@ -156,6 +156,8 @@ void AllocRecorder::static_state() {
   // The framework's fixed blocks: the global memory buffer, the forward's cuBLAS workspaces (PyTorch's,
   // then Transformer Engine's), the profile's fitted remainder.
   note(nullptr, "forward");
+  for (const auto& b : setup_.rotary_caches)  // GPTModel._preprocess computes them before the first layer
+    for (int k = 0; k < b.count; ++k) alloc(b.bytes);
   alloc(setup_.global_buffer);
   for (int k = 0; k < setup_.forward_workspaces; ++k) alloc(setup_.cublas_workspace);
   for (const auto& b : setup_.te_workspaces)

@@ -35,6 +35,7 @@ struct ReplaySetup {
   Bytes global_buffer;                                // Megatron's global memory buffer (one block)
   Bytes cublas_workspace;                             // each cuBLAS workspace
   int forward_workspaces = 1, backward_workspaces = 0;
+  std::vector<FixedBlock> rotary_caches;  // a model's cached rotary tables (framework_fixed.hpp)
   std::vector<FixedBlock> te_workspaces;  // Transformer Engine's GEMM workspaces (framework_fixed.hpp)
   Bytes framework_fixed;                  // the profile's fitted framework bytes (one block)
   Bytes dummy_wgrads, drain_buffers, graph_static_buffers;

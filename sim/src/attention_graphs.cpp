@@ -198,6 +198,22 @@ std::pair<int, int> query_and_key(GraphBuilder& b, const model::ModelSpec& m, in
   return {q, k};
 }
 
+// Gemma2FlexDotProductAttention's FlexAttention path (Bridge gemma2_provider.py:385-403), which the pretrain
+// recipes take (no attention mask, no dropout; docs/research/gemma-memory-facts.md section 2): query, key and
+// value permuted to [b, heads, s, d] (views) into one compiled flex_attention kernel whose score_mod applies the
+// tanh soft-cap (:85-88) and whose block mask the sliding window, so no score-sized tensor exists. torch's
+// lowering (_inductor/kernel/flex/flex_attention.py) writes the output in the query's fill order, so the
+// permute back to [s, b, heads x d] and its .contiguous() (:403) are no copy: linear_proj saves this output.
+// It also writes the fp32 logsumexp [b, hq, s] and an fp32 max_scores of that shape nothing keeps. The
+// backward takes query, key, value, output and logsumexp, so those are saved, the value as the view of the
+// fused QKV output it is (all of it stays); it adds an fp32 delta [b, hq, s]. GQA indexes the shared heads.
+void flex_core(GraphBuilder& b, int q, int k, int qkv, int ctx, std::int64_t hq, double flops) {
+  const ShapeContext& c = b.ctx();
+  const Bytes stats{checked_mul(checked_mul(c.batch, hq), c.seq) * kFp32};
+  const int lse = b.tensor("core_attention.logsumexp", stats, false);
+  b.op("core_attention(flex)", {.in = {q, k, qkv}, .out = {ctx, lse}, .save = {q, k, qkv, ctx, lse}, .region = kCoreAttn, .flops = flops, .backward_flops = 2.5 * flops, .ws = stats, .bws = stats, .attention = true, .fused_attention = true});
+}
+
 }  // namespace
 
 // Standard / GQA self-attention with RoPE (attention.py SelfAttention).
@@ -248,7 +264,9 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   }
   const int ctx = b.tensor("core_attention.out", b.act(N, hq * hd));
   const double causal_flops = 2.0 * 2.0 * c.batch * hq * double(c.seq) * c.seq * hd * 0.5;
-  if (c.fused_attention) {
+  if (c.flex_attention) {
+    flex_core(b, q, k, qkv, ctx, hq, causal_flops);
+  } else if (c.fused_attention) {
     // TE fused/flash attention saves Q, K, V, its output and the fp32 softmax statistics. When Q and K
     // are new tensors (RoPE, qk_layernorm, the query copy) and V is still a strided view of the fused
     // QKV output, TE's get_qkv_layout finds no layout it supports and makes all three contiguous, which
@@ -298,7 +316,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     proj_in = b.tensor("output_gate.out", b.act(N, hq * hd));
     b.op("output_gate", {.in = {ctx, gate}, .out = {proj_in}, .save = {ctx, gate}, .flops = 5.0 * N * hq * hd, .bytes_moved = 3.0 * static_cast<double>(b.act(N, hq * hd).value)});
   }
-  return b.linear("linear_proj", proj_in, hq * hd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
+  return row_linear(b, m, "linear_proj", proj_in, hq * hd, h, kNoRegion, proj_saves_original_input(spec, c));
 }
 
 // Multi-latent attention (multi_latent_attention.py MLASelfAttention).

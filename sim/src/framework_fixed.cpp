@@ -46,6 +46,15 @@ std::vector<FixedBlock> transformer_engine_workspaces(const model::RunSpec& spec
   return out;
 }
 
+std::vector<FixedBlock> model_rotary_caches(const model::RunSpec& spec, std::int64_t seq, std::int64_t rot_dim, int chunks) {
+  std::vector<FixedBlock> out;
+  if (spec.model.core_attention_module != model::CoreAttentionModule::gemma3 || rot_dim <= 0) return out;
+  const Bytes table{checked_mul(checked_mul(seq, rot_dim), 4)};  // [s, 1, 1, rot] fp32 (rotary_pos_embedding.py get_emb)
+  out.push_back({"gemma3.rope_local", table, chunks, "bridge gemma3_provider.py:312-316 (rope_local), its forward's lru_cache"});
+  out.push_back({"gemma3.rope_stacked", table * 2, chunks, "bridge gemma3_provider.py:336-346 (torch.stack of local and global, lru_cache)"});
+  return out;
+}
+
 Bytes total_bytes(const std::vector<FixedBlock>& blocks) {
   Bytes t{};
   for (const auto& b : blocks) t += b.bytes * b.count;

@@ -39,7 +39,8 @@ int GraphBuilder::op(const std::string& name, const std::vector<int>& in, const 
 }
 
 int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std::int64_t n, Parallel par,
-                         std::uint32_t region, std::int64_t rows, bool save_input, bool keep_original_input) {
+                         std::uint32_t region, std::int64_t rows, bool save_input, bool keep_original_input,
+                         bool with_adapter) {
   const bool sp = c_.sequence_parallel && c_.tp > 1;
   if (rows < 0) rows = c_.tokens;
   const std::int64_t local_rows = sp ? rows / c_.tp : rows;
@@ -114,7 +115,7 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   o.backward_comm_bytes = bcomm;
   o.forward_bytes_moved = static_cast<double>(act(rows, k).value + act(k, n).value + act(rows, n).value);
   g_.add_op(std::move(o));
-  return adapted ? lora_adapter(name, input, out, k, n, par, region, rows) : out;
+  return adapted && with_adapter ? lora_adapter(name, input, out, k, n, par, region, rows) : out;
 }
 
 }  // namespace peakcast::sim::detail

@@ -49,9 +49,11 @@ class GraphBuilder {
                         none };
   // `keep_original_input`: under FP8 the layer saves its bf16 input instead of a quantised copy
   // (TE's save_original_input, which Megatron sets on linear_proj for non-delayed FP8 recipes).
+  // `with_adapter` false leaves a targeted layer's LoRA adapter to the caller (it wraps a module that
+  // does more after the GEMM, e.g. a post-norm).
   int linear(const std::string& name, int input, std::int64_t k, std::int64_t n, Parallel par,
              std::uint32_t region = kNoRegion, std::int64_t rows = -1, bool save_input = true,
-             bool keep_original_input = false);
+             bool keep_original_input = false, bool with_adapter = true);
 
   // LoRA beside the linear `name` (peft/lora_layers.py:65-88 LoRALinear.forward): A and B of the
   // adapter's own local Megatron linears, then out + adapter(x). Returns the sum, or base_out

@@ -18,6 +18,11 @@ constexpr std::int64_t kFp32 = 4;
 int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std::int64_t cols, bool layer_norm,
          std::uint32_t region);
 
+// A row-parallel linear (linear_proj, linear_fc2). Under the Gemma layer specs it is
+// TERowParallelLinearLayerNorm, whose TENorm runs on its output; a LoRA adapter wraps that whole module.
+int row_linear(GraphBuilder& b, const model::ModelSpec& m, const std::string& name, int input, std::int64_t k, std::int64_t n,
+               std::uint32_t region, bool keep_original_input = false);
+
 // The bias-dropout-add after a mixer or MLP (a 1-byte mask per element when dropout is on). With
 // `branch_bias` it also adds the skip_bias_add linear's bias, whose gradient its backward sums; unless
 // `fused` (bias_dropout_fusion), the biased branch is a tensor of its own.

@@ -20,6 +20,19 @@ int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std
   return out;
 }
 
+int row_linear(GraphBuilder& b, const model::ModelSpec& m, const std::string& name, int input, std::int64_t k, std::int64_t n,
+               std::uint32_t region, bool keep_original_input) {
+  if (!m.post_linear_layernorm) return b.linear(name, input, k, n, Parallel::row, region, -1, true, keep_original_input);
+  // TERowParallelLinearLayerNorm.forward (Bridge common/te_layers.py:49-57): the TE linear, then
+  // post_layernorm = TENorm(config, output_size) (:47) on its output, [s/tp under SP, b, h]. TE 2.16's RMSNorm
+  // saves that input and the fp32 inverse RMS per row (ops/basic/rmsnorm.py:187-203), as norm() records.
+  const int out = b.linear(name, input, k, n, Parallel::row, region, -1, true, keep_original_input, /*with_adapter=*/false);
+  const ShapeContext& c = b.ctx();
+  const int normed = norm(b, name + ".post_layernorm", out, c.local_tokens, n, m.normalization == model::Normalization::layer_norm, region);
+  // LoRALinear wraps the module and adds the adapter to its (normalized) output (peft/lora_layers.py:80-84).
+  return b.lora_targeted(name) ? b.lora_adapter(name, input, normed, k, n, Parallel::row, region, c.tokens) : normed;
+}
+
 Bytes bias_grad_transient(const GraphBuilder& b, std::int64_t rows, std::int64_t cols) {
   return outer_sum_transient(outer_sum_launch(rows, cols, b.ctx().act_bytes, b.ctx().gpu));
 }

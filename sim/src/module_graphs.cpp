@@ -31,6 +31,9 @@ ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived
   c.te = spec.model.transformer_impl == TransformerImpl::transformer_engine;
   const auto backend = spec.model.attention_backend;
   c.fused_attention = c.te && backend != AttentionBackend::unfused && backend != AttentionBackend::local;
+  // Bridge's Gemma 2 core attention ignores attention_backend, except local, which swaps it for Megatron's
+  // DotProductAttention (gpt_provider.py:277-279).
+  c.flex_attention = spec.model.core_attention_module == model::CoreAttentionModule::gemma2 && backend != AttentionBackend::local;
   c.fp8 = spec.model.fp8.has_value();
   c.grad_accumulation_fusion = spec.model.gradient_accumulation_fusion;
   c.moe_routing_imbalance = spec.model.moe_routing_imbalance;
@@ -58,7 +61,7 @@ int dense_mlp_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   ActivationOptions o = activation_options(m, fused);
   o.fc1_bias = m.add_bias_linear;  // fc1 is built with skip_bias_add (mlp.py:226): the activation adds it
   const int a = activation(b, "mlp.activation", fc1, N, F, gated, fused, kMlp, o);
-  return b.linear("mlp.linear_fc2", a, F, h, Parallel::row, kMlp);
+  return row_linear(b, m, "mlp.linear_fc2", a, F, h, kMlp);
 }
 
 // mlp_chunks_for_training (transformer_layer.py:857-905): the pre-MLP norm output is split along the
@@ -193,14 +196,22 @@ LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derive
   // layers accumulate into main_grad directly. Frozen (PEFT), it has no backward at all.
   const Bytes bws = c.frozen_base ? Bytes{} : full + b.act(d.padded_vocab / c.tp, c.hidden);
   b.op("word_embeddings", {.in = {ids}, .out = {out}, .save = {ids}, .ws = full, .bws = bws});
+  int emb = out;
   if (spec.model.hidden_dropout > 0) {
     const int dropped = b.tensor("dropout.out", b.act(c.local_tokens, c.hidden));
     const int mask = b.tensor("dropout.mask", Bytes{c.local_tokens * c.hidden}, false);
     b.op("embedding_dropout", {.in = {out}, .out = {dropped, mask}, .save = {mask}});
-    g.output = dropped;
-  } else {
-    g.output = out;
+    emb = dropped;
   }
+  if (spec.model.scale_embeddings_by_hidden_size) {
+    // Gemma: embeddings * sqrt(hidden_size) out of place, after the SP scatter and dropout (Bridge
+    // gemma/modules.py:39-40, gemma3_provider.py:280-281). The product by a scalar keeps nothing, so the
+    // lookup's output lives beside the product only while it runs.
+    const int scaled = b.tensor("scaled", b.act(c.local_tokens, c.hidden));
+    b.op("embedding_scale", {.in = {emb}, .out = {scaled}, .flops = 1.0 * static_cast<double>(c.local_tokens * c.hidden)});
+    emb = scaled;
+  }
+  g.output = emb;
   return g;
 }
 
@@ -236,6 +247,21 @@ LayerGraph build_mtp_wrapper_graph(const model::RunSpec& spec, const model::Deri
 
 namespace {
 
+// Gemma2OutputLayer (Bridge gemma2_provider.py:410-425): scale * tanh(logits / scale). Dividing and multiplying
+// by a Python scalar keep nothing; TanhBackward keeps its output. The layer's `output` references the
+// linear's logits until the expression returns (:415-416), so they live through the product.
+int logit_softcap(GraphBuilder& b, int logits, std::int64_t rows, std::int64_t cols) {
+  const Bytes e = b.act(rows, cols);
+  const double n = static_cast<double>(rows) * static_cast<double>(cols);
+  const int divided = b.tensor("softcap.div", e);
+  b.op("softcap.div", {.in = {logits}, .out = {divided}, .flops = n});
+  const int t = b.tensor("softcap.tanh", e);
+  b.op("softcap.tanh", {.in = {divided}, .out = {t}, .save = {t}, .flops = 2.0 * n});
+  const int out = b.tensor("softcap.out", e);
+  b.op("softcap.mul", {.in = {t}, .out = {out}, .keep = {logits}, .flops = n});
+  return out;
+}
+
 // Whether a "major.minor[.patch]" release (validated by the spec's reader) is at least major.minor.
 bool te_release_at_least(const std::string& version, int major, int minor) {
   const auto dot = version.find('.');
@@ -265,6 +291,9 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
   g.deferred_input = ln;
   g.deferred_output = logits;
   const std::int64_t N = c.tokens;
+  // Gemma 2 soft-caps the logits on the last stage when final_logit_softcapping is set (:413-417, :520-524).
+  const bool softcap = m.final_logit_softcapping && *m.final_logit_softcapping != 0.0;
+  const int head = softcap ? logit_softcap(b, logits, N, V) : logits;
   const int loss = b.tensor("loss", Bytes{N * kFp32});
   const bool te_ce = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyImpl::te;
   if (te_ce && te_release_at_least(spec.cluster.transformer_engine_version, 2, 18)) {
@@ -274,11 +303,11 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
     // gradient, which autograd casts to the logits' bf16 (a new tensor) before the saved one is freed.
     const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
     const int grad = b.tensor("cross_entropy.grad_fp32", Bytes{N * V * kFp32}, false);
-    b.op("cross_entropy", {.in = {logits}, .out = {loss, stats, grad}, .save = {grad}, .flops = 6.0 * N * V});
+    b.op("cross_entropy", {.in = {head}, .out = {loss, stats, grad}, .save = {grad}, .flops = 6.0 * N * V});
   } else if (te_ce) {
     // Before 2.18 TE's Triton cross-entropy keeps the logits and writes their gradient in place.
     const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
-    b.op("cross_entropy", {.in = {logits}, .out = {loss, stats}, .save = {logits, stats}, .flops = 6.0 * N * V, .passthrough = true});
+    b.op("cross_entropy", {.in = {head}, .out = {loss, stats}, .save = {head, stats}, .flops = 6.0 * N * V, .passthrough = true});
   } else {
     // vocab_parallel_cross_entropy: an fp32 copy turned into the softmax in place and saved; its
     // backward writes the fp32 gradient in place and casts it to a bf16 gradient of the logits.
@@ -290,7 +319,7 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
     const bool fused_native = m.cross_entropy_loss_fusion;
     const int softmax = b.tensor("cross_entropy.softmax_fp32", Bytes{N * V * kFp32}, false);
     const int mask = b.tensor("cross_entropy.target_mask", Bytes{N * 9}, false);
-    b.op("cross_entropy", {.in = {logits}, .out = {loss, softmax, mask}, .save = {softmax, mask}, .flops = 6.0 * N * V, .bws = fused_native ? Bytes{N * V * kFp32} : Bytes{}});
+    b.op("cross_entropy", {.in = {head}, .out = {loss, softmax, mask}, .save = {softmax, mask}, .flops = 6.0 * N * V, .bws = fused_native ? Bytes{N * V * kFp32} : Bytes{}});
   }
   g.output = loss;
   return g;
@@ -303,7 +332,7 @@ Bytes global_memory_buffer_bytes(const model::RunSpec& spec, const model::Derive
   // SP all-gather target of Megatron-native column-parallel linears (the output layer always,
   // every linear of the local spec): [tokens, hidden], the widest gathered input.
   if (c.sequence_parallel) elements = c.tokens * c.hidden;
-  if (!c.fused_attention) {
+  if (!c.fused_attention && !c.flex_attention) {
     // Local DotProductAttention's baddbmm scratch: b * heads_per_rank * s * s.
     const std::int64_t hq = spec.model.num_attention_heads / c.tp;
     elements = std::max(elements, c.batch * hq * c.seq * c.seq);

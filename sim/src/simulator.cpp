@@ -343,8 +343,9 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   setup.deferral_limit = policy.model.wgrad_deferral_limit;
   const Bytes torch_workspace = torch_cublas_workspace_bytes(policy.cluster);
   setup.backward_workspaces = torch_workspace * ws.backward;
+  const std::vector<FixedBlock> rotary_caches = model_rotary_caches(policy, ctx.seq, rotary_dim(policy, pd), static_cast<int>(chunks.size()));
   setup.fixed = global_memory_buffer_bytes(policy, pd, ctx) + torch_workspace * ws.forward + setup.backward_workspaces +
-                total_bytes(transformer_engine_workspaces(policy)) + fitted.framework_fixed;
+                total_bytes(transformer_engine_workspaces(policy)) + total_bytes(rotary_caches) + fitted.framework_fixed;
   // Created by each shape's first backward; from iteration 1's first backward on, like the workspaces.
   setup.dummy_wgrads = builder->dummy_wgrads(policy, pd, plan_stage);
   // The flush all-gathers each deferred input (SP) into two alternating global buffers, "mpu_0" and
@@ -366,6 +367,7 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   if (options.replay_allocator) {
     static_tensors = model::static_allocations(policy, pd, plan_stage, rs.rank);
     detail::ReplaySetup rsetup = replay_setup(policy, pd, setup, sm, static_tensors, capacity, ws);
+    rsetup.rotary_caches = rotary_caches;
     if (options.record_allocator_trace) rsetup.trace = &rp.allocator_trace;
     rsetup.captured = &stage.captured;
     recorder.emplace(chunks, rsetup);

@@ -47,6 +47,13 @@ struct ModelSpec {
   // Gated attention (Qwen3-Next): linear_qkv also projects a per-head gate; the core output is
   // scaled by its sigmoid before linear_proj (attention.py:1392-1410, :1625-1632).
   bool attention_output_gate = false;
+  // The Gemma layer specs (Bridge gemma2_layer_spec / gemma3_layer_spec): TERowParallelLinearLayerNorm as
+  // linear_proj and linear_fc2, a TENorm on each output (common/te_layers.py:26-57); the core attention
+  // module; the embedding's out-of-place sqrt(hidden) scaling; Gemma 2's output-layer tanh soft-cap.
+  bool post_linear_layernorm = false;
+  CoreAttentionModule core_attention_module = CoreAttentionModule::default_;
+  bool scale_embeddings_by_hidden_size = false;
+  std::optional<double> final_logit_softcapping;  // null or 0: no soft-cap (gemma2_provider.py:420-425)
   PositionEmbedding position_embedding_type = PositionEmbedding::learned_absolute;
 
   // Multi-latent attention
@@ -296,6 +303,9 @@ struct ModelSpec {
   std::optional<std::int64_t> num_microbatches_with_partial_activation_checkpoints;
   bool fp16_lm_cross_entropy = false;
   bool fp32_residual_connection = false;
+  bool is_vision_language = false;                                    // Gemma 3 (gemma3_provider.py:87): the VL model's masks and biases
+  bool window_size_is_int = false;                                    // window_size given as Gemma 3's int, not Megatron's (left, right) pair
+  std::optional<std::vector<std::int64_t>> interleaved_attn_pattern;  // Gemma 3: (local, global) layers a period
 
   bool operator==(const ModelSpec&) const = default;
 };
@@ -314,6 +324,8 @@ struct TrainSpec {
   std::optional<std::int64_t> train_samples;
   std::optional<double> num_epochs;
   bool train_iters_given = false;  // the spec states train_iters itself
+  // Bridge: the dataset packs sequences, so the model runs with packed_seq_params (gpt_step.py:109-117).
+  bool packed_sequence = false;
 
   bool operator==(const TrainSpec&) const = default;
 };

@@ -30,6 +30,12 @@ Bytes torch_cublas_workspace_bytes(const model::ClusterSpec& cluster);
 // MoE GEMMs one per compute stream (tex.get_num_cublas_streams(): 4, common/util/multi_stream.cpp:53).
 std::vector<FixedBlock> transformer_engine_workspaces(const model::RunSpec& spec);
 
+// The rotary tables a model keeps for the run beyond the plain RotaryEmbedding's own cached [s, 1, 1, rot]
+// fp32 table (RotaryEmbedding.forward's lru_cache, rotary_pos_embedding.py:177; not counted for any model):
+// Gemma 3's local table and the [2, s, 1, 1, rot] stack of the local and global ones that its forward
+// caches (Bridge gemma3_provider.py:311-346), once per model chunk; `seq` is the rank's sequence (CP-sliced).
+std::vector<FixedBlock> model_rotary_caches(const model::RunSpec& spec, std::int64_t seq, std::int64_t rot_dim, int chunks);
+
 // Their sum.
 Bytes total_bytes(const std::vector<FixedBlock>& blocks);
 

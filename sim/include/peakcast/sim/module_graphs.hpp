@@ -22,6 +22,7 @@ struct ShapeContext {
   std::int64_t act_bytes = 2;   // activation dtype size
   bool te = true;               // Transformer Engine modules (fused LN-linear, fused attention)
   bool fused_attention = true;  // flash/fused attention kernel (no s*s tensors)
+  bool flex_attention = false;  // Gemma 2's FlexAttention core (Bridge Gemma2FlexDotProductAttention)
   bool fp8 = false;             // FP8 GEMM inputs saved as 1-byte copies
   bool sequence_parallel = false;
   bool grad_accumulation_fusion = false;  // wgrad written straight into main_grad

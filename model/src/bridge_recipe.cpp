@@ -82,6 +82,8 @@ std::optional<std::string> gpu_preset_of(const std::string& folder) {
   if (folder == "h200") return "h200-141gb";
   if (folder == "b200") return "b200";
   if (folder == "a100") return "a100-80gb";
+  if (folder == "gb200") return "gb200";  // configs/gpus/gb200.json: a GB200 superchip's Blackwell GPU
+  if (folder == "gb300") return "gb300";  // configs/gpus/gb300.json: a GB300 superchip's Blackwell Ultra GPU
   return std::nullopt;
 }
 

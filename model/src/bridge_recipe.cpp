@@ -325,7 +325,9 @@ std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnosti
   const std::string where = string_or(*recipe, "source");
   if (int_or(*recipe, "num_gpus", 0) > 0) {
     d.cluster["num_gpus"] = (*recipe)["num_gpus"];
-    b.origins["cluster.num_gpus"] = {"recipe", "the recipe's name (" + name + ", " + where + ")", ""};
+    // A recipe whose name carries no GPU count cites where its count comes from (num_gpus_source).
+    const std::string cited = string_or(*recipe, "num_gpus_source");
+    b.origins["cluster.num_gpus"] = {"recipe", cited.empty() ? "the recipe's name (" + name + ", " + where + ")" : cited, ""};
   }
   if (const auto gpu = gpu_preset_of(string_or(*recipe, "gpu"))) {
     d.cluster["gpu"] = *gpu;

@@ -4,7 +4,12 @@
 // recipes' vocabularies. Expected values are derived here from the cited figures.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <regex>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "peakcast/model/spec_parser.hpp"
 #include "peakcast/model/validate.hpp"
@@ -15,6 +20,11 @@ using namespace peakcast;
 namespace {
 
 constexpr std::int64_t kMiB = 1024 * 1024;
+
+nlohmann::json config_file(const std::string& path) {
+  std::ifstream in(std::string(PEAKCAST_SOURCE_DIR) + "/configs/" + path);
+  return nlohmann::json::parse(in);
+}
 
 model::RunSpec on_gpu(const std::string& gpu) {
   const std::string spec = R"({"model": {"num_layers": 2, "hidden_size": 512, "num_attention_heads": 8, "seq_length": 1024,
@@ -83,5 +93,44 @@ TEST_CASE("a recipe of a gb200 folder trains on the GB200 preset", "[model][reci
     CHECK(r.spec->cluster.gpu.memory_bytes == on_gpu("gb200").cluster.gpu.memory_bytes);
     CHECK(r.spec->cluster.num_gpus == 8);  // "8gpu" in the name
     CHECK(r.origins.at("cluster.gpu").source.find("(gb200/, bridge:src/megatron/bridge/recipes/") != std::string::npos);
+  }
+}
+
+TEST_CASE("Nemotron 3.5 Lightning recipes take the world size their entry cites", "[model][recipes][nemotron]") {
+  // The card's launch lines give nodes x GPUs a node; the one recipe the card only runs with its layout
+  // overridden takes its base recipe's count, the "<N>gpu" of that recipe's name.
+  static const std::regex launch("--nodes ([0-9]+) --gpus-per-node ([0-9]+)");
+  static const std::regex base_name("nemotron_3_nano_[a-z]+_([0-9]+)gpu_h100");
+  const std::vector<std::string> names = {"nemotron_3_5_lightning_pretrain_config",
+                                          "nemotron_3_5_lightning_pretrain_8k_config",
+                                          "nemotron_3_5_lightning_pretrain_8k_fsdp_config",
+                                          "nemotron_3_5_lightning_sft_config",
+                                          "nemotron_3_5_lightning_sft_openmathinstruct2_packed_config",
+                                          "nemotron_3_5_lightning_sft_openmathinstruct2_packed_tp1_config",
+                                          "nemotron_3_5_lightning_peft_config"};
+  for (const auto& name : names) {
+    INFO(name);
+    const auto entry = config_file("recipes/" + name + ".json");
+    const std::string cited = entry.at("num_gpus_source").get<std::string>();
+    std::smatch m;
+    std::int64_t expected = 0;
+    if (cited.rfind("bridge:examples/model_verification_cards/", 0) == 0 && std::regex_search(cited, m, launch))
+      expected = std::stoll(m[1].str()) * std::stoll(m[2].str());
+    else if (std::regex_search(cited, m, base_name))
+      expected = std::stoll(m[1].str());
+    REQUIRE(expected > 0);
+    CHECK(entry.at("num_gpus").get<std::int64_t>() == expected);
+    const auto r = recipe(name);
+    if (!r.spec) {  // Megatron FSDP is refused for its mechanism, not for its world size
+      bool fsdp = false;
+      for (const auto& d : r.diagnostics) fsdp = fsdp || d.rule == "fsdp_not_simulated";
+      CHECK(fsdp);
+      continue;
+    }
+    CHECK(r.spec->cluster.num_gpus == expected);
+    CHECK(r.origins.at("cluster.num_gpus").source == cited);
+    const auto& s = r.spec->model;
+    CHECK(expected % (s.tensor_model_parallel_size * s.pipeline_model_parallel_size * s.context_parallel_size) == 0);
+    CHECK(expected % s.expert_model_parallel_size == 0);
   }
 }

@@ -262,12 +262,22 @@ void RecipeBuilder::vocabulary(bool vocab_given) {
   if (!use_tok) {
     m["should_pad_vocab"] = false;
     const std::string grows = vocab_growth();
-    if (!grows.empty() && !vocab_given)
-      error("config.tokenizer", "recipe_vocab_unknown",
-            "the recipe sets model.vocab_size to len(tokenizer) of " + string_or(tok, "tokenizer_model", "?") + " when that is larger (" + grows +
-                ", and its docstring says the model vocabulary is the smaller), a size the catalogue does not record "
-                "(configs/tokenizers.json); give --set model.vocab_size=V with V = max(" +
-                m.value("vocab_size", json()).dump() + ", len(tokenizer))");
+    if (grows.empty() || vocab_given) return;
+    // The recipe's own growth: len(tokenizer) when larger than the model's, kept unpadded by setup()
+    // (setup.py:772-780), the length from configs/tokenizers.json.
+    const std::string name = string_or(tok, "tokenizer_model");
+    if (const auto known = tokenizer_vocab(name); known && model_vocab.is_number_integer()) {
+      if (*known > model_vocab.get<std::int64_t>()) {
+        m["vocab_size"] = *known;
+        origins["model.vocab_size"] = {"recipe", grows + ": len(tokenizer) of " + name + ", " + std::to_string(*known) + " (configs/tokenizers.json)", ""};
+      }
+      return;
+    }
+    error("config.tokenizer", "recipe_vocab_unknown",
+          "the recipe sets model.vocab_size to len(tokenizer) of " + string_or(tok, "tokenizer_model", "?") + " when that is larger (" + grows +
+              ", and its docstring says the model vocabulary is the smaller), a size the catalogue does not record "
+              "(configs/tokenizers.json); give --set model.vocab_size=V with V = max(" +
+              m.value("vocab_size", json()).dump() + ", len(tokenizer))");
     return;
   }
   const std::string name = string_or(tok, "tokenizer_model");

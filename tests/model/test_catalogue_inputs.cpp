@@ -134,3 +134,41 @@ TEST_CASE("Nemotron 3.5 Lightning recipes take the world size their entry cites"
     CHECK(expected % s.expert_model_parallel_size == 0);
   }
 }
+
+TEST_CASE("Gemma recipes' vocabulary from the cited tokenizer lengths", "[model][recipes][vocab][gemma]") {
+  const auto tokenizers = config_file("tokenizers.json").at("tokenizers");
+  const auto len = [&](const std::string& id) { return tokenizers.at(id).at("vocab_size").get<std::int64_t>(); };
+  const auto config_vocab = [](const std::string& file) { return config_file("hf/" + file).at("vocab_size").get<std::int64_t>(); };
+  // SFT / PEFT: the HF config's vocabulary, grown to len(tokenizer) when that is larger
+  // (_adjust_gemma*_vocab_size), kept unpadded by setup() (setup.py:772-780).
+  struct Case {
+    const char* recipe;
+    const char* tokenizer;
+    const char* config;
+  };
+  for (const Case& c : {Case{"gemma3_1b_sft_1gpu_h100_bf16_config", "google/gemma-3-1b-pt", "google--gemma-3-1b-pt.json"},
+                        Case{"gemma3_1b_peft_1gpu_h100_bf16_config", "google/gemma-3-1b-pt", "google--gemma-3-1b-pt.json"}}) {
+    INFO(c.recipe);
+    const auto r = recipe(c.recipe);
+    REQUIRE(r.spec);
+    const std::int64_t want = std::max(config_vocab(c.config), len(c.tokenizer));
+    CHECK(r.spec->model.vocab_size == want);
+    CHECK_FALSE(r.spec->model.should_pad_vocab);
+    CHECK(model::derive(*r.spec).padded_vocab == want);
+  }
+  // Gemma 3's tokenizer holds one token past the 262144 embedding rows (<image_soft_token>), so the recipe grows it.
+  CHECK(len("google/gemma-3-1b-pt") == config_vocab("google--gemma-3-1b-pt.json") + 1);
+  // Pretraining: use_tokenizer_vocab_size, len(tokenizer) padded to a multiple of 128 x TP (setup.py:761-765).
+  for (const char* name : {"gemma2_2b_pretrain_2gpu_h100_bf16_config", "gemma2_9b_pretrain_8gpu_h100_bf16_config",
+                           "gemma2_27b_pretrain_16gpu_h100_bf16_config"}) {
+    INFO(name);
+    const auto r = recipe(name);
+    REQUIRE(r.spec);
+    const std::string size = std::regex_replace(std::string(name), std::regex("gemma2_([0-9]+b)_.*"), "$1");
+    const std::int64_t v = len("google/gemma-2-" + size);
+    const std::int64_t multiple = 128 * r.spec->model.tensor_model_parallel_size;
+    CHECK(r.spec->model.vocab_size == v);
+    CHECK(r.spec->model.should_pad_vocab);
+    CHECK(model::derive(*r.spec).padded_vocab == (v + multiple - 1) / multiple * multiple);
+  }
+}

@@ -82,6 +82,8 @@ std::optional<std::string> gpu_preset_of(const std::string& folder) {
   if (folder == "h200") return "h200-141gb";
   if (folder == "b200") return "b200";
   if (folder == "a100") return "a100-80gb";
+  if (folder == "gb200") return "gb200";  // configs/gpus/gb200.json: a GB200 superchip's Blackwell GPU
+  if (folder == "gb300") return "gb300";  // configs/gpus/gb300.json: a GB300 superchip's Blackwell Ultra GPU
   return std::nullopt;
 }
 
@@ -260,12 +262,22 @@ void RecipeBuilder::vocabulary(bool vocab_given) {
   if (!use_tok) {
     m["should_pad_vocab"] = false;
     const std::string grows = vocab_growth();
-    if (!grows.empty() && !vocab_given)
-      error("config.tokenizer", "recipe_vocab_unknown",
-            "the recipe sets model.vocab_size to len(tokenizer) of " + string_or(tok, "tokenizer_model", "?") + " when that is larger (" + grows +
-                ", and its docstring says the model vocabulary is the smaller), a size the catalogue does not record "
-                "(configs/tokenizers.json); give --set model.vocab_size=V with V = max(" +
-                m.value("vocab_size", json()).dump() + ", len(tokenizer))");
+    if (grows.empty() || vocab_given) return;
+    // The recipe's own growth: len(tokenizer) when larger than the model's, kept unpadded by setup()
+    // (setup.py:772-780), the length from configs/tokenizers.json.
+    const std::string name = string_or(tok, "tokenizer_model");
+    if (const auto known = tokenizer_vocab(name); known && model_vocab.is_number_integer()) {
+      if (*known > model_vocab.get<std::int64_t>()) {
+        m["vocab_size"] = *known;
+        origins["model.vocab_size"] = {"recipe", grows + ": len(tokenizer) of " + name + ", " + std::to_string(*known) + " (configs/tokenizers.json)", ""};
+      }
+      return;
+    }
+    error("config.tokenizer", "recipe_vocab_unknown",
+          "the recipe sets model.vocab_size to len(tokenizer) of " + string_or(tok, "tokenizer_model", "?") + " when that is larger (" + grows +
+              ", and its docstring says the model vocabulary is the smaller), a size the catalogue does not record "
+              "(configs/tokenizers.json); give --set model.vocab_size=V with V = max(" +
+              m.value("vocab_size", json()).dump() + ", len(tokenizer))");
     return;
   }
   const std::string name = string_or(tok, "tokenizer_model");
@@ -323,7 +335,9 @@ std::optional<BridgeDocument> recipe_document(const std::string& name, Diagnosti
   const std::string where = string_or(*recipe, "source");
   if (int_or(*recipe, "num_gpus", 0) > 0) {
     d.cluster["num_gpus"] = (*recipe)["num_gpus"];
-    b.origins["cluster.num_gpus"] = {"recipe", "the recipe's name (" + name + ", " + where + ")", ""};
+    // A recipe whose name carries no GPU count cites where its count comes from (num_gpus_source).
+    const std::string cited = string_or(*recipe, "num_gpus_source");
+    b.origins["cluster.num_gpus"] = {"recipe", cited.empty() ? "the recipe's name (" + name + ", " + where + ")" : cited, ""};
   }
   if (const auto gpu = gpu_preset_of(string_or(*recipe, "gpu"))) {
     d.cluster["gpu"] = *gpu;

@@ -175,7 +175,7 @@ ParseResult parse_megatron_line(std::string_view line, const std::vector<std::st
   if (!cluster.contains("gpu") && !set_by(overrides, "cluster.gpu"))
     r.diagnostics.push_back({Severity::error, "cluster.gpu", "megatron_line_gpu_unknown",
                              "a launch line does not name the GPU; give it with --set cluster.gpu=h100-sxm-80gb (or h200-141gb, "
-                             "b200, a100-80gb; import takes --gpu)"});
+                             "b200, gb200, gb300, a100-80gb; import takes --gpu)"});
   if (!cluster.contains("num_gpus") && !set_by(overrides, "cluster.num_gpus"))
     r.diagnostics.push_back({Severity::error, "cluster.num_gpus", "megatron_line_world_size_unknown",
                              "the line does not give the world size (torchrun --nnodes / --nproc-per-node, or WORLD_SIZE=N); give it "

@@ -41,7 +41,7 @@ void require_cluster(const detail::BridgeConversion& c, const std::vector<std::s
   if (!cluster.contains("gpu") && !sets(rest, "cluster.gpu"))
     out.push_back({Severity::error, "cluster.gpu", "bridge_gpu_unknown",
                    file + " does not record the GPU it trains on; give it with --set cluster.gpu=h100-sxm-80gb "
-                          "(or h200-141gb, b200, a100-80gb)"});
+                          "(or h200-141gb, b200, gb200, gb300, a100-80gb)"});
   if (!cluster.contains("num_gpus") && !sets(rest, "cluster.num_gpus"))
     out.push_back({Severity::error, "cluster.num_gpus", "bridge_world_size_unknown",
                    file + " does not record the world size (comm_overlap is null, so comm_overlap.data_parallel_size is "

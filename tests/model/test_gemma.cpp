@@ -173,11 +173,8 @@ TEST_CASE("gemma: the Gemma layer specs' refusals", "[validate][gemma]") {
 }
 
 TEST_CASE("gemma: the Bridge recipes predict or name what they need", "[model][recipes][gemma]") {
-  SECTION("Gemma 2 pretraining needs len(tokenizer) of google/gemma-2-2b, and predicts with it") {
-    const auto refused = parse_spec_input("bridge:gemma2_2b_pretrain_2gpu_h100_bf16_config", "", {});
-    CHECK_FALSE(refused.spec);
-    CHECK(has_rule(refused.diagnostics, "recipe_vocab_unknown", "config.tokenizer"));
-    const auto r = parse_spec_input("bridge:gemma2_2b_pretrain_2gpu_h100_bf16_config", "", {"model.vocab_size=256000"});
+  SECTION("Gemma 2 pretraining takes len(tokenizer) of google/gemma-2-2b (configs/tokenizers.json), and predicts") {
+    const auto r = parse_spec_input("bridge:gemma2_2b_pretrain_2gpu_h100_bf16_config", "", {});
     for (const auto& d : r.diagnostics) UNSCOPED_INFO(format(d));
     REQUIRE(r.spec);
     CHECK_FALSE(has_errors(validate(*r.spec)));
@@ -187,18 +184,21 @@ TEST_CASE("gemma: the Bridge recipes predict or name what they need", "[model][r
     CHECK(r.spec->model.should_pad_vocab);  // setup() pads the tokenizer's vocabulary
   }
   SECTION("Gemma 2 SFT packs its sequences, which Gemma 2's attention refuses") {
-    const auto r = parse_spec_input("bridge:gemma2_2b_sft_1gpu_h100_bf16_config", "", {"model.vocab_size=256000"});
+    const auto r = parse_spec_input("bridge:gemma2_2b_sft_1gpu_h100_bf16_config", "", {});
     REQUIRE(r.spec);
     CHECK(r.spec->train.packed_sequence);  // _sft_common's offline packing, recipes/common.py:163-165
     CHECK(has_rule(validate(*r.spec), "gemma2_attention_packed_sequence", "train.packed_sequence"));
   }
-  SECTION("Gemma 3 SFT grows its vocabulary to the tokenizer's; given it, it predicts") {
-    const auto refused = parse_spec_input("bridge:gemma3_1b_sft_1gpu_h100_bf16_config", "", {});
-    CHECK(has_rule(refused.diagnostics, "recipe_vocab_unknown", "config.tokenizer"));
-    const auto r = parse_spec_input("bridge:gemma3_1b_sft_1gpu_h100_bf16_config", "", {"model.vocab_size=262144"});
+  SECTION("Gemma 3 SFT grows its vocabulary to the tokenizer's, and predicts") {
+    const auto r = parse_spec_input("bridge:gemma3_1b_sft_1gpu_h100_bf16_config", "", {});
     REQUIRE(r.spec);
     CHECK_FALSE(has_errors(validate(*r.spec)));
     CHECK(r.spec->model.core_attention_module == CoreAttentionModule::gemma3);
+    CHECK(r.origins.at("model.vocab_size").source.find("gemma3.py:157") != std::string::npos);  // _adjust_gemma3_vocab_size
+    // A user's vocabulary replaces the tokenizer's.
+    const auto given = parse_spec_input("bridge:gemma3_1b_sft_1gpu_h100_bf16_config", "", {"model.vocab_size=262144"});
+    REQUIRE(given.spec);
+    CHECK(given.spec->model.vocab_size == 262144);
   }
   SECTION("Gemma 3 pretraining takes the NullTokenizer's 32000 and needs nothing") {
     const auto r = parse_spec_input("bridge:gemma3_1b_pretrain_1gpu_h100_bf16_config", "", {});

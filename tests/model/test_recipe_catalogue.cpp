@@ -27,7 +27,9 @@ TEST_CASE("every catalogue recipe predicts or names why not", "[model][recipes]"
   const std::set<std::string> reasons = {"recipe_hf_config_missing", "recipe_model_not_simulated", "peft_not_simulated",
                                          "hf_unknown_architecture", "recipe_vocab_unknown", "bridge_gpu_unknown",
                                          "value_out_of_range", "layers_divisible_by_pp", "moe_tp_needs_sequence_parallel",
-                                         "bridge_world_size_unknown", "fsdp_not_simulated"};
+                                         "bridge_world_size_unknown", "fsdp_not_simulated",
+                                         // Gemma 2's attention raises on the packed batches its SFT / PEFT recipes build
+                                         "gemma2_attention_packed_sequence"};
   const auto rows = sim::predict_catalogue();
   REQUIRE(rows.size() == model::recipe_catalogue().size());
   int predicted = 0;
@@ -41,7 +43,7 @@ TEST_CASE("every catalogue recipe predicts or names why not", "[model][recipes]"
     CHECK(r.max_peak.value > 0);
   }
   // What this revision of the catalogue covers (docs/recipes.md lists each one).
-  CHECK(predicted >= 105);
+  CHECK(predicted >= 139);
 }
 
 TEST_CASE("a predicted recipe runs with the recipe's own layout, precision and recompute", "[model][recipes]") {

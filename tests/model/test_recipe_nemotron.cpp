@@ -40,11 +40,11 @@ TEST_CASE("Nemotron 3 Nano SFT: the model from the HF config, the recipe's setti
 }
 
 TEST_CASE("Nemotron 3.5 Lightning: two repeated '*E' MTP depths joined onto the pattern", "[model][recipes][nemotron][mtp]") {
-  // The recipe names no GPU count (it is built on the 8-GPU Nano SFT recipe): refused until given.
-  const auto unsized = parse("nemotron_3_5_lightning_sft_config");
-  CHECK_FALSE(unsized.spec);
-  const auto r = parse("nemotron_3_5_lightning_sft_config", {"cluster.num_gpus=8"});
+  // The recipe names no GPU count: the catalogue entry cites its base's, the 8-GPU Nano SFT recipe whose
+  // layout it keeps (num_gpus_source; test_catalogue_inputs.cpp checks every such citation).
+  const auto r = parse("nemotron_3_5_lightning_sft_config");
   REQUIRE(r.spec);
+  CHECK(r.spec->cluster.num_gpus == 8);
   const auto& m = r.spec->model;
   // hybrid_provider.py:196-231: mtp_num_layers copies of mtp_hybrid_override_pattern after '/'.
   CHECK(m.hybrid_override_pattern == kNanoPattern + "/*E/*E");

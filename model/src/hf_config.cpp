@@ -230,8 +230,7 @@ void Mapper::refuse_unless(const char* key, const json& accepted, const std::str
     error(key, "hf_unmapped_shape_key", std::string(key) + " " + v->dump().substr(0, 40) + ": " + why);
 }
 
-// Keys NemotronHBridge does not read although they shape the checkpoint (docs/hf-config-mapping.md 4.12),
-// and the latent MoE of Nemotron 3 Super / Ultra, which the bridge maps but peakcast does not simulate.
+// Keys NemotronHBridge does not read although they shape the checkpoint (docs/hf-config-mapping.md 4.12).
 void Mapper::nemotron_h_checks() {
   refuse_unless("conv_kernel", 4, "Megatron's Mamba mixer convolves over d_conv 4 (mcore:megatron/core/ssm/mamba_mixer.py:178), which the bridge does not set from the config");
   refuse_unless("use_conv_bias", true, "Megatron's Mamba mixer asserts a convolution bias (mamba_mixer.py:191, :276)");
@@ -240,9 +239,6 @@ void Mapper::nemotron_h_checks() {
   refuse_unless("n_shared_experts", 1, "NemotronHBridge does not read it; Megatron builds one shared expert of moe_shared_expert_intermediate_size (nemotron_h_bridge.py:267)");
   if (const json* v = get("sliding_window"); v && !v->is_null())
     error("sliding_window", "hf_unmapped_shape_key", "sliding_window " + v->dump().substr(0, 40) + ": NemotronHBridge does not read it and Megatron builds full causal attention");
-  if (const json* v = get("moe_latent_size"); v && !v->is_null())
-    error("moe_latent_size", "hf_not_simulated",
-          "moe_latent_size " + v->dump().substr(0, 40) + ": latent MoE (Nemotron 3 Super / Ultra). The bridge sets it (nemotron_h_bridge.py:320-321) and Megatron projects the routed experts' input down to it and back (fc1_latent_proj / fc2_latent_proj, mcore:megatron/core/transformer/moe/moe_layer.py:264-296); peakcast does not simulate MoE latent projections");
 }
 
 std::vector<std::pair<std::string, std::string>> pairs_of(const json& list) {

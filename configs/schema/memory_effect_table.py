@@ -609,7 +609,8 @@ for _k, _why in [
     ("moe_layer_recompute", "recompute the MoE layer"),
     ("overlap_moe_expert_parallel_comm", "EP all-to-all overlap (combined 1F1B: two micro-batches in flight)"),
     ("delay_wgrad_compute", "wgrad delayed to overlap communication (inputs kept until the wgrad)"),
-    ("moe_latent_size", "MoE latent projection width"),
+    ("moe_latent_size", "MoE latent projection width: two TP-duplicated linears around the routed experts, which "
+                        "with their dispatch run that wide (sim/src/moe_graphs.cpp, param_count_layers.cpp)"),
     ("moe_routing_imbalance", "peakcast extension: load of the busiest rank relative to balanced routing"),
     ("moe_router_score_function", "softmax / sigmoid / sqrtsoftplus router scores"),
     ("moe_router_force_load_balancing", "random logits for balanced routing (benchmarks)"),
@@ -687,7 +688,9 @@ S(M, "hf_config", "peakcast extension: a Hugging Face config.json mapped as Auto
 for _k, _src in [("enable_cuda_graph", f"{TC}:2391-2400"), ("external_cuda_graph", f"{TC}:2391-2400"),
                  ("cuda_graph_scope", f"{TC}:2409-2416"), ("mamba_d_conv", "mcore:megatron/core/ssm/mamba_mixer.py:214"),
                  ("hybrid_override_pattern", f"{HYBP}:179-193"), ("hybrid_layer_pattern", f"{HYBP}:233-245"),
-                 ("moe_routing_imbalance", "peakcast:configs/schema/peakcast_extensions.json (no Megatron field)")]:
+                 ("moe_routing_imbalance", "peakcast:configs/schema/peakcast_extensions.json (no Megatron field)"),
+                 ("moe_latent_size", "mcore:megatron/core/transformer/moe/moe_layer.py:264-296 (fc1/fc2_latent_proj), :481-483, :583-585; "
+                  "experts.py:216-251")]:
     TABLE[(M, _k)]["source"] = _src
 TABLE[(M, "cuda_graph_warmup_steps")]["changes_memory"] = False
 TABLE[(M, "cuda_graph_warmup_steps")]["why"] = "eager steps before capture; read for validation (steady-state memory unchanged)"
@@ -776,7 +779,7 @@ U(O, "overlap_cpu_optimizer_d2h_h2d", "with optimizer_cpu_offload: overlapped co
 N(O, "pin_cpu_grads", "host memory (pinned) for offloaded grads", "mcore:megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:110")
 N(O, "pin_cpu_params", "host memory (pinned) for offloaded params", "mcore:megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:75")
 S(O, "clip_grad", "grad-norm clipping: on torch's fallback (no TE / Apex) one fp32 temporary per main gradient "
-  "(local_multi_tensor_scale)", "mcore:megatron/core/optimizer/clip_grads.py:189-192; mcore:megatron/core/utils.py:1337-1340")
+  "(clip_grads.py:189-192 calls local_multi_tensor_scale, utils.py:1337-1340)", "mcore:megatron/core/optimizer/optimizer.py:830")
 N(O, "grad_norm_skip_threshold", "skip steps above a grad norm (a scalar test)", "mcore:megatron/core/optimizer/optimizer.py:1923")
 N(O, "log_num_zeros_in_grad", "counts zeros in the grads (a reduction)", "mcore:megatron/core/optimizer/optimizer.py:840")
 N(O, "barrier_with_L1_time", "a barrier before timers", "mcore:megatron/core/optimizer/optimizer.py:748")

@@ -124,25 +124,37 @@ void add_dense_mlp(ParamList& out, const std::string& prefix, const ModelSpec& m
 // MoE block (moe_layer.py): separate pre-MLP TENorm, router (router.py:64-70, fp32 at creation
 // but cast to the model dtype by Float16Module, module.py:464), routed experts (TEGroupedMLP:
 // one weight per local expert per GEMM, experts.py), shared experts (shared_experts.py, TP-sharded
-// like a dense MLP, optional 1 x h gate at :139).
+// like a dense MLP, optional 1 x h gate at :139). MoELayer.__init__ builds the router (moe_layer.py:259),
+// the latent projections (:264-296), the experts (:326) and the shared experts (:338), in that order.
 void add_moe(ParamList& out, const ModelSpec& m, const Derived& d, const Sharding& s) {
   const std::int64_t h = m.hidden_size;
   const std::int64_t experts = m.num_moe_experts.value_or(0);
   add_norm(out, "pre_mlp_layernorm", m, h);
   add(out, "mlp.router.weight", experts * h);
   if (m.add_bias_linear) add(out, "mlp.router.bias", experts);
+  // Latent MoE: TELinear(h, latent) and TELinear(latent, h) with parallel_mode="duplicated": the whole
+  // weight on every TP rank, not an expert parameter (moe_layer.py:273-296; transformer_engine.py:1197-1226,
+  // :1276-1285), bias when add_bias_linear. The routed experts then run latent wide (experts.py:216-251,
+  // mlp.py:215-255).
+  const std::int64_t routed_width = m.moe_latent_size.value_or(h);
+  if (m.moe_latent_size) {
+    add_gemm(out, "mlp.fc1_latent_proj.weight", routed_width, h, GemmMode::duplicated);
+    if (m.add_bias_linear) add(out, "mlp.fc1_latent_proj.bias", routed_width);
+    add_gemm(out, "mlp.fc2_latent_proj.weight", h, routed_width, GemmMode::duplicated);
+    if (m.add_bias_linear) add(out, "mlp.fc2_latent_proj.bias", h);
+  }
   const std::int64_t local_experts = split(experts, s.ep);
   const std::int64_t fc1_local = split(fc1_width(m, d.moe_ffn), s.etp);
   const std::int64_t fc2_in_local = split(d.moe_ffn, s.etp);
   const auto fc1 = [&](std::int64_t e) {
     const std::string p = "mlp.experts.linear_fc1";
-    add_gemm(out, p + ".weight" + std::to_string(e), fc1_local, h, GemmMode::column, true);
+    add_gemm(out, p + ".weight" + std::to_string(e), fc1_local, routed_width, GemmMode::column, true);
     if (m.add_bias_linear) add(out, p + ".bias" + std::to_string(e), fc1_local, false, true);
   };
   const auto fc2 = [&](std::int64_t e) {
     const std::string p = "mlp.experts.linear_fc2";
-    add_gemm(out, p + ".weight" + std::to_string(e), h, fc2_in_local, GemmMode::row, true);
-    if (m.add_bias_linear) add(out, p + ".bias" + std::to_string(e), h, false, true);
+    add_gemm(out, p + ".weight" + std::to_string(e), routed_width, fc2_in_local, GemmMode::row, true);
+    if (m.add_bias_linear) add(out, p + ".bias" + std::to_string(e), routed_width, false, true);
   };
   if (m.moe_grouped_gemm) {
     // Grouped experts register every fc1 weight, then every fc2 weight.

@@ -43,6 +43,9 @@ void megatron_lm_args(const RunSpec& spec, RuleSink& sink) {
   if (m.mtp_num_layers > 0 && m.position_embedding_type == PositionEmbedding::yarn)
     mlm_warning(sink, "model.position_embedding_type", "mtp_position_embedding_type",
                 "Multi-Token Prediction (MTP) is not supported with 'yarn' position embedding type (arguments.py:1859)");
+  // Megatron Core reads moe_latent_size only in MoELayer (moe_layer.py:265), so a dense model ignores it.
+  if (m.moe_latent_size && !is_moe_model(m))
+    mlm_warning(sink, "model.moe_latent_size", "moe_latent_size_needs_moe", "MoE latent projections are applicable only for MoE models. (arguments.py:1896)");
   if (m.cpu_offloading_num_layers > 0 && !m.cpu_offloading)
     sink.warning("model.cpu_offloading_num_layers", "cpu_offloading_num_layers_without_offloading",
                  "cpu_offloading_num_layers alone does nothing in Megatron Core and Bridge (cpu_offloading is false); "

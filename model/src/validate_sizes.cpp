@@ -75,7 +75,7 @@ void moe_sizes(const ModelSpec& m, RuleSink& sink) {
   } else {
     optional_at_least(sink, "model.moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size, 1, kMaxDim);
   }
-  optional_at_least(sink, "model.moe_latent_size", m.moe_latent_size, 1, kMaxDim);
+  optional_at_least(sink, "model.moe_latent_size", m.moe_latent_size, 1, kMaxDim, "MoE latent projection dimension has to be greater than zero. (arguments.py:1895)");
   if (const auto* freq = std::get_if<std::int64_t>(&m.moe_layer_freq)) {
     at_least(sink, "model.moe_layer_freq", *freq, 1, kMaxCount);
   } else {

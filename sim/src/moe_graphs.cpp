@@ -56,10 +56,10 @@ int shared_experts(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGra
 }
 
 // Wire bytes per rank of one dispatch (and of its combine). R_ep: rows received from the EP
-// all-to-all, R: after the ETP all-gather.
-double dispatch_wire_bytes(GraphBuilder& b, const model::ModelSpec& m, std::int64_t R_ep, std::int64_t R, Bytes gather_ws) {
+// all-to-all, R: after the ETP all-gather; h: the width of a dispatched row (hidden, or the latent width).
+double dispatch_wire_bytes(GraphBuilder& b, const model::ModelSpec& m, std::int64_t R_ep, std::int64_t R, Bytes gather_ws, std::int64_t h) {
   const ShapeContext& c = b.ctx();
-  const std::int64_t E = m.num_moe_experts.value_or(1), k = m.moe_router_topk, h = c.hidden;
+  const std::int64_t E = m.num_moe_experts.value_or(1), k = m.moe_router_topk;
   // Wire bytes per rank: alltoall sends the (ep-1)/ep of its routed rows that leave the rank;
   // allgather gathers the hidden states of the EP x TP group (and reduce-scatters them back).
   double dispatch_comm = 0;
@@ -95,9 +95,9 @@ double dispatch_wire_bytes(GraphBuilder& b, const model::ModelSpec& m, std::int6
 // view of the one output gradient, which the first expert's, the last to run, holds until it is done;
 // each expert's input gradient is its own tensor until SplitBackward cats them (measured:
 // layout_fake_ep8_moonlight4_moe_r0's trace, eight per-expert gradients, then one of all the rows).
+// h: the experts' input and output width (hidden, or the latent width: mlp.py:215-255 with is_expert).
 int sequential_mlp(GraphBuilder& b, const model::ModelSpec& m, int rows_in, int probs, std::int64_t R, std::int64_t L,
-                   std::int64_t Fe) {
-  const std::int64_t h = b.ctx().hidden;
+                   std::int64_t Fe, std::int64_t h) {
   const bool gated = m.gated_linear_unit;
   const auto expert = [&](const std::string& name, int in, int p, std::int64_t rows) {
     const int f1 = b.linear(name + ".linear_fc1", in, h, (gated ? 2 : 1) * Fe, Parallel::none, kMoe, rows);
@@ -151,11 +151,15 @@ int sequential_mlp(GraphBuilder& b, const model::ModelSpec& m, int rows_in, int 
   return out;
 }
 
-// MoE layer (moe_layer.py): shared experts, router, dispatch, experts, combine.
+// MoE layer (moe_layer.py custom_forward, :651-692): shared experts, router, [fc1_latent_proj,] dispatch,
+// experts, combine, [fc2_latent_proj,] the shared experts' output added.
 int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln, LayerGraph& g) {
   const ShapeContext& c = b.ctx();
   const auto& m = spec.model;
   const std::int64_t T = c.local_tokens, h = c.hidden;
+  // Latent MoE: the routed path is moe_latent_size wide (dispatch takes its width from the tensor,
+  // token_dispatcher.py:638-644; the experts' fc1 input and fc2 output, experts.py:216-251, mlp.py:215-255).
+  const std::int64_t w = m.moe_latent_size.value_or(h);
   const std::int64_t E = m.num_moe_experts.value_or(1), k = m.moe_router_topk;
   const std::int64_t local_experts = std::max<std::int64_t>(1, E / c.ep);
   const std::int64_t Fe = d.moe_ffn / c.etp;
@@ -176,17 +180,20 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
 
   const RouterOutput routed = router(b, m, ln, moe_region);
   const int probs = routed.probs, routing_map = routed.routing_map;
-  const int permuted = b.tensor("dispatch.permuted_tokens", b.act(T * k, h));
+  // preprocess (moe_layer.py:481-483): fc1_latent_proj, a TELinear(h, latent) duplicated over TP
+  // (moe_layer.py:273-284), on the rank's [T, h] tokens; it saves that input for its wgrad.
+  const int routed_in = m.moe_latent_size ? b.linear("fc1_latent_proj", ln, h, w, Parallel::none, moe_region, T) : ln;
+  const int permuted = b.tensor("dispatch.permuted_tokens", b.act(T * k, w));
   const int permuted_probs = b.tensor("dispatch.permuted_probs", Bytes{T * k * kFp32});
   const int row_map = b.tensor("dispatch.row_id_map", Bytes{T * E * 4}, false);
-  b.op("dispatch.permute", {.in = {ln, probs, routing_map}, .out = {permuted, permuted_probs, row_map}, .save = {row_map}, .region = moe_region, .movement = true});
+  b.op("dispatch.permute", {.in = {routed_in, probs, routing_map}, .out = {permuted, permuted_probs, row_map}, .save = {row_map}, .region = moe_region, .movement = true});
   Bytes gather_ws{};
   if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
-    gather_ws = b.act(T * c.ep * c.etp, h);  // hidden states gathered over the EP x ETP group (tp_ep_group)
+    gather_ws = b.act(T * c.ep * c.etp, w);  // hidden states gathered over the EP x ETP group (tp_ep_group)
   }
-  const int received = b.tensor("dispatch.received", b.act(R, h));
+  const int received = b.tensor("dispatch.received", b.act(R, w));
   const int recv_probs = b.tensor("dispatch.received_probs", Bytes{R * kFp32});
-  const double dispatch_comm = dispatch_wire_bytes(b, m, R_ep, R, gather_ws);
+  const double dispatch_comm = dispatch_wire_bytes(b, m, R_ep, R, gather_ws, w);
   // The token counts per expert go to the host before the experts run (alltoall splits,
   // SequentialMLP's and the grouped GEMM's per-expert row counts): one blocking sync per layer.
   b.op("dispatch.all_to_all", {.in = {permuted, permuted_probs}, .out = {received, recv_probs}, .region = moe_region, .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0, .sync = true, .comm = dispatch_comm});
@@ -195,7 +202,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   // regrouped by expert, a copy (sort_chunks_by_idxs, token_dispatcher.py:779).
   const bool sorts = (c.ep > 1 || c.etp > 1) && local_experts > 1;
   if (sorts) {
-    expert_in = b.tensor("dispatch.sorted", b.act(R, h));
+    expert_in = b.tensor("dispatch.sorted", b.act(R, w));
     b.op("dispatch.sort_chunks", {.in = {received}, .out = {expert_in}, .region = moe_region, .movement = true});
   }
   const bool grouped = m.moe_grouped_gemm && c.te;
@@ -203,31 +210,34 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     // experts.py:782-790 (grouped) and :1329-1338 (SequentialMLP): the probabilities scale the rows before
     // fc1 (measured: a new activation-dtype block per layer); the multiply saves both its inputs, so the
     // unscaled rows stay beside fc1's saved, scaled ones. The experts then get probs of ones.
-    const int scaled = b.tensor("experts.probs_on_input", b.act(R, h));
-    b.op("experts.apply_probs_on_input", {.in = {expert_in, recv_probs}, .out = {scaled}, .save = {expert_in, recv_probs}, .region = moe_region, .flops = 2.0 * R * h});
+    const int scaled = b.tensor("experts.probs_on_input", b.act(R, w));
+    b.op("experts.apply_probs_on_input", {.in = {expert_in, recv_probs}, .out = {scaled}, .save = {expert_in, recv_probs}, .region = moe_region, .flops = 2.0 * R * w});
     expert_in = scaled;
   }
   int expert_out = -1;
   if (grouped) {
-    const int f1 = b.linear("experts.linear_fc1", expert_in, h, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R);
+    const int f1 = b.linear("experts.linear_fc1", expert_in, w, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R);
     // TEGroupedMLP applies the probs inside the weighted activation (experts.py:728-900).
     ActivationOptions o = activation_options(m, fused_activation(m));
     o.probs = recv_probs;
     const int a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m), moe_region | kMoeAct, o);
-    expert_out = b.linear("experts.linear_fc2", a, Fe, h, Parallel::none, moe_region, R);
+    expert_out = b.linear("experts.linear_fc2", a, Fe, w, Parallel::none, moe_region, R);
     g.discards.push_back({kMoeAct, {a}, static_cast<int>(g.ops.size()) - 1});
   } else {
-    expert_out = sequential_mlp(b, m, expert_in, recv_probs, R, local_experts, Fe);
+    expert_out = sequential_mlp(b, m, expert_in, recv_probs, R, local_experts, Fe, w);
   }
   int back = expert_out;
   if (sorts) {
-    back = b.tensor("combine.unsorted", b.act(R, h));
+    back = b.tensor("combine.unsorted", b.act(R, w));
     b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region, .movement = true});
   }
-  const int returned = b.tensor("combine.returned", b.act(T * k, h));
+  const int returned = b.tensor("combine.returned", b.act(T * k, w));
   b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0, .comm = dispatch_comm});
-  const int out = b.tensor("combine.unpermuted", b.act(T, h));
-  b.op("combine.unpermute", {.in = {returned}, .out = {out}, .region = moe_region, .flops = 1.0 * T * k * h, .movement = true});
+  const int unpermuted = b.tensor("combine.unpermuted", b.act(T, w));
+  b.op("combine.unpermute", {.in = {returned}, .out = {unpermuted}, .region = moe_region, .flops = 1.0 * T * k * w, .movement = true});
+  // postprocess (moe_layer.py:583-585): fc2_latent_proj, TELinear(latent, h) duplicated over TP (:285-296),
+  // back to [T, h]; it saves the unpermuted [T, latent] for its wgrad.
+  const int out = m.moe_latent_size ? b.linear("fc2_latent_proj", unpermuted, w, h, Parallel::none, moe_region, T) : unpermuted;
   if (shared_out < 0) return out;
   const int sum = b.tensor("moe.output", b.act(T, h));
   b.op("moe.add_shared", {.in = {out, shared_out}, .out = {sum}, .region = moe_region, .passthrough = true});

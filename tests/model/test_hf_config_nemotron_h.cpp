@@ -1,7 +1,7 @@
 // model.hf_config for NemotronHForCausalLM: NVIDIA-Nemotron-3-Nano-30B-A3B's config.json (test_hf_configs.hpp)
 // mapped as Bridge 600d069b's NemotronHBridge maps it (nemotron_h_bridge.py:233-332, HybridModelProvider) and
-// the transformers NemotronHConfig reads it; the keys the bridge does not read but that shape the checkpoint,
-// and the latent MoE of Nemotron 3 Super / Ultra, are refused by name.
+// the transformers NemotronHConfig reads it; the keys the bridge does not read but that shape the checkpoint
+// are refused by name. Nemotron 3 Super / Ultra's shipped configs (configs/hf/) with their latent MoE.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -136,14 +136,13 @@ TEST_CASE("hf_config: Nemotron-H's layers_block_type and MTP keys as the transfo
   CHECK(listed.spec->model.mtp_hybrid_override_pattern == std::optional<std::string>("*EM"));
 }
 
-TEST_CASE("hf_config: Nemotron-H keys the bridge does not read, and latent MoE, are refused by name", "[model][hf][nemotron]") {
+TEST_CASE("hf_config: Nemotron-H keys the bridge does not read are refused by name", "[model][hf][nemotron]") {
   struct Case {
     const char* key;
     json value;
     const char* rule;
   };
   const std::vector<Case> cases = {
-      {"moe_latent_size", 1024, "hf_not_simulated"},                 // Nemotron 3 Super's latent MoE
       {"conv_kernel", 3, "hf_unmapped_shape_key"},                   // Megatron's d_conv is 4
       {"use_conv_bias", false, "hf_unmapped_shape_key"},             // Megatron asserts a conv bias
       {"mamba_proj_bias", true, "hf_unmapped_shape_key"},            // Megatron's projections have none
@@ -163,11 +162,10 @@ TEST_CASE("hf_config: Nemotron-H keys the bridge does not read, and latent MoE, 
     CHECK_FALSE(r.spec);
     const Diagnostic* d = find(r, c.rule, std::string("model.hf_config.") + c.key);
     REQUIRE(d);
-    if (std::string(c.key) == "moe_latent_size") CHECK(d->message.find("latent") != std::string::npos);
   }
   // The neighbours: the values the bridge builds are accepted.
   json config = nano_config();
-  config["moe_latent_size"] = nullptr;
+  config["moe_latent_size"] = nullptr;  // the transformers class's default: no latent projections
   config["attention_head_dim"] = 128;
   config["mlp_hidden_act"] = "silu";  // the bridge forces squared ReLU anyway (:297)
   const ParseResult ok = parse_config("nano_neighbours.json", config);
@@ -190,4 +188,77 @@ TEST_CASE("hf_config: the seed study's Nemotron run with its model from the HF c
   CHECK(hf.spec->model.hybrid_override_pattern == preset.spec->model.hybrid_override_pattern);
   CHECK(total_parameters(*hf.spec, derive(*hf.spec), true) == total_parameters(*preset.spec, derive(*preset.spec), true));
   CHECK(peakcast::sim::predict(*hf.spec).max_peak_allocated.value == peakcast::sim::predict(*preset.spec).max_peak_allocated.value);
+}
+
+namespace {
+
+json shipped(const std::string& file) {
+  std::ifstream in(std::string(PEAKCAST_SOURCE_DIR) + "/configs/hf/" + file);
+  REQUIRE(in);
+  return json::parse(in);
+}
+
+// One Nemotron 3 layer's parameters from its shapes, as Megatron builds them (the Nano test above): a
+// Mamba layer, an attention layer, a latent-MoE layer (norm, router, the fp32 expert bias, E squared-ReLU
+// experts of `latent` in and out around F, fc1_latent_proj [latent, h] and fc2_latent_proj [h, latent]
+// duplicated over TP (moe_layer.py:273-296), the shared expert on the full width).
+struct Nemotron3 {
+  std::int64_t h, heads, mamba_heads, experts, ffn, latent, shared;
+  std::int64_t mamba() const {
+    const std::int64_t d_inner = mamba_heads * 64, bc = 2 * 8 * 128;
+    return h * (2 * d_inner + bc + mamba_heads) + h + (d_inner + bc) * 4 + (d_inner + bc) + 3 * mamba_heads + d_inner + d_inner * h;
+  }
+  std::int64_t attention() const { return h * (heads + 2 * 2) * 128 + h + heads * 128 * h; }
+  std::int64_t moe() const { return h + experts * h + experts * 2 * latent * ffn + 2 * h * latent + 2 * h * shared; }
+  std::int64_t mtp_depth() const { return 2 * h + 2 * h * h + h + attention() + moe(); }  // enorm, hnorm, eh_proj, final norm; "*E"
+};
+
+}  // namespace
+
+TEST_CASE("hf_config: Nemotron 3 Super's config with latent MoE gives Bridge's element count", "[model][hf][nemotron]") {
+  const json config = shipped("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-BF16.json");
+  const ParseResult r = parse_config("super.json", config);
+  REQUIRE(r.spec);
+  const ModelSpec& m = r.spec->model;
+  CHECK(m.moe_latent_size == 1024);          // nemotron_h_bridge.py:320-321
+  CHECK_FALSE(m.moe_shared_expert_overlap);  // the config's false after the bridge's true (:318, :322-323)
+  CHECK(m.mtp_num_layers == 1);
+  CHECK(m.mtp_hybrid_override_pattern == std::optional<std::string>("*E"));
+  const std::string pattern = config["hybrid_override_pattern"];
+  CHECK(m.hybrid_override_pattern == pattern);
+  const auto count = [&](char c) { return static_cast<std::int64_t>(std::count(pattern.begin(), pattern.end(), c)); };
+  REQUIRE(count('M') == 40);
+  REQUIRE(count('E') == 40);
+  REQUIRE(count('*') == 8);
+  const Nemotron3 s{4096, 32, 128, 512, 2688, 1024, 5376};
+  const std::int64_t vocab = 131072;
+  const std::int64_t main = 2 * vocab * s.h + s.h + 40 * s.mamba() + 8 * s.attention() + 40 * s.moe();
+  const Derived d = derive(*r.spec);
+  CHECK(total_parameters(*r.spec, d, false) == main);
+  CHECK(total_checkpointed_buffers(*r.spec, d, false) == 40 * 512);
+  // Bridge's verification card for the BF16 release: 123,611,033,088 elements with the checkpoint's MTP
+  // depth and the 41 fp32 router correction biases (card.yaml:72-74). The MTP depth is built once
+  // HybridModelProvider.finalize joins its pattern: the recipe test (test_recipe_nemotron.cpp) counts it.
+  CHECK(main + s.mtp_depth() + 41 * 512 == 123611033088);
+}
+
+TEST_CASE("hf_config: Nemotron 3 Ultra's config: layers_block_type, latent MoE, 550B", "[model][hf][nemotron]") {
+  const json config = shipped("nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json");
+  const ParseResult r = parse_config("ultra.json", config);
+  REQUIRE(r.spec);
+  const ModelSpec& m = r.spec->model;
+  // The pinned Megatron-LM's own pattern for this release (examples/post_training/modelopt/conf/nvidia/
+  // NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.sh:38), from the config's layers_block_type.
+  CHECK(m.hybrid_override_pattern == std::optional<std::string>("MEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"));
+  CHECK(m.num_layers == 108);
+  CHECK(m.moe_latent_size == 2048);
+  CHECK(m.mtp_hybrid_override_pattern == std::optional<std::string>("*E"));
+  const Nemotron3 u{8192, 64, 256, 512, 5120, 2048, 10240};
+  const std::int64_t main = 2 * 131072 * u.h + u.h + 48 * u.mamba() + 12 * u.attention() + 48 * u.moe();
+  const Derived d = derive(*r.spec);
+  CHECK(total_parameters(*r.spec, d, false) == main);
+  // No published count: the shapes give 549.3e9 without the MTP depth (the "550B" of the name), and with
+  // it and the 49 fp32 biases 560.5e9 elements, 1121 GB in bf16 (the deployment note in configs/hf/index.json).
+  CHECK(main + 48 * 512 == 549308993536);
+  CHECK(main + u.mtp_depth() + 49 * 512 == 560524603904);
 }

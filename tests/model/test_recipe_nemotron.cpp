@@ -1,6 +1,6 @@
 // Bridge's Nemotron-family recipes (configs/recipes/): the model from Nemotron 3 Nano's config.json through
 // NemotronHBridge, Nemotron 3.5 Lightning's MTP joined onto the hybrid pattern as HybridModelProvider.finalize
-// joins it, the latent-MoE Super / Ultra refused by mechanism, and the vocabulary setup() gives each.
+// joins it, the latent-MoE Super / Ultra from their shipped configs, and the vocabulary setup() gives each.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -71,16 +71,36 @@ TEST_CASE("Nemotron 3.5 Lightning: two repeated '*E' MTP depths joined onto the 
   CHECK(joined.spec->model.hybrid_override_pattern == kNanoPattern + "/*E/*E");
 }
 
-TEST_CASE("Nemotron 3 Super and Ultra are refused for their latent MoE", "[model][recipes][nemotron]") {
-  for (const char* recipe : {"nemotron_3_super_pretrain_16gpu_h100_bf16_config", "nemotron_3_ultra_pretrain_24gpu_h100_bf16_config"}) {
-    INFO(recipe);
-    const auto r = parse(recipe);
-    CHECK_FALSE(r.spec);
-    bool named = false;
-    for (const auto& d : r.diagnostics)
-      named = named || (d.rule == "recipe_model_not_simulated" && d.message.find("latent MoE") != std::string::npos);
-    CHECK(named);
-  }
+TEST_CASE("Nemotron 3 Super and Ultra: latent MoE from the shipped configs, the recipes' MTP joined", "[model][recipes][nemotron]") {
+  // Super's convergence recipe (nemotron_3_super.py:160-247): two MTP depths over the config's one '*E'
+  // block, one repeated layer (:96-102), joined as HybridModelProvider.finalize joins them.
+  const std::string super_pattern = "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME";
+  const auto super = parse("nemotron_3_super_pretrain_config");
+  REQUIRE(super.spec);
+  const auto& m = super.spec->model;
+  CHECK(m.moe_latent_size == 1024);
+  CHECK(m.hybrid_override_pattern == super_pattern + "/*E/*E");
+  CHECK(m.mtp_use_repeated_layer);
+  CHECK_FALSE(m.moe_shared_expert_overlap);  // latent MoE refuses it in training (moe_layer.py:472)
+  CHECK_FALSE(model::has_errors(model::validate(*super.spec)));
+  // One depth of weights (the repeated layer) and 41 routers' expert biases: Bridge's verification card's
+  // 123,611,033,088 elements for the BF16 release (card.yaml:72-74).
+  const auto d = model::derive(*super.spec);
+  CHECK(model::total_parameters(*super.spec, d, true) + model::total_checkpointed_buffers(*super.spec, d, true) == 123611033088);
+  // Ultra: SFT keeps the config's vocabulary (use_tokenizer_vocab_size unset, setup.py:772-780);
+  // pretraining sizes it from len(tokenizer) of Ultra's own tokenizer, which is not sourced.
+  const auto ultra = parse("nemotron_3_ultra_sft_192gpu_h100_bf16_openmathinstruct2_packed_config");
+  REQUIRE(ultra.spec);
+  CHECK(ultra.spec->model.moe_latent_size == 2048);
+  CHECK(ultra.spec->model.num_layers == 108);
+  CHECK(ultra.spec->model.vocab_size == 131072);
+  CHECK_FALSE(model::has_errors(model::validate(*ultra.spec)));
+  const auto pretrain = parse("nemotron_3_ultra_pretrain_24gpu_h100_bf16_config");
+  CHECK_FALSE(pretrain.spec);
+  bool named = false;
+  for (const auto& diag : pretrain.diagnostics)
+    named = named || (diag.rule == "recipe_vocab_unknown" && diag.message.find("Nemotron-3-Ultra") != std::string::npos);
+  CHECK(named);
 }
 
 TEST_CASE("a recipe's vocabulary: the provider's own, or the tokenizer's padded", "[model][recipes][vocab]") {

@@ -274,6 +274,16 @@ TEST_CASE("EP/ETP: routed experts split over EP and ETP, sharded over expert DP"
     s.model.expert_tensor_parallel_size = 2;
     CHECK(run(s)[0].memory.params.expert == 2 * (8 / 2) * ((2 * 64 / 2) * 64 + 64 * (64 / 2)));
   }
+
+  SECTION("latent MoE: two duplicated projections per layer, the experts latent wide") {
+    // fc1_latent_proj [16, 64] and fc2_latent_proj [64, 16], TELinear duplicated: whole on every TP rank,
+    // dense (moe_layer.py:273-296); the experts' fc1 [2F, 16] and fc2 [16, F] (experts.py:216-251).
+    s.model.moe_latent_size = 16;
+    const auto latent_ranks = run(s);
+    const auto& latent = at(latent_ranks, 0, 0);
+    CHECK(latent.memory.params.dense == dense + 2 * (2 * 64 * 16));
+    CHECK(latent.memory.params.expert == 2 * (8 / 4) * (2 * 64 * 16 + 16 * 64));
+  }
 }
 
 TEST_CASE("Precision-aware optimizer: TE master weights vs MCore fp32 master", "[model][static]") {

@@ -29,6 +29,13 @@ const std::vector<RuleCase>& runtime_cases() {
        plus(kSel, {R"(model.recompute_modules=["mlp"])", "model.fp8=e4m3", "model.fp8_recipe=tensorwise", "model.add_bias_linear=false"})},
       {"latent_vs_shared_expert_overlap", "model.moe_shared_expert_overlap", Severity::error,
        moe({"model.moe_latent_size=64", "model.moe_shared_expert_overlap=true"}), moe({"model.moe_latent_size=64"})},
+      // Latent MoE (docs/research/latent-moe-memory-facts.md section 6): a width of at least one
+      // (arguments.py:1895), Transformer Engine (moe_layer.py:266), an MoE model (arguments.py:1896).
+      {"value_out_of_range", "model.moe_latent_size", Severity::error, moe({"model.moe_latent_size=0"}), moe({"model.moe_latent_size=1"})},
+      {"needs_transformer_engine", "model.moe_latent_size", Severity::error,
+       moe({"model.transformer_impl=local", "model.moe_latent_size=64", "cluster.transformer_engine_available=false"}),
+       moe({"model.transformer_impl=local", "model.moe_latent_size=64"})},
+      {"moe_latent_size_needs_moe", "model.moe_latent_size", Severity::warning, {"model.moe_latent_size=64"}, moe({"model.moe_latent_size=64"})},
       {"local_graph_mlp_scope_unbuildable", "model.cuda_graph_modules", Severity::error, {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["mlp"])"}, {"model.cuda_graph_impl=local", R"(model.cuda_graph_modules=["attn","mlp"])"}},
       {"transformer_impl_needs_te", "model.transformer_impl", Severity::error, {"cluster.transformer_engine_available=false"}, {"cluster.transformer_engine_available=false", "model.transformer_impl=local"}},
       {"needs_transformer_engine", "model.apply_rope_fusion", Severity::error, {"model.transformer_impl=local", "model.apply_rope_fusion=true", "model.position_embedding_type=rope", "cluster.transformer_engine_available=false"}, {"model.transformer_impl=local", "model.apply_rope_fusion=true", "model.position_embedding_type=rope"}},

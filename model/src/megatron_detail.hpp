@@ -102,6 +102,7 @@ struct ImportContext {
   std::vector<std::string>& notes;
   // Run-spec keys whose value validate_args or a builder derived, with the rule's source line.
   std::map<std::string, std::string> derived;
+  bool bert = false;  // a BertModel (examples/bert/pretrain_bert.py)
   void error(const std::string& path, const std::string& rule, const std::string& message) const;
   void warning(const std::string& path, const std::string& rule, const std::string& message) const;
 };

@@ -46,6 +46,10 @@ ParamList layer_params(const LayerSpec& layer, const ModelSpec& m, const Derived
 ParamList embedding_params(const ModelSpec& m, const Derived& d, const Sharding& s, bool shared_embedding);
 // LM head weight (tensor_parallel.ColumnParallelLinear, gpt_model.py:269-286).
 ParamList output_layer_params(const ModelSpec& m, const Derived& d, const Sharding& s);
+// BERT's LM head before the output layer (dense, layer_norm); empty for other models.
+ParamList bert_lm_head_params(const ModelSpec& m);
+// What BertModel registers after the output weight: its bias, the binary head and the pooler; empty for others.
+ParamList bert_after_output_weight_params(const ModelSpec& m, const Derived& d, const Sharding& s);
 // Final layernorm of the decoder (or of one MTP depth).
 ParamList final_norm_params(const ModelSpec& m, const std::string& name);
 // MTP depth wrapper: enorm, hnorm, eh_proj (multi_token_prediction.py:983-1053). Inner layers

@@ -226,6 +226,38 @@ ParamList embedding_params(const ModelSpec& m, const Derived& d, const Sharding&
   if (m.position_embedding_type == PositionEmbedding::learned_absolute) {
     add(out, "embedding.position_embeddings.weight", m.max_position_embeddings * m.hidden_size);
   }
+  // BERT with its binary head: num_tokentypes = 2 (pretrain_bert.py:37), a replicated torch.nn.Embedding
+  // (language_model_embedding.py:79-82).
+  add(out, "embedding.tokentype_embeddings.weight", bert_num_tokentypes(m) * m.hidden_size);
+  return out;
+}
+
+ParamList bert_lm_head_params(const ModelSpec& m) {
+  ParamList out;
+  if (m.architecture != Architecture::bert) return out;
+  // BertLMHead (bert_lm_head.py:31-40): dense a torch.nn.Linear(h, h) (transformer/utils.py:27-34), layer_norm
+  // apex's FusedLayerNorm (weight and bias), both replicated over TP.
+  const std::int64_t h = m.hidden_size;
+  add(out, "lm_head.dense.weight", h * h);
+  add(out, "lm_head.dense.bias", h);
+  add(out, "lm_head.layer_norm.weight", h);
+  add(out, "lm_head.layer_norm.bias", h);
+  return out;
+}
+
+ParamList bert_after_output_weight_params(const ModelSpec& m, const Derived& d, const Sharding& s) {
+  ParamList out;
+  if (m.architecture != Architecture::bert) return out;
+  const std::int64_t h = m.hidden_size;
+  // The output layer's bias (bert_model.py:145-158, output_layer_bias True): ColumnParallelLinear splits it
+  // over TP; registered after the weight, and allocated on the first stage too when the weight is skipped.
+  add(out, "output_layer.bias", split(d.padded_vocab, s.tp));
+  if (!m.bert_binary_head) return out;
+  // binary_head, then pooler.dense (bert_model.py:161-169): torch.nn.Linear layers, replicated over TP.
+  add(out, "binary_head.weight", 2 * h);
+  add(out, "binary_head.bias", 2);
+  add(out, "pooler.dense.weight", h * h);
+  add(out, "pooler.dense.bias", h);
   return out;
 }
 

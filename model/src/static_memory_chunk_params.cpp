@@ -72,7 +72,11 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   }
   // The output weight is skipped only when it is the embedding on this very chunk (PP = 1, tied);
   // otherwise the last stage allocates it, as a copy when tied (gpt_model.py:269-286).
-  if (chunk.has_output_layer && !(tied && chunk.has_embedding)) append(output_layer_params(m, d, s));
+  if (chunk.has_output_layer) {
+    append(bert_lm_head_params(m));  // BERT's head registers before the output layer (bert_model.py:141-169)
+    if (!(tied && chunk.has_embedding)) append(output_layer_params(m, d, s));
+    append(bert_after_output_weight_params(m, d, s));
+  }
   return out;
 }
 

@@ -51,6 +51,18 @@ ActivationOptions activation_options(const model::ModelSpec& m, bool fused);
 // activation op; Transformer Engine linears alone leave the GLU to the unfused Python path.
 bool fused_activation(const model::ModelSpec& m);
 
+// The loss over the [tokens, V/TP] logits (language_module.py:161-206): vocab_parallel_cross_entropy, or the
+// fused native / TE kernels. Returns the fp32 [tokens] loss.
+int vocab_cross_entropy(GraphBuilder& b, const model::RunSpec& spec, int logits, std::int64_t V);
+
+// LanguageModelEmbedding.forward as BertModel runs it (language_model_embedding.py:115-156): word, position and
+// token-type lookups, their sums, the [b, s] -> [s, b] copy and the dropout (bert_graphs.cpp).
+LayerGraph language_model_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
+
+// BertModel's last-stage head (bert_model.py:363-404): final norm, pooler, LM head, output layer with its bias,
+// binary head and the loss (bert_graphs.cpp).
+LayerGraph bert_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
+
 int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x, bool separate_norm);
 int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_norm, LayerGraph& g);
 int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln, LayerGraph& g);

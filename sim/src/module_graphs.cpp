@@ -32,6 +32,7 @@ ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived
   const auto backend = spec.model.attention_backend;
   c.fused_attention = c.te && backend != AttentionBackend::unfused && backend != AttentionBackend::local;
   c.fp8 = spec.model.fp8.has_value();
+  c.padding_mask = spec.model.architecture == model::Architecture::bert;
   c.grad_accumulation_fusion = spec.model.gradient_accumulation_fusion;
   c.moe_routing_imbalance = spec.model.moe_routing_imbalance;
   c.gpu = spec.cluster.gpu;
@@ -181,6 +182,7 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
 }
 
 LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
+  if (spec.model.architecture == model::Architecture::bert) return language_model_embedding_graph(spec, d, c);
   LayerGraph g;
   g.name = "embedding";
   GraphBuilder b(g, c, "embedding.");
@@ -246,25 +248,10 @@ bool te_release_at_least(const std::string& version, int major, int minor) {
 
 }  // namespace
 
-LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
-  LayerGraph g;
-  g.name = "output";
-  GraphBuilder b(g, c, "output.");
+// The language model's loss over the [tokens, V/TP] logits (language_module.py:161-206).
+int detail::vocab_cross_entropy(GraphBuilder& b, const model::RunSpec& spec, int logits, std::int64_t V) {
   const auto& m = spec.model;
-  const int x = b.input("input", b.act(c.local_tokens, c.hidden));
-  const int ln = norm(b, "final_layernorm", x, c.local_tokens, c.hidden,
-                      m.normalization == model::Normalization::layer_norm, kNoRegion);
-  const std::int64_t V = d.padded_vocab / c.tp;
-  // The output layer is Megatron's ColumnParallelLinear even under TE (its SP gather uses the global buffer).
-  ShapeContext local = c;
-  local.te = false;
-  GraphBuilder lb(g, local, "output.");
-  const std::size_t output_op = g.ops.size();
-  const int logits = lb.linear("output_layer", ln, c.hidden, V, Parallel::column);
-  g.ops[output_op].backward_takes_workspaces = true;
-  g.deferred_input = ln;
-  g.deferred_output = logits;
-  const std::int64_t N = c.tokens;
+  const std::int64_t N = b.ctx().tokens;
   const int loss = b.tensor("loss", Bytes{N * kFp32});
   const bool te_ce = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyImpl::te;
   if (te_ce && te_release_at_least(spec.cluster.transformer_engine_version, 2, 18)) {
@@ -292,7 +279,29 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
     const int mask = b.tensor("cross_entropy.target_mask", Bytes{N * 9}, false);
     b.op("cross_entropy", {.in = {logits}, .out = {loss, softmax, mask}, .save = {softmax, mask}, .flops = 6.0 * N * V, .bws = fused_native ? Bytes{N * V * kFp32} : Bytes{}});
   }
-  g.output = loss;
+  return loss;
+}
+
+LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
+  if (spec.model.architecture == model::Architecture::bert) return bert_output_graph(spec, d, c);
+  LayerGraph g;
+  g.name = "output";
+  GraphBuilder b(g, c, "output.");
+  const auto& m = spec.model;
+  const int x = b.input("input", b.act(c.local_tokens, c.hidden));
+  const int ln = norm(b, "final_layernorm", x, c.local_tokens, c.hidden,
+                      m.normalization == model::Normalization::layer_norm, kNoRegion);
+  const std::int64_t V = d.padded_vocab / c.tp;
+  // The output layer is Megatron's ColumnParallelLinear even under TE (its SP gather uses the global buffer).
+  ShapeContext local = c;
+  local.te = false;
+  GraphBuilder lb(g, local, "output.");
+  const std::size_t output_op = g.ops.size();
+  const int logits = lb.linear("output_layer", ln, c.hidden, V, Parallel::column);
+  g.ops[output_op].backward_takes_workspaces = true;
+  g.deferred_input = ln;
+  g.deferred_output = logits;
+  g.output = vocab_cross_entropy(b, spec, logits, V);
   return g;
 }
 

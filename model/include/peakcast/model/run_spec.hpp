@@ -23,6 +23,12 @@ using MoeLayerFreq = LayerPattern;
 
 struct ModelSpec {
   std::optional<std::string> preset;  // model.preset, already applied by the parser
+  // peakcast: the model class (GPTModel / HybridModel, or BertModel: embedding with token types, padding
+  // mask, LM head, pooler and binary head; docs/research/encoder-models-memory-facts.md).
+  Architecture architecture = Architecture::gpt;
+  // BERT: --bert-no-binary-head clears it (arguments.py:2371-2373); with it the pooler, the binary head and
+  // a two-row token-type table exist (pretrain_bert.py:37, :53).
+  bool bert_binary_head = true;
 
   // Shape
   std::int64_t num_layers = 0;
@@ -480,5 +486,8 @@ inline double moe_aux_loss_coeff_for(const ModelSpec& m, const std::string& type
 }
 
 bool has_tag(const Derived& d, RecomputeTag t);
+
+// BERT's token-type rows: 2 with the binary head, else 0 (examples/bert/pretrain_bert.py:37); 0 for other models.
+inline std::int64_t bert_num_tokentypes(const ModelSpec& m) { return m.architecture == Architecture::bert && m.bert_binary_head ? 2 : 0; }
 
 }  // namespace peakcast::model

@@ -22,6 +22,9 @@ enum class Fp8Recipe { delayed, tensorwise, mxfp8, blockwise };
 enum class OptimizerImpl { te_fused_adam, apex_fused_adam, torch_adamw };
 // softmax_type (transformer_config.py:163): off-by-one and learnable add a sink column to every softmax row.
 enum class SoftmaxType { vanilla, off_by_one, learnable };
+// Which Megatron Core model the training script builds: GPTModel (or HybridModel under a hybrid pattern),
+// or BertModel (examples/bert/pretrain_bert.py).
+enum class Architecture { gpt, bert };
 
 // The eight selective-recompute tags of the pinned TransformerConfig.
 enum class RecomputeTag { core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts, gdn_norm_out };

@@ -24,6 +24,8 @@ struct ShapeContext {
   bool fused_attention = true;  // flash/fused attention kernel (no s*s tensors)
   bool fp8 = false;             // FP8 GEMM inputs saved as 1-byte copies
   bool sequence_parallel = false;
+  // The self-attention mask is a padding mask, not a causal one (BERT: bert_layer_specs.py:60, :113).
+  bool padding_mask = false;
   bool grad_accumulation_fusion = false;  // wgrad written straight into main_grad
   double moe_routing_imbalance = 1.0;     // received tokens / balanced share (1 = balanced)
   // PEFT (LoRA, the spec's peft section): every base weight frozen; adapters of rank lora_rank beside

@@ -215,6 +215,18 @@ void model_config(Emitter& e, const Vocabulary& vocab) {
     e.consume(d);
 }
 
+// The vocabulary keys from the tokenizer (configs/tokenizers.json, build_tokenizer.py:124-143), as `builder` passes them.
+void vocabulary_keys(Emitter& e, const Vocabulary& vocab, const std::string& builder) {
+  const Namespace& ns = e.ns();
+  if (vocab.size) {
+    e.put("model", "vocab_size", *vocab.size, ns.none("padded_vocab_size") ? "vocab_size" : "padded_vocab_size", builder);
+    e.put("model", "should_pad_vocab", vocab.pad, "pad_vocab_size", builder);
+  }
+  for (const char* d : {"vocab_size", "padded_vocab_size", "pad_vocab_size", "tokenizer_type", "tokenizer_model", "vocab_file",
+                        "merge_file", "special_tokens", "tiktoken_pattern", "tiktoken_num_special_tokens"})
+    e.consume(d);
+}
+
 // examples/bert/pretrain_bert.py's model_provider (:29-60): the config of core_transformer_config_from_args, and
 // BertModel's arguments. The layer spec is chosen by --spec alone (:39-45), so transformer_impl here says which
 // spec's modules run; BertModel is given no position type, rotary settings or fp16_lm_cross_entropy, and takes its
@@ -243,13 +255,39 @@ void bert_model_config(Emitter& e, const Vocabulary& vocab) {
   e.put("model", "seq_length", ns.at("seq_length"), "seq_length");
   e.consume("encoder_seq_length");
   e.consume("encoder_num_layers");
-  if (vocab.size) {
-    e.put("model", "vocab_size", *vocab.size, ns.none("padded_vocab_size") ? "vocab_size" : "padded_vocab_size", at("50"));
-    e.put("model", "should_pad_vocab", vocab.pad, "pad_vocab_size", at("50"));
-  }
-  for (const char* d : {"vocab_size", "padded_vocab_size", "pad_vocab_size", "tokenizer_type", "tokenizer_model", "vocab_file",
-                        "merge_file", "special_tokens", "tiktoken_pattern", "tiktoken_num_special_tokens"})
-    e.consume(d);
+  vocabulary_keys(e, vocab, at("50 (vocab_size=args.padded_vocab_size)"));
+}
+
+// examples/t5/pretrain_t5.py's model_provider (:68-137): T5Model gets the position type, rotary settings, the maximum
+// length, tied weights and fp16_lm_cross_entropy from the arguments, its layer specs from --transformer-impl
+// (:105-114, never --spec), and both blocks the config's num_layers, which is --encoder-num-layers (:91-95, :100-103).
+void t5_model_config(Emitter& e, const Vocabulary& vocab) {
+  const Namespace& ns = e.ns();
+  const auto at = [](const std::string& lines) { return "mcore:examples/t5/pretrain_t5.py:" + lines; };
+  e.put("model", "architecture", "t5", "", at("117-135 (T5Model)"));
+  if (ns.has("spec"))
+    e.ctx().warning("--spec", "t5_spec_not_read",
+                    "pretrain_t5.py chooses its layer specs by --transformer-impl (mcore:examples/t5/pretrain_t5.py:105-114) and never "
+                    "reads --spec");
+  e.consume("spec");
+  if (!ns.none("decoder_num_layers") && ns.integer("decoder_num_layers") != ns.integer("num_layers"))
+    e.ctx().warning(option_of(ns, "decoder_num_layers"), "t5_decoder_num_layers_not_read",
+                    "--decoder-num-layers " + std::to_string(ns.integer("decoder_num_layers")) +
+                        " is read by no model code: pretrain_t5.py builds the decoder with the config's num_layers, --encoder-num-layers " +
+                        std::to_string(ns.integer("num_layers")) + " (mcore:examples/t5/pretrain_t5.py:91-114)");
+  e.consume("decoder_num_layers");
+  e.put("model", "decoder_seq_length", ns.at("decoder_seq_length"), "decoder_seq_length", at("211"));
+  e.put("model", "position_embedding_type", ns.at("position_embedding_type"), "position_embedding_type", at("129"));
+  e.put("model", "rotary_percent", ns.at("rotary_percent"), "rotary_percent", at("130"));
+  e.put("model", "fp16_lm_cross_entropy", ns.flag("fp16_lm_cross_entropy"), "fp16_lm_cross_entropy", at("126"));
+  e.put("model", "make_vocab_size_divisible_by", ns.at("make_vocab_size_divisible_by"), "make_vocab_size_divisible_by");
+  e.put("model", "max_position_embeddings", ns.at("max_position_embeddings"), "max_position_embeddings", at("123"));
+  e.put("model", "share_embeddings_and_output_weights", !ns.flag("untie_embeddings_and_output_weights"), "untie_embeddings_and_output_weights",
+        at("128"));
+  e.put("model", "seq_length", ns.at("seq_length"), "seq_length");
+  e.consume("encoder_seq_length");
+  e.consume("encoder_num_layers");
+  vocabulary_keys(e, vocab, at("122 (vocab_size=args.padded_vocab_size)"));
 }
 
 // get_megatron_optimizer_config / get_megatron_ddp_config (training.py:1983-2039).
@@ -310,6 +348,7 @@ BuiltSpec build_run_spec_document(const Namespace& ns, ImportContext& ctx) {
   transformer_config(e);
   yarn(e);
   if (ctx.bert) bert_model_config(e, vocab);
+  else if (ctx.t5) t5_model_config(e, vocab);
   else model_config(e, vocab);
   optimizer_and_ddp(e);
   training_config(e);

@@ -47,33 +47,30 @@ int pooler(GraphBuilder& b, GraphBuilder& tb, int hidden) {
 }
 
 // BertLMHead (bert_lm_head.py:44-50): dense, gelu (saves its input), apex's FusedLayerNorm (its input and the
-// fp32 row statistics), each output new, on this rank's [s(/TP), b, h] rows.
-int lm_head(GraphBuilder& b, GraphBuilder& tb, int hidden) {
+// fp32 row statistics; a torch RMSNorm without apex under RMSNorm), each output new, on this rank's [s(/TP), b, h] rows.
+int lm_head(GraphBuilder& b, GraphBuilder& tb, int hidden, bool layer_norm) {
   const ShapeContext& c = b.ctx();
   const std::int64_t Nl = c.local_tokens, h = c.hidden;
   const int dense = torch_linear(tb, "lm_head.dense", hidden, h, h, Nl);
   const int gelu = b.tensor("lm_head.gelu", b.act(Nl, h));
   b.op("lm_head.gelu", {.in = {dense}, .out = {gelu}, .save = {dense}, .flops = 8.0 * double(Nl * h)});
-  return norm(b, "lm_head.layer_norm", gelu, Nl, h, true, kNoRegion);
+  return norm(b, "lm_head.layer_norm", gelu, Nl, h, layer_norm, kNoRegion);
 }
 
 }  // namespace
 
-LayerGraph language_model_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
+int language_model_embedding(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ids) {
   const auto& m = spec.model;
-  LayerGraph g;
-  g.name = "embedding";
-  GraphBuilder b(g, c, "embedding.");
+  const ShapeContext& c = b.ctx();
   const std::int64_t N = c.tokens, h = c.hidden;
   const bool trained = !c.frozen_base;
-  const int ids = b.input("input_ids", Bytes{N * 8});
-  g.tensors[static_cast<std::size_t>(ids)].requires_grad = false;
   // VocabParallelEmbedding: the [b, s, h] lookup, all-reduced over TP (the position and token-type tables keep it
   // from reduce-scattering, language_model_embedding.py:51-56); its backward builds the dense [V/TP, h] gradient.
   int x = b.tensor("word_embeddings.out", b.act(N, h));
   b.op("word_embeddings", {.in = {ids}, .out = {x}, .save = {ids}, .bws = trained ? b.act(d.padded_vocab / c.tp, h) : Bytes{}});
   if (m.position_embedding_type == model::PositionEmbedding::learned_absolute) {
-    // bert_position_ids (bert_model.py:283-290): arange(s) expanded to [b, s]; the lookup saves it (:116-118).
+    // bert_position_ids / t5_position_ids (bert_model.py:283-290, t5_model.py:528-540): arange(s) expanded to [b, s];
+    // the lookup saves it (language_model_embedding.py:116-118).
     const int pos = b.tensor("position_ids", Bytes{c.seq * 8}, false);
     b.op("position_ids", {.out = {pos}});
     const int pe = b.tensor("position_embeddings.out", b.act(N, h));
@@ -108,7 +105,16 @@ LayerGraph language_model_embedding_graph(const model::RunSpec& spec, const mode
     b.op("embedding_dropout", {.in = {x}, .out = {dropped, mask}, .save = {mask}});
     x = dropped;
   }
-  g.output = x;
+  return x;
+}
+
+LayerGraph language_model_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
+  LayerGraph g;
+  g.name = "embedding";
+  GraphBuilder b(g, c, "embedding.");
+  const int ids = b.input("input_ids", Bytes{c.tokens * 8});
+  g.tensors[static_cast<std::size_t>(ids)].requires_grad = false;
+  g.output = language_model_embedding(b, spec, d, ids);
   return g;
 }
 
@@ -122,9 +128,10 @@ LayerGraph bert_output_graph(const model::RunSpec& spec, const model::Derived& d
   const std::int64_t N = c.tokens, h = c.hidden, V = d.padded_vocab / c.tp;
   const int x = b.input("input", b.act(c.local_tokens, h));
   // The encoder's final layernorm (TENorm with TE installed, transformer_block.py:54-56).
-  const int hidden = norm(b, "final_layernorm", x, c.local_tokens, h, m.normalization == model::Normalization::layer_norm, kNoRegion);
+  const bool layer_norm = m.normalization == model::Normalization::layer_norm;
+  const int hidden = norm(b, "final_layernorm", x, c.local_tokens, h, layer_norm, kNoRegion);
   const int pooled = m.bert_binary_head ? pooler(b, tb, hidden) : -1;  // bert_model.py:366-367
-  const int head = lm_head(b, tb, hidden);                             // :389-391
+  const int head = lm_head(b, tb, hidden, layer_norm);                 // :389-391
   // The output layer, Megatron's ColumnParallelLinear with a bias (:145-158, :392): `output + bias` is a new
   // [s, b, V/TP] beside the GEMM's (tensor_parallel/layers.py:575-577), and the backward sums the bias gradient
   // over the rows (:725).

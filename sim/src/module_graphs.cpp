@@ -47,6 +47,17 @@ ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived
   return c;
 }
 
+ShapeContext t5_decoder_shape_context(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& enc) {
+  ShapeContext c = enc;
+  c.seq = spec.model.decoder_seq_length.value_or(enc.seq) / std::max<std::int64_t>(1, d.cp);
+  c.tokens = c.seq * c.batch;
+  c.local_tokens = c.sequence_parallel ? c.tokens / c.tp : c.tokens;
+  c.padding_mask = false;  // causal self-attention (t5_spec.py:94, :172)
+  c.kv_seq = enc.seq;
+  c.causal_mask_given = !c.te;
+  return c;
+}
+
 namespace {
 
 int dense_mlp_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln) {
@@ -164,6 +175,13 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     const bool proj_bias = m.add_bias_linear && (layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla);
     hidden = residual_add(b, "self_attn_bda", hidden, branch, Nl, m.hidden_dropout, proj_bias, m.bias_dropout_fusion);
   }
+  if (layer.cross_attention) {
+    // T5's decoder (transformer_layer.py:695-728): pre_cross_attn_layernorm (TENorm or LNImpl, never fused), the
+    // cross-attention, and its bias-dropout-add with linear_proj's bias (skip_bias_add, attention.py:420).
+    const int ln = norm(b, "pre_cross_attn_layernorm", hidden, Nl, h, layer_norm, kNoRegion);
+    const int branch = cross_attention_block(b, spec, d, ln);
+    hidden = residual_add(b, "cross_attn_bda", hidden, branch, Nl, m.hidden_dropout, m.add_bias_linear, m.bias_dropout_fusion);
+  }
   if (layer.ffn != FfnKind::none) {
     // Dense MLPs fuse the pre-MLP norm into fc1 under TE; MoE layers keep a separate TENorm.
     const bool separate = !c.te || layer.ffn == FfnKind::moe;
@@ -182,7 +200,7 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
 }
 
 LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
-  if (spec.model.architecture == model::Architecture::bert) return language_model_embedding_graph(spec, d, c);
+  if (spec.model.architecture != model::Architecture::gpt) return language_model_embedding_graph(spec, d, c);
   LayerGraph g;
   g.name = "embedding";
   GraphBuilder b(g, c, "embedding.");
@@ -299,6 +317,12 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
   const std::size_t output_op = g.ops.size();
   const int logits = lb.linear("output_layer", ln, c.hidden, V, Parallel::column);
   g.ops[output_op].backward_takes_workspaces = true;
+  if (m.architecture == model::Architecture::t5 && m.share_embeddings_and_output_weights) {
+    // T5LMHead: tied, the output layer has a bias it adds out of place (t5_model.py:55-69; tensor_parallel/layers.py
+    // :575-577, the GEMM's result beside the sum) and whose gradient it sums (:725).
+    g.ops[output_op].forward_workspace += b.act(c.tokens, V);
+    g.ops[output_op].backward_workspace += bias_grad_transient(b, c.tokens, V);
+  }
   g.deferred_input = ln;
   g.deferred_output = logits;
   g.output = vocab_cross_entropy(b, spec, logits, V);

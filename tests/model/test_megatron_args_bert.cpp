@@ -49,3 +49,31 @@ TEST_CASE("pretrain_bert.py: BertWordPieceLowerCase is the tokenizer when none i
   REQUIRE(e != nullptr);
   CHECK(e->message.find("BertWordPieceLowerCase") != std::string::npos);
 }
+
+// examples/t5/pretrain_t5.py: a T5Model (:68-137) whose layer specs --transformer-impl chooses (:105-114), both stacks
+// of --encoder-num-layers layers (:91-103), the decoder's length from --decoder-seq-length (:211).
+namespace {
+const std::string kT5 =
+    "torchrun examples/t5/pretrain_t5.py --encoder-num-layers 4 --decoder-num-layers 4 --hidden-size 512 "
+    "--num-attention-heads 8 --encoder-seq-length 512 --decoder-seq-length 128 --max-position-embeddings 512 "
+    "--micro-batch-size 2 --vocab-size 29096 ";
+}
+
+TEST_CASE("pretrain_t5.py: a T5Model with the encoder's layer count and both lengths", "[megatron][t5]") {
+  const json m = spec(kT5 + "--transformer-impl local")["model"];
+  CHECK(m["architecture"] == "t5");
+  CHECK(m["num_layers"] == 4);
+  CHECK(m["seq_length"] == 512);
+  CHECK(m["decoder_seq_length"] == 128);
+  CHECK(m["transformer_impl"] == "local");
+  // --decoder-num-layers is read by no model code: a warning when it differs from the encoder's count.
+  const auto r = import(kT5 + "--decoder-num-layers 6");
+  show(r.diagnostics);
+  CHECK(find(r.diagnostics, "t5_decoder_num_layers_not_read", "--decoder-num-layers", peakcast::model::Severity::warning));
+  // --spec is never read by pretrain_t5.py.
+  CHECK(find(import(kT5 + "--spec local").diagnostics, "t5_spec_not_read", "--spec", peakcast::model::Severity::warning));
+  // PP > 1: pretrain_t5.py raises (:97-98), a run-spec rule.
+  const auto p = peakcast::model::parse_megatron_line(kT5 + "--pipeline-model-parallel-size 2", {"cluster.gpu=\"h100-sxm-80gb\"", "cluster.num_gpus=8"});
+  REQUIRE(p.spec);
+  CHECK(find(peakcast::model::validate(*p.spec), "t5_pipeline_parallel", "model.pipeline_model_parallel_size"));
+}

@@ -29,6 +29,8 @@ struct ModelSpec {
   // BERT: --bert-no-binary-head clears it (arguments.py:2371-2373); with it the pooler, the binary head and
   // a two-row token-type table exist (pretrain_bert.py:37, :53).
   bool bert_binary_head = true;
+  // T5: the decoder's sequence length (--decoder-seq-length); seq_length is the encoder's.
+  std::optional<std::int64_t> decoder_seq_length;
 
   // Shape
   std::int64_t num_layers = 0;

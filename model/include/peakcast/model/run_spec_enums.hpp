@@ -23,8 +23,8 @@ enum class OptimizerImpl { te_fused_adam, apex_fused_adam, torch_adamw };
 // softmax_type (transformer_config.py:163): off-by-one and learnable add a sink column to every softmax row.
 enum class SoftmaxType { vanilla, off_by_one, learnable };
 // Which Megatron Core model the training script builds: GPTModel (or HybridModel under a hybrid pattern),
-// or BertModel (examples/bert/pretrain_bert.py).
-enum class Architecture { gpt, bert };
+// BertModel (examples/bert/pretrain_bert.py) or T5Model (examples/t5/pretrain_t5.py).
+enum class Architecture { gpt, bert, t5 };
 
 // The eight selective-recompute tags of the pinned TransformerConfig.
 enum class RecomputeTag { core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts, gdn_norm_out };

@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "module_blocks.hpp"
+
 namespace peakcast::sim::detail {
 
 namespace {

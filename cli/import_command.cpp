@@ -60,7 +60,7 @@ Runner add_import_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("import", "Turn Megatron-LM arguments or published measurements into run specs / records");
   sub->add_option("--from-megatron-args", args->megatron_args,
                   "A Megatron-LM launch line: [VAR=value ...] [torchrun OPTS | python -m torch.distributed.run OPTS] "
-                  "pretrain_gpt.py|pretrain_hybrid.py|pretrain_mamba.py ARGS, or ARGS alone; prints the run spec");
+                  "pretrain_gpt.py|pretrain_hybrid.py|pretrain_mamba.py|examples/bert/pretrain_bert.py|examples/t5/pretrain_t5.py ARGS, or ARGS alone; prints the run spec");
   sub->add_option("--golden-csv", args->golden_csv, "megatron_functional_golden_memory.csv -> records (needs --out)");
   sub->add_flag("--seed-tables", args->seed_tables, "The seed study's H100 tables -> records (needs --out)");
   sub->add_option("--out", args->out, "Records file to write (JSON lines)");

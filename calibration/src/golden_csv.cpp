@@ -143,10 +143,11 @@ RowLine launch_line(const std::string& case_key, const std::vector<std::pair<std
   const nlohmann::json& tok = listed ? case_tokenizers()[case_key] : nlohmann::json::object();
   if (listed) {
     script = tok.value("training_script", "");
-    if (script != "pretrain_gpt.py" && script != "pretrain_hybrid.py" && script != "pretrain_mamba.py") {
+    if (script != "pretrain_gpt.py" && script != "pretrain_hybrid.py" && script != "pretrain_mamba.py" &&
+        script != "examples/bert/pretrain_bert.py" && script != "examples/t5/pretrain_t5.py") {
       out.skip = "training script " + script +
                  " (configs/tokenizers.json functional_tests): its arguments are not "
-                 "pretrain_gpt.py's / pretrain_hybrid.py's";
+                 "pretrain_gpt.py's / pretrain_hybrid.py's / pretrain_bert.py's / pretrain_t5.py's";
       return out;
     }
     if (!tok.contains("unpadded_vocab_size") || !tok["unpadded_vocab_size"].is_number_integer()) {
@@ -218,7 +219,7 @@ std::vector<std::string> row_arguments(const std::vector<std::string>& header, c
 // Why a row's run is outside what peakcast models, else empty.
 std::string unmodelled_case(std::map<std::string, std::string>& row) {
   const std::string& m = row["model"];
-  if (m == "t5" || m == "bert" || m == "multimodal-llava" || m == "mimo") return "not a GPT/Mamba decoder model";
+  if (m == "multimodal-llava" || m == "mimo") return "not a GPT/Mamba decoder, BERT or T5 model";
   if (row["test_case"].find("grpo") != std::string::npos) return "GRPO case: includes RL inference memory (KV cache)";
   if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) return "FSDP is not modelled";
   // Not modelled: the momentum of Muon and the layer-wise distributed optimizer (the run spec would

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate configs/functional_test_args.json: what each Megatron-LM functional test passes.
 
-For every test case of the GPT, MoE, Mixtral, hybrid and Nemotron directories of
+For every test case of the GPT, MoE, Mixtral, hybrid, Nemotron, BERT and T5 directories of
 tests/functional_tests/test_cases at the external-validation CSV's commit (d98e8a64, read by
 `git show` from the bare mirror; nothing is executed), the launch words the harness builds from the
 case's model_config.yaml and the environment it exports:
@@ -33,8 +33,8 @@ import yaml
 
 REV = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 ROOT = "tests/functional_tests/test_cases"
-MODEL_DIRS = ("gpt", "moe", "mixtral", "hybrid", "nemotron")
-RECIPE_VARS = {  # tests/test_utils/recipes/h100/gpt.yaml:50-62 at d98e8a64
+MODEL_DIRS = ("gpt", "moe", "mixtral", "hybrid", "nemotron", "bert", "t5")
+RECIPE_VARS = {  # tests/test_utils/recipes/h100/gpt.yaml:50-62 at d98e8a64 (bert.yaml:50-56 and t5.yaml:50-55 export the same)
     "DATA_PATH": "/mnt/artifacts",
     "DATA_CACHE_PATH": "/workspace/data/cache",
     "OUTPUT_PATH": "/assets_dir",  # the recipe's {assets_dir}, a path the launcher fills in

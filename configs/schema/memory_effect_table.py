@@ -683,6 +683,11 @@ for _k, _why in [
 ]:
     S(M, _k, _why)
 S(M, "preset", "peakcast extension: a shipped model the other model keys override", "peakcast:configs/models/")
+S(M, "architecture", "peakcast extension: the model class (GPTModel / HybridModel; BertModel: token-type embedding, padding "
+  "mask, LM head, pooler, binary head, output bias; T5Model: encoder, decoder with cross-attention)", "mcore:examples/bert/pretrain_bert.py:47-58")
+S(M, "bert_binary_head", "BERT's pooler, binary head and two-row token-type embedding", "mcore:examples/bert/pretrain_bert.py:37")
+S(M, "decoder_seq_length", "T5's decoder sequence length (decoder self-attention, cross-attention queries, the head)",
+  "mcore:examples/t5/pretrain_t5.py:211")
 S(M, "hf_config", "peakcast extension: a Hugging Face config.json mapped as AutoBridge maps it, under the other model keys",
   "peakcast:model/src/spec_hf_config.cpp")
 for _k, _src in [("enable_cuda_graph", f"{TC}:2391-2400"), ("external_cuda_graph", f"{TC}:2391-2400"),

@@ -124,9 +124,24 @@ LayerKinds hybrid_kinds(const ModelSpec& m, const std::string& pattern) {
   return k;
 }
 
+// T5: num_layers encoder layers, then as many decoder layers: pretrain_t5.py builds the decoder block with the
+// config's num_layers, which is --encoder-num-layers (pretrain_t5.py:91-114, arguments.py:1252-1259).
+LayerKinds t5_kinds(const ModelSpec& m) {
+  LayerKinds k;
+  for (std::int64_t i = 0; i < 2 * m.num_layers; ++i) {
+    LayerSpec l;
+    l.index = i;
+    l.t5_encoder = i < m.num_layers;
+    l.cross_attention = !l.t5_encoder;
+    k.decoder.push_back(l);
+  }
+  return k;
+}
+
 }  // namespace
 
 LayerKinds layer_kinds(const ModelSpec& m) {
+  if (m.architecture == Architecture::t5) return t5_kinds(m);
   if (m.hybrid_override_pattern && !m.hybrid_override_pattern->empty()) {
     return hybrid_kinds(m, *m.hybrid_override_pattern);
   }

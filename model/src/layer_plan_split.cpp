@@ -214,7 +214,13 @@ std::vector<VirtualStage> virtual_stages(const ModelSpec& m, const Derived& d, c
   if (m.pipeline_model_parallel_layout && !m.pipeline_model_parallel_layout->empty()) {
     return from_layout(*m.pipeline_model_parallel_layout, pp);  // MTP placement is explicit
   }
-  if (!kinds.hybrid_segment_sizes.empty()) {
+  if (m.architecture == Architecture::t5) {
+    // pretrain_t5.py refuses PP > 1 (:97-98): one stage holds the embedding, both stacks and the head.
+    stages.assign(static_cast<std::size_t>(pp), VirtualStage{});
+    stages.front().decoder_layers = static_cast<std::int64_t>(kinds.decoder.size());
+    stages.front().embedding = true;
+    stages.back().loss = true;
+  } else if (!kinds.hybrid_segment_sizes.empty()) {
     // Hybrid '|' segments fix every stage (hybrid_layer_allocation.py:452-484).
     const auto n = static_cast<std::int64_t>(kinds.hybrid_segment_sizes.size());
     if (n % pp != 0) throw std::invalid_argument("hybrid pattern segment count is not a multiple of PP");

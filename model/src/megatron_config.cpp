@@ -74,6 +74,11 @@ class Emitter {
   const Namespace& ns() const { return ns_; }
   ImportContext& ctx() { return ctx_; }
   void consume(const std::string& dest) { out_.consumed.insert(dest); }
+  // Forget what an earlier step wrote for a key that a later builder decides alone.
+  void erase(const std::string& section, const std::string& key) {
+    if (out_.doc.contains(section)) out_.doc[section].erase(key);
+    out_.origins.erase(section + "." + key);
+  }
 
  private:
   const Namespace& ns_;
@@ -210,6 +215,81 @@ void model_config(Emitter& e, const Vocabulary& vocab) {
     e.consume(d);
 }
 
+// The vocabulary keys from the tokenizer (configs/tokenizers.json, build_tokenizer.py:124-143), as `builder` passes them.
+void vocabulary_keys(Emitter& e, const Vocabulary& vocab, const std::string& builder) {
+  const Namespace& ns = e.ns();
+  if (vocab.size) {
+    e.put("model", "vocab_size", *vocab.size, ns.none("padded_vocab_size") ? "vocab_size" : "padded_vocab_size", builder);
+    e.put("model", "should_pad_vocab", vocab.pad, "pad_vocab_size", builder);
+  }
+  for (const char* d : {"vocab_size", "padded_vocab_size", "pad_vocab_size", "tokenizer_type", "tokenizer_model", "vocab_file",
+                        "merge_file", "special_tokens", "tiktoken_pattern", "tiktoken_num_special_tokens"})
+    e.consume(d);
+}
+
+// examples/bert/pretrain_bert.py's model_provider (:29-60): the config of core_transformer_config_from_args, and
+// BertModel's arguments. The layer spec is chosen by --spec alone (:39-45), so transformer_impl here says which
+// spec's modules run; BertModel is given no position type, rotary settings or fp16_lm_cross_entropy, and takes its
+// defaults (learned_absolute; bert_model.py:61-82).
+void bert_model_config(Emitter& e, const Vocabulary& vocab) {
+  const Namespace& ns = e.ns();
+  const auto at = [](const std::string& lines) { return "mcore:examples/bert/pretrain_bert.py:" + lines; };
+  e.put("model", "architecture", "bert", "", at("47-58 (BertModel)"));
+  e.put("model", "bert_binary_head", ns.flag("bert_binary_head"), "bert_binary_head", at("37, :53"));
+  const json& spec = ns.at("spec");
+  const bool local = spec.is_array() && spec.size() == 1 && spec[0] == "local";
+  if (!local && ns.str("transformer_impl") == "local")
+    e.ctx().warning("--transformer-impl", "bert_spec_ignores_transformer_impl",
+                    "pretrain_bert.py builds bert_layer_with_transformer_engine_spec unless --spec local is given, whatever "
+                    "--transformer-impl says (mcore:examples/bert/pretrain_bert.py:39-45)");
+  e.erase("model", "transformer_impl");
+  e.put("model", "transformer_impl", local ? "local" : "transformer_engine", "spec", at("39-45 (--spec chooses the layer spec)"));
+  if (ns.has("position_embedding_type") && ns.str("position_embedding_type") != "learned_absolute")
+    e.ctx().warning(option_of(ns, "position_embedding_type"), "bert_position_embedding_not_passed",
+                    "pretrain_bert.py does not pass --position-embedding-type to BertModel (mcore:examples/bert/pretrain_bert.py:47-58), "
+                    "which keeps its learned_absolute default (mcore:megatron/core/models/bert/bert_model.py:73)");
+  e.put("model", "make_vocab_size_divisible_by", ns.at("make_vocab_size_divisible_by"), "make_vocab_size_divisible_by");
+  e.put("model", "max_position_embeddings", ns.at("max_position_embeddings"), "max_position_embeddings", at("51"));
+  e.put("model", "share_embeddings_and_output_weights", !ns.flag("untie_embeddings_and_output_weights"), "untie_embeddings_and_output_weights",
+        at("54"));
+  e.put("model", "seq_length", ns.at("seq_length"), "seq_length");
+  e.consume("encoder_seq_length");
+  e.consume("encoder_num_layers");
+  vocabulary_keys(e, vocab, at("50 (vocab_size=args.padded_vocab_size)"));
+}
+
+// examples/t5/pretrain_t5.py's model_provider (:68-137): T5Model gets the position type, rotary settings, the maximum
+// length, tied weights and fp16_lm_cross_entropy from the arguments, its layer specs from --transformer-impl
+// (:105-114, never --spec), and both blocks the config's num_layers, which is --encoder-num-layers (:91-95, :100-103).
+void t5_model_config(Emitter& e, const Vocabulary& vocab) {
+  const Namespace& ns = e.ns();
+  const auto at = [](const std::string& lines) { return "mcore:examples/t5/pretrain_t5.py:" + lines; };
+  e.put("model", "architecture", "t5", "", at("117-135 (T5Model)"));
+  if (ns.has("spec"))
+    e.ctx().warning("--spec", "t5_spec_not_read",
+                    "pretrain_t5.py chooses its layer specs by --transformer-impl (mcore:examples/t5/pretrain_t5.py:105-114) and never "
+                    "reads --spec");
+  e.consume("spec");
+  if (!ns.none("decoder_num_layers") && ns.integer("decoder_num_layers") != ns.integer("num_layers"))
+    e.ctx().warning(option_of(ns, "decoder_num_layers"), "t5_decoder_num_layers_not_read",
+                    "--decoder-num-layers " + std::to_string(ns.integer("decoder_num_layers")) +
+                        " is read by no model code: pretrain_t5.py builds the decoder with the config's num_layers, --encoder-num-layers " +
+                        std::to_string(ns.integer("num_layers")) + " (mcore:examples/t5/pretrain_t5.py:91-114)");
+  e.consume("decoder_num_layers");
+  e.put("model", "decoder_seq_length", ns.at("decoder_seq_length"), "decoder_seq_length", at("211"));
+  e.put("model", "position_embedding_type", ns.at("position_embedding_type"), "position_embedding_type", at("129"));
+  e.put("model", "rotary_percent", ns.at("rotary_percent"), "rotary_percent", at("130"));
+  e.put("model", "fp16_lm_cross_entropy", ns.flag("fp16_lm_cross_entropy"), "fp16_lm_cross_entropy", at("126"));
+  e.put("model", "make_vocab_size_divisible_by", ns.at("make_vocab_size_divisible_by"), "make_vocab_size_divisible_by");
+  e.put("model", "max_position_embeddings", ns.at("max_position_embeddings"), "max_position_embeddings", at("123"));
+  e.put("model", "share_embeddings_and_output_weights", !ns.flag("untie_embeddings_and_output_weights"), "untie_embeddings_and_output_weights",
+        at("128"));
+  e.put("model", "seq_length", ns.at("seq_length"), "seq_length");
+  e.consume("encoder_seq_length");
+  e.consume("encoder_num_layers");
+  vocabulary_keys(e, vocab, at("122 (vocab_size=args.padded_vocab_size)"));
+}
+
 // get_megatron_optimizer_config / get_megatron_ddp_config (training.py:1983-2039).
 void optimizer_and_ddp(Emitter& e) {
   const Namespace& ns = e.ns();
@@ -267,7 +347,9 @@ BuiltSpec build_run_spec_document(const Namespace& ns, ImportContext& ctx) {
   Emitter e(ns, ctx, out);
   transformer_config(e);
   yarn(e);
-  model_config(e, vocab);
+  if (ctx.bert) bert_model_config(e, vocab);
+  else if (ctx.t5) t5_model_config(e, vocab);
+  else model_config(e, vocab);
   optimizer_and_ddp(e);
   training_config(e);
   return out;

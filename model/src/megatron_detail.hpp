@@ -102,6 +102,8 @@ struct ImportContext {
   std::vector<std::string>& notes;
   // Run-spec keys whose value validate_args or a builder derived, with the rule's source line.
   std::map<std::string, std::string> derived;
+  bool bert = false;  // a BertModel (examples/bert/pretrain_bert.py)
+  bool t5 = false;    // a T5Model (examples/t5/pretrain_t5.py)
   void error(const std::string& path, const std::string& rule, const std::string& message) const;
   void warning(const std::string& path, const std::string& rule, const std::string& message) const;
 };

@@ -46,9 +46,12 @@ const Refusal kRefused[] = {
 };
 
 // --spec names the layer spec module; the hybrid default is what pretrain_hybrid.py builds without it
-// (mcore:megatron/training/models/hybrid.py:10, :151-161).
-bool default_spec(const json& spec, bool hybrid) {
-  if (!spec.is_array()) return spec.is_null();
+// (mcore:megatron/training/models/hybrid.py:10, :151-161); pretrain_bert.py reads "local" as its local layer spec
+// (examples/bert/pretrain_bert.py:41-43).
+bool default_spec(const json& spec, bool hybrid, bool bert, bool t5) {
+  if (!spec.is_array()) return spec.is_null() || t5;
+  if (t5) return true;  // pretrain_t5.py never reads --spec (:105-114); megatron_config.cpp warns
+  if (bert) return spec.size() == 1 && spec[0] == "local";
   std::string joined;
   for (const auto& s : spec) {
     if (!joined.empty()) joined += ' ';
@@ -85,7 +88,7 @@ void refuse_unmodelled(const Namespace& ns, ImportContext& ctx) {
     if (def && away_from_default(ns, *def))
       ctx.error(option_of(ns, r.dest), "megatron_argument_not_modelled", option_of(ns, r.dest) + ": " + r.why);
   }
-  if (ns.has("spec") && !default_spec(ns.at("spec"), ctx.hybrid))
+  if (ns.has("spec") && !default_spec(ns.at("spec"), ctx.hybrid, ctx.bert, ctx.t5))
     ctx.error("--spec", "megatron_argument_not_modelled",
               "--spec " + shown(ns.at("spec")) +
                   ": a layer spec module other than the default one "

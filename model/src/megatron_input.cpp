@@ -52,11 +52,15 @@ bool decide_model(const LaunchLine& line, const Namespace& ns, Diagnostics& out)
                                    "(HybridModelConfig takes the pattern, mcore:megatron/training/argument_utils.py:510)"});
     return true;
   }
-  if (line.script == "pretrain_gpt.py" && pattern)
+  if ((line.script == "pretrain_gpt.py" || line.script == "pretrain_bert.py" || line.script == "pretrain_t5.py") && pattern)
     out.push_back({Severity::error, ns.none("hybrid_layer_pattern") ? "--hybrid-override-pattern" : "--hybrid-layer-pattern",
                    "hybrid_pattern_with_gpt_script",
-                   "pretrain_gpt.py builds a GPTModel, which does not read the hybrid layer pattern (gpt_config_from_args, "
-                   "mcore:megatron/training/argument_utils.py:433-481); launch pretrain_hybrid.py for a hybrid model"});
+                   line.script + " builds a " +
+                       (line.script == "pretrain_bert.py" ? "BertModel" : line.script == "pretrain_t5.py" ? "T5Model"
+                                                                                                          : "GPTModel") +
+                       ", which does not read the hybrid layer pattern (gpt_config_from_args, "
+                       "mcore:megatron/training/argument_utils.py:433-481; examples/bert/pretrain_bert.py:29-60; "
+                       "examples/t5/pretrain_t5.py:68-137); launch pretrain_hybrid.py for a hybrid model"});
   return pattern && line.script.empty();
 }
 
@@ -123,6 +127,8 @@ MegatronLineImport import_line(std::string_view text, const MegatronLineOptions&
   if (!ns) return r;
   ImportContext ctx{*line, options, false, r.diagnostics, r.notes, {}};
   ctx.hybrid = decide_model(*line, *ns, r.diagnostics);
+  ctx.bert = line->script == "pretrain_bert.py";
+  ctx.t5 = line->script == "pretrain_t5.py";
   refuse_unmodelled(*ns, ctx);
   warn_deprecated(*ns, ctx);
   apply_validate_args(*ns, ctx);

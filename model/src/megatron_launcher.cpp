@@ -86,8 +86,8 @@ std::optional<std::size_t> skip_torchrun_options(const std::vector<std::string>&
     std::string value;
     if (name == "--module") {
       out.push_back({Severity::error, written, "launcher_module",
-                     line.launcher + " -m runs a Python module; peakcast reads pretrain_gpt.py, pretrain_hybrid.py or "
-                                     "pretrain_mamba.py launched as a script"});
+                     line.launcher + " -m runs a Python module; peakcast reads pretrain_gpt.py, pretrain_hybrid.py, "
+                                     "pretrain_mamba.py, examples/bert/pretrain_bert.py or examples/t5/pretrain_t5.py launched as a script"});
       return std::nullopt;
     }
     if (!torchrun_flag(name)) {
@@ -152,18 +152,19 @@ void world_size_from_env(LaunchLine& line) {
 bool take_script(const std::vector<std::string>& words, std::size_t k, LaunchLine& line, Diagnostics& out) {
   if (k >= words.size()) {
     out.push_back({Severity::error, "", "no_training_script",
-                   line.launcher + " is given no training script; expected pretrain_gpt.py, pretrain_hybrid.py or "
-                                   "pretrain_mamba.py"});
+                   line.launcher + " is given no training script; expected pretrain_gpt.py, pretrain_hybrid.py, "
+                                   "pretrain_mamba.py, examples/bert/pretrain_bert.py or examples/t5/pretrain_t5.py"});
     return false;
   }
   const std::string& path = words[k];
   const auto slash = path.find_last_of('/');
   line.script = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (line.script != "pretrain_gpt.py" && line.script != "pretrain_hybrid.py" && line.script != "pretrain_mamba.py") {
+  if (line.script != "pretrain_gpt.py" && line.script != "pretrain_hybrid.py" && line.script != "pretrain_mamba.py" &&
+      line.script != "pretrain_bert.py" && line.script != "pretrain_t5.py") {
     const nlohmann::json& others = megatron_args_document()["other_scripts"];
     std::string why =
-        "peakcast reads the arguments of pretrain_gpt.py, pretrain_hybrid.py and pretrain_mamba.py "
-        "(Megatron-LM 24bad8e6)";
+        "peakcast reads the arguments of pretrain_gpt.py, pretrain_hybrid.py, pretrain_mamba.py, "
+        "examples/bert/pretrain_bert.py and examples/t5/pretrain_t5.py (Megatron-LM 24bad8e6)";
     for (const auto& [name, _] : others.items())
       if (line.script == name || (path.size() >= name.size() && path.compare(path.size() - name.size(), name.size(), name) == 0))
         why += "; " + name + " adds arguments of its own and builds another model";

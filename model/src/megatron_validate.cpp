@@ -148,10 +148,13 @@ void normalize_cuda_graph_modules(Namespace& ns, ImportContext& ctx) {
 
 void check_batch(Namespace& ns, ImportContext& ctx) {
   // pretrain_gpt.py / pretrain_hybrid.py: args_defaults={'tokenizer_type': 'GPT2BPETokenizer'}
-  // (pretrain_gpt.py:514), set when the parsed value is None (:638-648).
+  // (pretrain_gpt.py:514), pretrain_bert.py and pretrain_t5.py: BertWordPieceLowerCase (examples/bert/pretrain_bert.py:185,
+  // examples/t5/pretrain_t5.py:273), set when the parsed value is None (:638-648).
   if (ns.none("tokenizer_type")) {
-    ns.v["tokenizer_type"] = "GPT2BPETokenizer";
-    ctx.derived["tokenizer_type"] = "mcore:pretrain_gpt.py:514 (args_defaults, applied at " + arguments_source(648) + ")";
+    ns.v["tokenizer_type"] = ctx.bert || ctx.t5 ? "BertWordPieceLowerCase" : "GPT2BPETokenizer";
+    const char* source = ctx.bert ? "mcore:examples/bert/pretrain_bert.py:185" : ctx.t5 ? "mcore:examples/t5/pretrain_t5.py:273"
+                                                                                        : "mcore:pretrain_gpt.py:514";
+    ctx.derived["tokenizer_type"] = std::string(source) + " (args_defaults, applied at " + arguments_source(648) + ")";
   }
   if (ns.none("micro_batch_size"))
     ctx.error("--micro-batch-size", "required_argument", "--micro-batch-size is required (validate_args asserts it is set, " + arguments_source(675) + ")");

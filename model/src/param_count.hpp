@@ -50,6 +50,11 @@ ParamList layer_params(const LayerSpec& layer, const ModelSpec& m, const Derived
 ParamList embedding_params(const ModelSpec& m, const Derived& d, const Sharding& s, bool shared_embedding);
 // LM head weight (tensor_parallel.ColumnParallelLinear, gpt_model.py:269-286).
 ParamList output_layer_params(const ModelSpec& m, const Derived& d, const Sharding& s);
+// BERT's LM head before the output layer (dense, layer_norm); empty for other models.
+ParamList bert_lm_head_params(const ModelSpec& m);
+// What the model registers after the output weight: BERT's output bias, binary head and pooler; T5's output bias
+// (tied weights); nothing for GPT.
+ParamList params_after_output_weight(const ModelSpec& m, const Derived& d, const Sharding& s);
 // Final layernorm of the decoder (or of one MTP depth).
 ParamList final_norm_params(const ModelSpec& m, const std::string& name);
 // MTP depth wrapper: enorm, hnorm, eh_proj (multi_token_prediction.py:983-1053). Inner layers

@@ -107,6 +107,20 @@ void add_mla(ParamList& out, const ModelSpec& m, const Sharding& s) {
       split(heads * (m.qk_head_dim + m.v_head_dim), s.tp) * m.kv_lora_rank, true);
 }
 
+// T5's cross-attention (t5_spec.py:104-114, :182-192; attention.py:2063-2121): its own pre-norm (TENorm or LNImpl),
+// linear_q and linear_kv column-parallel with biases (no fused norm), and linear_proj. GQA is refused there, so
+// both projections are heads x kv_channels wide.
+void add_cross_attention(ParamList& out, const ModelSpec& m, const Derived& d, const Sharding& s) {
+  const std::int64_t h = m.hidden_size, width = m.num_attention_heads * d.kv_channels;
+  add_norm(out, "pre_cross_attn_layernorm", m, h);
+  add_gemm(out, "cross_attention.linear_q.weight", split(width, s.tp), h, GemmMode::column);
+  if (m.add_bias_linear) add(out, "cross_attention.linear_q.bias", split(width, s.tp));
+  add_gemm(out, "cross_attention.linear_kv.weight", split(2 * width, s.tp), h, GemmMode::column);
+  if (m.add_bias_linear) add(out, "cross_attention.linear_kv.bias", split(2 * width, s.tp));
+  add_gemm(out, "cross_attention.linear_proj.weight", h, split(width, s.tp), GemmMode::row);
+  if (m.add_bias_linear) add(out, "cross_attention.linear_proj.bias", h);
+}
+
 // Dense MLP with the pre-MLP norm fused into fc1 (TELayerNormColumnParallelLinear, mlp.py).
 void add_dense_mlp(ParamList& out, const std::string& prefix, const ModelSpec& m, std::int64_t ffn,
                    std::int64_t tp, bool fused_norm) {
@@ -231,6 +245,7 @@ ParamList layer_params(const LayerSpec& layer, const ModelSpec& m, const Derived
     case MixerKind::gdn: add_gdn(out, m, s); break;
     case MixerKind::none: break;
   }
+  if (layer.cross_attention) add_cross_attention(out, m, d, s);
   switch (layer.ffn) {
     case FfnKind::dense: add_dense_mlp(out, "mlp", m, d.ffn, s.tp, true); break;
     case FfnKind::moe: add_moe(out, m, d, s); break;
@@ -248,6 +263,39 @@ ParamList embedding_params(const ModelSpec& m, const Derived& d, const Sharding&
   if (m.position_embedding_type == PositionEmbedding::learned_absolute) {
     add(out, "embedding.position_embeddings.weight", m.max_position_embeddings * m.hidden_size);
   }
+  // BERT with its binary head: num_tokentypes = 2 (pretrain_bert.py:37), a replicated torch.nn.Embedding
+  // (language_model_embedding.py:79-82).
+  add(out, "embedding.tokentype_embeddings.weight", bert_num_tokentypes(m) * m.hidden_size);
+  return out;
+}
+
+ParamList bert_lm_head_params(const ModelSpec& m) {
+  ParamList out;
+  if (m.architecture != Architecture::bert) return out;
+  // BertLMHead (bert_lm_head.py:31-40): dense a torch.nn.Linear(h, h) (transformer/utils.py:27-34), layer_norm
+  // apex's FusedLayerNorm (a LayerNorm's weight and bias; WrappedTorchNorm without apex), both replicated over TP.
+  const std::int64_t h = m.hidden_size;
+  add(out, "lm_head.dense.weight", h * h);
+  add(out, "lm_head.dense.bias", h);
+  add_norm(out, "lm_head.layer_norm", m, h);
+  return out;
+}
+
+ParamList params_after_output_weight(const ModelSpec& m, const Derived& d, const Sharding& s) {
+  ParamList out;
+  // T5LMHead's output layer has a bias when the weight is tied (t5_model.py:55-69), split over TP.
+  if (m.architecture == Architecture::t5 && m.share_embeddings_and_output_weights) add(out, "output_layer.bias", split(d.padded_vocab, s.tp));
+  if (m.architecture != Architecture::bert) return out;
+  const std::int64_t h = m.hidden_size;
+  // The output layer's bias (bert_model.py:145-158, output_layer_bias True): ColumnParallelLinear splits it
+  // over TP; registered after the weight, and allocated on the first stage too when the weight is skipped.
+  add(out, "output_layer.bias", split(d.padded_vocab, s.tp));
+  if (!m.bert_binary_head) return out;
+  // binary_head, then pooler.dense (bert_model.py:161-169): torch.nn.Linear layers, replicated over TP.
+  add(out, "binary_head.weight", 2 * h);
+  add(out, "binary_head.bias", 2);
+  add(out, "pooler.dense.weight", h * h);
+  add(out, "pooler.dense.bias", h);
   return out;
 }
 

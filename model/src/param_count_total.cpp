@@ -17,6 +17,8 @@ std::int64_t total_parameters(const RunSpec& spec, const Derived& d, bool includ
   if (!m.share_embeddings_and_output_weights) total += detail::sum_numel(detail::output_layer_params(m, d, kUnsharded));
   for (const auto& layer : kinds.decoder) total += detail::sum_numel(detail::layer_params(layer, m, d, kUnsharded));
   total += detail::sum_numel(detail::final_norm_params(m, "decoder.final_layernorm"));
+  if (m.architecture == Architecture::t5) total += detail::sum_numel(detail::final_norm_params(m, "encoder.final_layernorm"));
+  total += detail::sum_numel(detail::bert_lm_head_params(m)) + detail::sum_numel(detail::params_after_output_weight(m, d, kUnsharded));
   if (include_mtp) {
     const std::int64_t weight_depths = m.mtp_use_repeated_layer ? std::min<std::int64_t>(1, kinds.mtp_depths) : kinds.mtp_depths;
     for (std::int64_t depth = 0; depth < weight_depths; ++depth) {

@@ -412,6 +412,10 @@ void check_hybrid_pattern(const Reader& r, ModelSpec& m) {
 
 void fill_model(const Reader& r, ModelSpec& m) {
   r.read("preset", m.preset);
+  if (auto n = r.name("architecture")) m.architecture = *n == "bert" ? Architecture::bert : *n == "t5" ? Architecture::t5
+                                                                                                       : Architecture::gpt;
+  r.read("bert_binary_head", m.bert_binary_head);
+  r.read("decoder_seq_length", m.decoder_seq_length);
   std::optional<std::string> hf_config;  // already applied by the parser (spec_hf_config.cpp); read for its origin
   r.read("hf_config", hf_config);
   fill_shape(r, m);

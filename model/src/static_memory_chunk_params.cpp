@@ -26,9 +26,9 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   // A layer's tensors depend only on its mixer and FFN kind (names carry no layer index), so
   // layers of one kind share one list instead of building thousands of identical tensors.
   // A BF16 edge layer (first_last_layers_bf16) has the same tensors, none of them FP8-quantised.
-  std::map<std::tuple<MixerKind, FfnKind, bool>, const ParamList*> by_kind;
+  std::map<std::tuple<MixerKind, FfnKind, bool, bool>, const ParamList*> by_kind;
   auto append_layer = [&](const LayerSpec& layer) {
-    const ParamList*& list = by_kind[{layer.mixer, layer.ffn, layer.high_precision}];
+    const ParamList*& list = by_kind[{layer.mixer, layer.ffn, layer.high_precision, layer.cross_attention}];
     if (list == nullptr) {
       ParamList params = frozen(layer_params(layer, m, d, s));
       if (layer.high_precision)
@@ -51,8 +51,12 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   } else if (has_mtp) {
     append(embedding_params(m, d, s, false));
   }
-  for (const auto& layer : chunk.layers) {
+  for (std::size_t i = 0; i < chunk.layers.size(); ++i) {
+    const LayerSpec& layer = chunk.layers[i];
     if (!layer.is_mtp) append_layer(layer);
+    // T5's encoder block ends in its own final norm, before the decoder's layers (t5_model.py:241-262).
+    if (layer.t5_encoder && (i + 1 == chunk.layers.size() || !chunk.layers[i + 1].t5_encoder))
+      append(final_norm_params(m, "encoder.final_layernorm"));
   }
   if (chunk.has_final_norm) append(final_norm_params(m, "decoder.final_layernorm"));
   // MTP depths: wrapper, inner layers, final norm each (multi_token_prediction.py:897-1053).
@@ -72,7 +76,11 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   }
   // The output weight is skipped only when it is the embedding on this very chunk (PP = 1, tied);
   // otherwise the last stage allocates it, as a copy when tied (gpt_model.py:269-286).
-  if (chunk.has_output_layer && !(tied && chunk.has_embedding)) append(output_layer_params(m, d, s));
+  if (chunk.has_output_layer) {
+    append(bert_lm_head_params(m));  // BERT's head registers before the output layer (bert_model.py:141-169)
+    if (!(tied && chunk.has_embedding)) append(output_layer_params(m, d, s));
+    append(params_after_output_weight(m, d, s));
+  }
   return out;
 }
 

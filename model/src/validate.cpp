@@ -12,6 +12,7 @@ Diagnostics validate(const RunSpec& spec) {
     detail::validate_sizes(spec, sink);
     if (sink.failed()) return out;
     detail::validate_layout(spec, sink);
+    detail::validate_architecture(spec, sink);
     detail::validate_shapes(spec, sink);
     detail::validate_moe(spec, sink);
     detail::validate_recompute(spec, sink);

@@ -75,6 +75,7 @@ inline std::string str(std::int64_t v) { return std::to_string(v); }
 
 void validate_sizes(const RunSpec& spec, RuleSink& sink);
 void validate_layout(const RunSpec& spec, RuleSink& sink);
+void validate_architecture(const RunSpec& spec, RuleSink& sink);
 void validate_shapes(const RunSpec& spec, RuleSink& sink);
 void validate_moe(const RunSpec& spec, RuleSink& sink);
 void validate_recompute(const RunSpec& spec, RuleSink& sink);

@@ -108,6 +108,7 @@ class AllocRecorder {
   std::vector<KeptChunk> kept_;
   std::vector<std::vector<int>> retained_;
   std::vector<int> carried_, deferred_;
+  std::vector<int> carried_activation_;  // Segment::carried_activation_grad's blocks
   std::int64_t deferred_entries_ = 0;
   int iteration_ = 1;
   bool graphed_ = false, whole_graph_ = false, workspaces_taken_ = false, graph_static_taken_ = false;

@@ -168,6 +168,7 @@ int AllocRecorder::backward_plain(const Segment& s, std::size_t i, int mb, int g
   const Segment::Part& part = s.parts.front();
   const bool defers = s.deferred_wgrad.value > 0 && (setup_.deferral_limit == 0 || deferred_entries_ < setup_.deferral_limit);
   Bytes deferred_elsewhere = defers ? s.deferred_wgrad : Bytes{};
+  if (s.takes_carried_activation_grad) free_all(carried_activation_);  // its graph's own gradient from here on
   if (part.graph && !k.slots.empty()) {
     const std::size_t before = deferred_.size();
     out = backward_part(part, k.slots, grad, defers ? &deferred_ : nullptr);
@@ -180,6 +181,7 @@ int AllocRecorder::backward_plain(const Segment& s, std::size_t i, int mb, int g
   }
   free_all(k.owned);
   if (s.carried_weight_grad.value > 0) carried_.push_back(alloc(s.carried_weight_grad));
+  if (s.carried_activation_grad.value > 0) carried_activation_.push_back(alloc(s.carried_activation_grad));
   if (i == 0 && s.is_embedding) free_all(carried_);
   if (defers) {
     // What the buffers hold beyond the two tensors (none when the graph names them), and the

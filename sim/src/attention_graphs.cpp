@@ -63,13 +63,19 @@ std::int64_t softmax_batch_per_block(std::int64_t sk) {
 //   softmax.py:188-221), on unless NVTE_MASKED_SOFTMAX_FUSION=0 (softmax.py:159): 16 < sk < 16384, sk a
 //   multiple of 8, sq == sk for the causal kernel, sq and b x np multiples of 4, sq a multiple of the rows
 //   per block.
-bool fused_softmax_kernel(const model::RunSpec& spec, const ShapeContext& c, std::int64_t np) {
-  const std::int64_t sq = c.seq, sk = c.seq, batches = c.batch * np;
+// A padding or arbitrary mask (BERT, T5's encoder and cross-attention) takes the masked kernel: Megatron's asks sq,
+// not b x np, to be a multiple of the rows per block (fused_softmax.py:267-269); TE's asks the same as for the causal
+// one once get_full_mask made the mask [b, 1, sq, sk] (softmax.py:212-219). `padded`: a padding mask, queries sq,
+// keys sk (the self-attention's when 0).
+bool fused_softmax_kernel(const model::RunSpec& spec, const ShapeContext& c, std::int64_t np, bool padded, std::int64_t sq = 0,
+                          std::int64_t sk = 0) {
+  if (sq == 0) sq = sk = c.seq;
+  const std::int64_t batches = c.batch * np;
   if (c.act_bytes != 2) return false;  // input_in_float16: fp16 or bf16
   const std::int64_t per_block = softmax_batch_per_block(sk);
   if (!c.te) {
     return spec.model.masked_softmax_fusion && sk > 16 && sk <= 4096 && sq % 4 == 0 && sk % 4 == 0 && batches % 4 == 0 &&
-           batches % per_block == 0;
+           (padded ? sq : batches) % per_block == 0;
   }
   return sk > 16 && sk < 16384 && sk % 8 == 0 && sq % 4 == 0 && batches % 4 == 0 && sq % per_block == 0;
 }
@@ -118,19 +124,15 @@ int sink_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double
   return probs;
 }
 
-// The unfused attention's softmax over the scores: the fused kernel when the module's rules allow it
-// for these shapes, else forward_torch_softmax (fused_softmax.py:299-342) with the causal mask it
-// builds; returns the probabilities the context bmm saves.
-int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, std::int64_t np) {
+// forward_torch_softmax (fused_softmax.py:299-342) over the scores with `mask` filled in place; returns the
+// probabilities the context bmm saves. `mask_bytes`: what reading the mask moves.
+int torch_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, int mask, double mask_bytes) {
   const ShapeContext& c = b.ctx();
-  if (spec.model.softmax_type != model::SoftmaxType::vanilla) return sink_softmax(b, spec, scores, E, np);
-  if (fused_softmax_kernel(spec, c, np)) return fused_softmax(b, scores, E);
-  const int mask = causal_mask(b, c.seq, c.seq);
   if (spec.model.attention_softmax_in_fp32) return torch_fp32_softmax(b, scores, E, c.act_bytes, mask);
   const Bytes probs_bytes = Bytes{checked_count(E)} * c.act_bytes;
   const int probs = b.tensor("softmax.out", probs_bytes);
   // Two kernels: masked_fill_ in place on the scores (read, write) and softmax (read, write).
-  b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn, .flops = 5.0 * E, .bws = probs_bytes, .bytes_moved = 4.0 * E * double(c.act_bytes) + double(c_seq_sq(b))});
+  b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn, .flops = 5.0 * E, .bws = probs_bytes, .bytes_moved = 4.0 * E * double(c.act_bytes) + mask_bytes});
   if (!c.te) {
     // Megatron's scores are a view of the baddbmm result (dot_product_attention.py:194-203) and the mask
     // is filled into that view in place (transformer/utils.py:53-55), so autograd reaches the baddbmm
@@ -149,6 +151,54 @@ int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, d
     qk.backward_renews_output_grad = true;
   }
   return probs;
+}
+
+// TE's get_full_mask for a padding mask with bottom-right alignment (utils.py:1526-1674, called at backends.py:459):
+// the [b, 1, 1, s] mask OR-ed into a new [b, 1, sq, sk] bool mask (:1627-1629), its negation (:1634), the
+// sliding-window terms built anyway: an int32 [1, 1, sq, sk] difference (:1639-1641), two int64 [b, 1, sq, sk]
+// bounds (:1657-1663) and the bool comparisons of :1664, three of them alive at once, then the final OR (:1666).
+// Only the final mask outlives the call; returns it. For cross-attention the pair of masks is OR-ed the same way
+// (:1630-1633).
+int full_padding_mask(GraphBuilder& b, std::int64_t sq, std::int64_t sk) {
+  const ShapeContext& c = b.ctx();
+  const std::int64_t m = checked_mul(checked_mul(c.batch, sq), sk);  // [b, 1, sq, sk] elements
+  const int mask = b.tensor("full_mask", Bytes{m}, false);
+  const Bytes ws{checked_mul(m, 2 * 8 + 1 + 1 + 2) + checked_mul(checked_mul(sq, sk), 4)};
+  b.op("get_full_mask", {.out = {mask}, .region = kCoreAttn, .ws = ws, .bytes_moved = double(ws.value)});
+  return mask;
+}
+
+// The softmax under a padding mask (BERT). TE's UnfusedDotProductAttention builds the full mask for every layer,
+// runs the masked softmax, then masks the probabilities again out of place (backends.py:648-649): a new
+// [b, np, sq, sk] tensor whose MaskedFillBackward0 saves the mask. Megatron's DotProductAttention takes the model's
+// [b, 1, s, s] mask (bert_model.py:265-279) or the batch's (pretrain_t5.py:158-165), allocated once a forward: a
+// stand-in of no bytes here.
+}  // namespace
+
+int padding_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, std::int64_t np, std::int64_t sq, std::int64_t sk) {
+  const ShapeContext& c = b.ctx();
+  const double mask_bytes = double(c.batch) * double(sq) * double(sk);
+  const int mask = c.te ? full_padding_mask(b, sq, sk) : b.tensor("given_attention_mask", Bytes{}, false);
+  const int probs = fused_softmax_kernel(spec, c, np, true, sq, sk) ? fused_softmax(b, scores, E) : torch_softmax(b, spec, scores, E, mask, mask_bytes);
+  if (!c.te) return probs;
+  const int masked = b.tensor("softmax.masked", Bytes{checked_count(E)} * c.act_bytes);
+  b.op("probs_masked_fill", {.in = {probs, mask}, .out = {masked}, .save = {mask}, .region = kCoreAttn, .flops = 1.0 * E, .bytes_moved = 2.0 * E * double(c.act_bytes) + mask_bytes});
+  return masked;
+}
+
+namespace {
+
+// The unfused attention's softmax over the scores: the fused kernel when the module's rules allow it
+// for these shapes, else forward_torch_softmax (fused_softmax.py:299-342) with the causal mask it
+// builds; returns the probabilities the context bmm saves.
+int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, std::int64_t np) {
+  const ShapeContext& c = b.ctx();
+  if (spec.model.softmax_type != model::SoftmaxType::vanilla) return sink_softmax(b, spec, scores, E, np);
+  if (c.padding_mask) return padding_softmax(b, spec, scores, E, np, c.seq, c.seq);
+  if (fused_softmax_kernel(spec, c, np, false)) return fused_softmax(b, scores, E);
+  // T5's decoder under the local spec is given the batch's causal mask, so none is built (fused_softmax.py:323-327).
+  const int mask = c.causal_mask_given ? b.tensor("given_attention_mask", Bytes{}, false) : causal_mask(b, c.seq, c.seq);
+  return torch_softmax(b, spec, scores, E, mask, double(c_seq_sq(b)));
 }
 
 // The unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd) makes cos and sin of the frequencies

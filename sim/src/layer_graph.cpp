@@ -211,7 +211,8 @@ void forward_pass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet&
       p.held += g.tensors[t].bytes;
       p.held_tensors.push_back({g.tensors[t].name, g.tensors[t].bytes});
     }
-    if (g.tensors[t].external && lt.held[t]) p.input_held = true;
+    // A stand-in of no bytes for a tensor another module holds (T5's encoder output) is not this module's input.
+    if (g.tensors[t].external && lt.held[t] && g.tensors[t].bytes.value > 0) p.input_held = true;
   }
   if (g.output >= 0) p.output_bytes = g.tensors[g.output].bytes;
 }

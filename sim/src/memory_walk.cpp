@@ -36,7 +36,8 @@ struct Walker {
   bool graphed = false;
   bool whole_graph = false;  // with `graphed`: a full-iteration graph, every module replays in the pool
   double clock = 0;
-  Bytes carried_weight_grad;  // a tied weight's gradient waiting for the embedding's backward
+  Bytes carried_weight_grad;      // a tied weight's gradient waiting for the embedding's backward
+  Bytes carried_activation_grad;  // T5: the encoder output's gradient the decoder layers sum into
   // Iteration 1: what the first backward creates and keeps: the autograd thread's cuBLAS workspaces
   // (its first GEMM) and, under gradient_accumulation_fusion, the dummy weight gradients.
   Bytes pending_backward_workspaces;
@@ -173,12 +174,18 @@ void Walker::backward_replay_group(const Segment& s, Bytes kept_bytes, int mb, i
 }
 
 void Walker::backward_plain(const Segment& s, std::size_t i, Bytes kept_bytes, int mb, int c) {
+  if (s.takes_carried_activation_grad) {  // its graph's own gradient from here on
+    activations -= carried_activation_grad;
+    carried_activation_grad = Bytes{};
+  }
   touch(
       s.parts.front().backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer, mb, c);
   take_pending_workspaces();
   if (s.retained_after_backward.value > 0) retain(c, i, s.retained_after_backward);
   activations += s.carried_weight_grad;
   carried_weight_grad += s.carried_weight_grad;
+  activations += s.carried_activation_grad;
+  carried_activation_grad += s.carried_activation_grad;
   if (i == 0 && s.is_embedding) {
     activations -= carried_weight_grad;
     carried_weight_grad = Bytes{};

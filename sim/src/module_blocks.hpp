@@ -56,6 +56,33 @@ ActivationOptions activation_options(const model::ModelSpec& m, bool fused);
 // activation op; Transformer Engine linears alone leave the GLU to the unfused Python path.
 bool fused_activation(const model::ModelSpec& m);
 
+// The loss over the [tokens, V/TP] logits (language_module.py:161-206): vocab_parallel_cross_entropy, or the
+// fused native / TE kernels. Returns the fp32 [tokens] loss.
+int vocab_cross_entropy(GraphBuilder& b, const model::RunSpec& spec, int logits, std::int64_t V);
+
+// LanguageModelEmbedding.forward as BertModel and T5Model run it (language_model_embedding.py:115-156): word, position
+// and token-type lookups, their sums, the [b, s] -> [s, b] copy and the dropout over the token ids `ids`; returns the
+// embedding (bert_graphs.cpp). The graph of it alone, the token ids its input:
+int language_model_embedding(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ids);
+LayerGraph language_model_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
+
+// T5's encoder-to-decoder step (t5_model.py:357-380): the encoder block's final norm, whose output every decoder
+// layer's cross-attention saves, then the decoder tokens' embedding (t5_graphs.cpp). `dec` is the decoder's context.
+LayerGraph t5_bridge_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& enc, const ShapeContext& dec);
+
+// BertModel's last-stage head (bert_model.py:363-404): final norm, pooler, LM head, output layer with its bias,
+// binary head and the loss (bert_graphs.cpp).
+LayerGraph bert_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c);
+
+// The softmax of an unfused attention under a padding (or arbitrary) mask over [b, np, sq, sk] scores of E elements:
+// TE builds the full mask, masks, and masks the probabilities again out of place; Megatron's takes the given mask
+// (attention_graphs.cpp). Returns the probabilities the context bmm takes.
+int padding_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, std::int64_t np, std::int64_t sq, std::int64_t sk);
+
+// T5's decoder cross-attention over the encoder's output (attention.py CrossAttention; t5_graphs.cpp): `x` is the
+// pre-cross-attention norm's output; returns linear_proj's output (its bias left to the bias-dropout-add).
+int cross_attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x);
+
 int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x, bool separate_norm);
 int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_norm, LayerGraph& g);
 int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln, LayerGraph& g);

@@ -35,6 +35,7 @@ ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived
   // DotProductAttention (gpt_provider.py:277-279).
   c.flex_attention = spec.model.core_attention_module == model::CoreAttentionModule::gemma2 && backend != AttentionBackend::local;
   c.fp8 = spec.model.fp8.has_value();
+  c.padding_mask = spec.model.architecture == model::Architecture::bert;
   c.grad_accumulation_fusion = spec.model.gradient_accumulation_fusion;
   c.moe_routing_imbalance = spec.model.moe_routing_imbalance;
   c.gpu = spec.cluster.gpu;
@@ -46,6 +47,17 @@ ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived
     c.lora_dropout_post = spec.peft.dropout_position == "post";
     c.lora_input_regather = spec.peft.sequence_parallel_input_regather;
   }
+  return c;
+}
+
+ShapeContext t5_decoder_shape_context(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& enc) {
+  ShapeContext c = enc;
+  c.seq = spec.model.decoder_seq_length.value_or(enc.seq) / std::max<std::int64_t>(1, d.cp);
+  c.tokens = c.seq * c.batch;
+  c.local_tokens = c.sequence_parallel ? c.tokens / c.tp : c.tokens;
+  c.padding_mask = false;  // causal self-attention (t5_spec.py:94, :172)
+  c.kv_seq = enc.seq;
+  c.causal_mask_given = !c.te;
   return c;
 }
 
@@ -166,6 +178,13 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     const bool proj_bias = m.add_bias_linear && (layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla);
     hidden = residual_add(b, "self_attn_bda", hidden, branch, Nl, m.hidden_dropout, proj_bias, m.bias_dropout_fusion);
   }
+  if (layer.cross_attention) {
+    // T5's decoder (transformer_layer.py:695-728): pre_cross_attn_layernorm (TENorm or LNImpl, never fused), the
+    // cross-attention, and its bias-dropout-add with linear_proj's bias (skip_bias_add, attention.py:420).
+    const int ln = norm(b, "pre_cross_attn_layernorm", hidden, Nl, h, layer_norm, kNoRegion);
+    const int branch = cross_attention_block(b, spec, d, ln);
+    hidden = residual_add(b, "cross_attn_bda", hidden, branch, Nl, m.hidden_dropout, m.add_bias_linear, m.bias_dropout_fusion);
+  }
   if (layer.ffn != FfnKind::none) {
     // Dense MLPs fuse the pre-MLP norm into fc1 under TE; MoE layers keep a separate TENorm.
     const bool separate = !c.te || layer.ffn == FfnKind::moe;
@@ -184,6 +203,7 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
 }
 
 LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
+  if (spec.model.architecture != model::Architecture::gpt) return language_model_embedding_graph(spec, d, c);
   LayerGraph g;
   g.name = "embedding";
   GraphBuilder b(g, c, "embedding.");
@@ -272,7 +292,42 @@ bool te_release_at_least(const std::string& version, int major, int minor) {
 
 }  // namespace
 
+// The language model's loss over the [tokens, V/TP] logits (language_module.py:161-206).
+int detail::vocab_cross_entropy(GraphBuilder& b, const model::RunSpec& spec, int logits, std::int64_t V) {
+  const auto& m = spec.model;
+  const std::int64_t N = b.ctx().tokens;
+  const int loss = b.tensor("loss", Bytes{N * kFp32});
+  const bool te_ce = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyImpl::te;
+  if (te_ce && te_release_at_least(spec.cluster.transformer_engine_version, 2, 18)) {
+    // TE's Triton cross-entropy from 2.18 (TE 01bbe3eea, 2026-07-09): the forward writes the logits'
+    // gradient into a new fp32 [tokens, V/TP] tensor and saves only that (triton/cross_entropy.py:58,
+    // cross_entropy.py:62), so the bf16 logits are freed after the loss; its backward returns the fp32
+    // gradient, which autograd casts to the logits' bf16 (a new tensor) before the saved one is freed.
+    const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
+    const int grad = b.tensor("cross_entropy.grad_fp32", Bytes{N * V * kFp32}, false);
+    b.op("cross_entropy", {.in = {logits}, .out = {loss, stats, grad}, .save = {grad}, .flops = 6.0 * N * V});
+  } else if (te_ce) {
+    // Before 2.18 TE's Triton cross-entropy keeps the logits and writes their gradient in place.
+    const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
+    b.op("cross_entropy", {.in = {logits}, .out = {loss, stats}, .save = {logits, stats}, .flops = 6.0 * N * V, .passthrough = true});
+  } else {
+    // vocab_parallel_cross_entropy: an fp32 copy turned into the softmax in place and saved; its
+    // backward writes the fp32 gradient in place and casts it to a bf16 gradient of the logits.
+    // The fused native path (fused_cross_entropy.py) runs the same steps as torch.compile'd helpers
+    // (jit_fuser), and compiled calculate_gradients does not write into the saved softmax: it builds
+    // the fp32 gradient in a new [tokens, V/tp] buffer (cross_entropy.py:111) before the bf16 cast.
+    // Measured: exactly one fp32 logits more at that backward, at TP1, TP2 and micro-batch 2
+    // (calibration/data/h200_cross_entropy.jsonl).
+    const bool fused_native = m.cross_entropy_loss_fusion;
+    const int softmax = b.tensor("cross_entropy.softmax_fp32", Bytes{N * V * kFp32}, false);
+    const int mask = b.tensor("cross_entropy.target_mask", Bytes{N * 9}, false);
+    b.op("cross_entropy", {.in = {logits}, .out = {loss, softmax, mask}, .save = {softmax, mask}, .flops = 6.0 * N * V, .bws = fused_native ? Bytes{N * V * kFp32} : Bytes{}});
+  }
+  return loss;
+}
+
 LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& c) {
+  if (spec.model.architecture == model::Architecture::bert) return bert_output_graph(spec, d, c);
   LayerGraph g;
   g.name = "output";
   GraphBuilder b(g, c, "output.");
@@ -288,40 +343,18 @@ LayerGraph build_output_graph(const model::RunSpec& spec, const model::Derived& 
   const std::size_t output_op = g.ops.size();
   const int logits = lb.linear("output_layer", ln, c.hidden, V, Parallel::column);
   g.ops[output_op].backward_takes_workspaces = true;
+  if (m.architecture == model::Architecture::t5 && m.share_embeddings_and_output_weights) {
+    // T5LMHead: tied, the output layer has a bias it adds out of place (t5_model.py:55-69; tensor_parallel/layers.py
+    // :575-577, the GEMM's result beside the sum) and whose gradient it sums (:725).
+    g.ops[output_op].forward_workspace += b.act(c.tokens, V);
+    g.ops[output_op].backward_workspace += bias_grad_transient(b, c.tokens, V);
+  }
   g.deferred_input = ln;
   g.deferred_output = logits;
-  const std::int64_t N = c.tokens;
   // Gemma 2 soft-caps the logits on the last stage when final_logit_softcapping is set (:413-417, :520-524).
   const bool softcap = m.final_logit_softcapping && *m.final_logit_softcapping != 0.0;
-  const int head = softcap ? logit_softcap(b, logits, N, V) : logits;
-  const int loss = b.tensor("loss", Bytes{N * kFp32});
-  const bool te_ce = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyImpl::te;
-  if (te_ce && te_release_at_least(spec.cluster.transformer_engine_version, 2, 18)) {
-    // TE's Triton cross-entropy from 2.18 (TE 01bbe3eea, 2026-07-09): the forward writes the logits'
-    // gradient into a new fp32 [tokens, V/TP] tensor and saves only that (triton/cross_entropy.py:58,
-    // cross_entropy.py:62), so the bf16 logits are freed after the loss; its backward returns the fp32
-    // gradient, which autograd casts to the logits' bf16 (a new tensor) before the saved one is freed.
-    const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
-    const int grad = b.tensor("cross_entropy.grad_fp32", Bytes{N * V * kFp32}, false);
-    b.op("cross_entropy", {.in = {head}, .out = {loss, stats, grad}, .save = {grad}, .flops = 6.0 * N * V});
-  } else if (te_ce) {
-    // Before 2.18 TE's Triton cross-entropy keeps the logits and writes their gradient in place.
-    const int stats = b.tensor("cross_entropy.stats", Bytes{N * kFp32 * 3}, false);
-    b.op("cross_entropy", {.in = {head}, .out = {loss, stats}, .save = {head, stats}, .flops = 6.0 * N * V, .passthrough = true});
-  } else {
-    // vocab_parallel_cross_entropy: an fp32 copy turned into the softmax in place and saved; its
-    // backward writes the fp32 gradient in place and casts it to a bf16 gradient of the logits.
-    // The fused native path (fused_cross_entropy.py) runs the same steps as torch.compile'd helpers
-    // (jit_fuser), and compiled calculate_gradients does not write into the saved softmax: it builds
-    // the fp32 gradient in a new [tokens, V/tp] buffer (cross_entropy.py:111) before the bf16 cast.
-    // Measured: exactly one fp32 logits more at that backward, at TP1, TP2 and micro-batch 2
-    // (calibration/data/h200_cross_entropy.jsonl).
-    const bool fused_native = m.cross_entropy_loss_fusion;
-    const int softmax = b.tensor("cross_entropy.softmax_fp32", Bytes{N * V * kFp32}, false);
-    const int mask = b.tensor("cross_entropy.target_mask", Bytes{N * 9}, false);
-    b.op("cross_entropy", {.in = {head}, .out = {loss, softmax, mask}, .save = {softmax, mask}, .flops = 6.0 * N * V, .bws = fused_native ? Bytes{N * V * kFp32} : Bytes{}});
-  }
-  g.output = loss;
+  const int head = softcap ? logit_softcap(b, logits, c.tokens, V) : logits;
+  g.output = vocab_cross_entropy(b, spec, head, V);
   return g;
 }
 

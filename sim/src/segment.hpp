@@ -42,6 +42,11 @@ struct Segment {
   // embedding's in the shared weight's input buffer, so it stays from this segment's backward
   // until the embedding's (no gradient-accumulation fusion; with it the GEMM writes main_grad).
   Bytes carried_weight_grad;
+  // T5: the gradient of the encoder's output, which every decoder layer's cross-attention adds to: the first decoder
+  // layer in backward starts it (carried_activation_grad), the step between the stacks takes it over as its own
+  // tensor's gradient (takes_carried_activation_grad, before its backward).
+  Bytes carried_activation_grad;
+  bool takes_carried_activation_grad = false;
   // A `moe` checkpoint (tensor_parallel.checkpoint) over a layer whose token dispatcher keeps the
   // last routing probabilities as an attribute (allgather: local_probs, alltoall: probs): that
   // reference keeps the replay's autograd graph, whose leaf is the checkpoint's detached input, and

@@ -7,6 +7,8 @@
 #include <set>
 #include <vector>
 
+#include "module_blocks.hpp"
+
 namespace peakcast::sim::detail {
 
 namespace {
@@ -21,8 +23,11 @@ std::string layer_name(std::int64_t index) {
 
 StageBuilder::StageBuilder(const model::RunSpec& spec, const model::Derived& d)
     : ctx_(make_shape_context(spec, d)), hybrid_(spec.model.hybrid_override_pattern.has_value()) {
+  t5_ = spec.model.architecture == model::Architecture::t5;
+  dec_ctx_ = t5_ ? t5_decoder_shape_context(spec, d, ctx_) : ctx_;
   embedding_ = build_embedding_graph(spec, d, ctx_);
-  output_ = build_output_graph(spec, d, ctx_);
+  output_ = build_output_graph(spec, d, dec_ctx_);
+  if (t5_) t5_bridge_ = t5_bridge_graph(spec, d, ctx_, dec_ctx_);
   if (spec.model.mtp_num_layers > 0) mtp_wrapper_ = build_mtp_wrapper_graph(spec, d, ctx_);
 }
 
@@ -32,12 +37,14 @@ const LayerGraph& StageBuilder::layer_graph(const model::RunSpec& spec, const mo
                                       spec.model.recompute_granularity == model::RecomputeGranularity::selective &&
                                       model::has_tag(d, model::RecomputeTag::mlp);
   const std::string key = std::to_string(static_cast<int>(l.mixer)) + "/" + std::to_string(static_cast<int>(l.ffn)) +
-                          (l.high_precision ? "/bf16" : "") + (unchunked_by_recompute ? "/mlp-recompute" : "");
+                          (l.high_precision ? "/bf16" : "") + (unchunked_by_recompute ? "/mlp-recompute" : "") +
+                          (l.t5_encoder ? "/t5-encoder" : "") + (l.cross_attention ? "/cross-attention" : "");
   auto it = graph_cache_.find(key);
   if (it == graph_cache_.end()) {
     // A BF16 edge layer under FP8 saves its GEMM inputs unquantised.
-    ShapeContext layer_ctx = ctx_;
+    ShapeContext layer_ctx = l.cross_attention ? dec_ctx_ : ctx_;
     if (l.high_precision) layer_ctx.fp8 = false;
+    if (l.t5_encoder) layer_ctx.padding_mask = true;  // t5_spec.py:64 (padding), :137 (arbitrary)
     it = graph_cache_.emplace(key, build_layer_graph(spec, d, layer_ctx, l, hybrid_)).first;
   }
   return it->second;
@@ -91,7 +98,29 @@ ChunkModel StageBuilder::chunk(const model::RunSpec& spec, const model::Derived&
   const ChunkPolicy pol = chunk_policy(spec, d, c, bypass);
   add_layers(spec, d, c, pol, cm);
   if (c.has_output_layer) add_mtp_and_output(spec, d, c, pol, cm);
+  if (t5_) link_t5_stacks(spec, d, c, cm);
   return cm;
+}
+
+// T5's one stage (pretrain_t5.py:97-98): the step between the stacks goes after the last encoder layer. It holds the
+// encoder's output, whose gradient the decoder layers sum from the last one's backward on (carried until then), and
+// the decoder tokens' lookup, whose dense weight gradient waits for the encoder tokens' lookup unless the tied output
+// layer's already holds that weight's gradient.
+void StageBuilder::link_t5_stacks(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& c, ChunkModel& cm) {
+  std::size_t at = 0, last_decoder = 0;
+  for (std::size_t i = 0; i < cm.segments.size(); ++i) {
+    const int l = cm.segments[i].layer;
+    if (l >= 0 && l < spec.model.num_layers) at = i + 1;
+    if (l >= spec.model.num_layers) last_decoder = i;
+  }
+  if (at == 0 || last_decoder == 0) return;
+  Segment bridge = plain_segment(profiles_, t5_bridge_, CheckpointSet{}, -1);
+  bridge.name = "t5_bridge";
+  bridge.takes_carried_activation_grad = true;
+  const bool tied_carry = c.has_embedding && spec.model.share_embeddings_and_output_weights && !ctx_.grad_accumulation_fusion;
+  if (c.has_embedding && !tied_carry) bridge.carried_weight_grad = Bytes{d.padded_vocab / ctx_.tp * ctx_.hidden * ctx_.act_bytes};
+  cm.segments[last_decoder].carried_activation_grad = Bytes{ctx_.local_tokens * ctx_.hidden * ctx_.act_bytes};
+  cm.segments.insert(cm.segments.begin() + static_cast<std::ptrdiff_t>(at), std::move(bridge));
 }
 
 void StageBuilder::add_layers(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& c,

@@ -40,8 +40,14 @@ class StageBuilder {
   void add_mtp_and_output(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& c,
                           const ChunkPolicy& pol, ChunkModel& cm);
   Bytes deferred_wgrad_bytes(const model::RunSpec& spec, const model::Derived& d) const;
+  void link_t5_stacks(const model::RunSpec& spec, const model::Derived& d, const model::ModelChunk& c, ChunkModel& cm);
 
   ShapeContext ctx_;
+  // T5: the decoder's shapes (its sequence, the encoder's as the cross-attention's keys), and the step between
+  // the stacks (the encoder's final norm, the decoder tokens' embedding).
+  bool t5_ = false;
+  ShapeContext dec_ctx_;
+  LayerGraph t5_bridge_;
   bool hybrid_ = false;
   std::map<std::string, LayerGraph> graph_cache_;
   ProfileCache profiles_;

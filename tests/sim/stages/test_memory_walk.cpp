@@ -92,3 +92,35 @@ TEST_CASE("walk: the first backward creates its workspaces and keeps them", "[si
   CHECK(w.first.peak == Bytes{217 + 40 + 50});
   CHECK(w.steady.peak == Bytes{257 + 14 + 5});
 }
+
+// T5: the encoder output's gradient, which every decoder layer's cross-attention adds to, is carried from the last
+// decoder layer's backward (C's, first in backward) until the step between the stacks (Br) takes it over as its own
+// tensor's gradient: it is live through D's backward and gone before Br's.
+TEST_CASE("walk: a carried activation gradient lives from its start to the module that takes it over", "[sim][stages][walk][t5]") {
+  const std::vector<sim::ScheduleStep> steps = {{true, 0, 0}, {false, 0, 0}};
+  const auto sm = state();
+  const auto chunk = [](std::int64_t bwd_d, std::int64_t bwd_br, bool carry) {
+    ChunkModel cm;
+    cm.segments.push_back(module("A", 4, 8, 4, 2, 3));
+    cm.segments.push_back(module("Br", 4, 6, 4, 1, bwd_br));
+    cm.segments.push_back(module("D", 4, 5, 4, 1, bwd_d));
+    cm.segments.push_back(module("C", 4, 10, 2, 1, 2));
+    if (carry) {
+      cm.segments[3].carried_activation_grad = Bytes{7};
+      cm.segments[1].takes_carried_activation_grad = true;
+    }
+    return cm;
+  };
+  SECTION("D's backward peaks with the carried 7 bytes") {
+    const auto plain = walk_rank({chunk(100, 3, false)}, steps, sm, setup_for(10));
+    const auto carried = walk_rank({chunk(100, 3, true)}, steps, sm, setup_for(10));
+    CHECK(carried.steady.op == "D.backward");
+    CHECK((carried.steady.peak - plain.steady.peak).value == 7);
+  }
+  SECTION("Br's backward peaks without them") {
+    const auto plain = walk_rank({chunk(3, 100, false)}, steps, sm, setup_for(10));
+    const auto carried = walk_rank({chunk(3, 100, true)}, steps, sm, setup_for(10));
+    CHECK(carried.steady.op == "Br.backward");
+    CHECK(carried.steady.peak == plain.steady.peak);
+  }
+}

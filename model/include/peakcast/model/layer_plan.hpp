@@ -21,6 +21,10 @@ struct LayerSpec {
   MixerKind mixer = MixerKind::attention;
   FfnKind ffn = FfnKind::dense;
   bool is_mtp = false;
+  // T5 (t5_spec.py): an encoder layer (bidirectional self-attention over the encoder's sequence), or a decoder
+  // layer whose causal self-attention is followed by cross-attention over the encoder's output.
+  bool t5_encoder = false;
+  bool cross_attention = false;
   // Runs outside FP8 with BF16 weights although the model trains in FP8: one of the first / last
   // decoder layers under first_last_layers_bf16 (fp8_utils.py is_first_last_bf16_layer).
   bool high_precision = false;

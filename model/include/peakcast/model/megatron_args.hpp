@@ -1,7 +1,7 @@
 #pragma once
 // A Megatron-LM launch line -> a run spec. The whole line a user pastes:
 //   [VAR=value ...] [torchrun OPTS | python[3] [-m torch.distributed.run OPTS]] pretrain_gpt.py ARGS
-// (or pretrain_hybrid.py / pretrain_mamba.py, or ARGS alone), with backslash-newline continuations
+// (or pretrain_hybrid.py / pretrain_mamba.py, examples/bert/pretrain_bert.py, examples/t5/pretrain_t5.py, or ARGS alone), with backslash-newline continuations
 // and quotes. ARGS are read as the pinned Megatron-LM 24bad8e6 parser reads them
 // (configs/schema/megatron_args.json: every argument it defines, argparse with allow_abbrev=False),
 // then validate_args and the config builders (core_transformer_config_from_args, gpt/hybrid
@@ -41,7 +41,7 @@ struct MegatronLineImport {
   std::vector<std::string> ignored;          // defined arguments with no memory effect in peakcast
   std::vector<std::string> notes;            // values Megatron-LM derives or defaults, said once each
   std::map<std::string, KeyOrigin> origins;  // run-spec key path -> the argument or rule it came from
-  std::string script;                        // pretrain_gpt.py / pretrain_hybrid.py / pretrain_mamba.py, or ""
+  std::string script;                        // pretrain_gpt.py / _hybrid.py / _mamba.py / _bert.py / _t5.py, or ""
 };
 
 // The line -> a run-spec document (not yet parsed as a run spec).

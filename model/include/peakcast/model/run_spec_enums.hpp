@@ -25,6 +25,9 @@ enum class SoftmaxType { vanilla, off_by_one, learnable };
 // core_attention_module (peakcast): the core attention a Bridge layer spec puts in place of the one
 // transformer_impl / attention_backend pick: Gemma 2's FlexAttention module, Gemma 3's windowed TE one.
 enum class CoreAttentionModule { default_, gemma2, gemma3 };
+// Which Megatron Core model the training script builds: GPTModel (or HybridModel under a hybrid pattern),
+// BertModel (examples/bert/pretrain_bert.py) or T5Model (examples/t5/pretrain_t5.py).
+enum class Architecture { gpt, bert, t5 };
 
 // The eight selective-recompute tags of the pinned TransformerConfig.
 enum class RecomputeTag { core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts, gdn_norm_out };

@@ -25,6 +25,14 @@ struct ShapeContext {
   bool flex_attention = false;  // Gemma 2's FlexAttention core (Bridge Gemma2FlexDotProductAttention)
   bool fp8 = false;             // FP8 GEMM inputs saved as 1-byte copies
   bool sequence_parallel = false;
+  // The self-attention mask is a padding mask, not a causal one (BERT: bert_layer_specs.py:60, :113; T5's encoder:
+  // t5_spec.py:64, :137).
+  bool padding_mask = false;
+  // The causal self-attention is given the batch's mask instead of building one (T5's decoder, local spec:
+  // pretrain_t5.py:158-165, fused_softmax.py:323-327).
+  bool causal_mask_given = false;
+  // Cross-attention (T5's decoder): the encoder's sequence on this rank, the keys' length; 0 without.
+  std::int64_t kv_seq = 0;
   bool grad_accumulation_fusion = false;  // wgrad written straight into main_grad
   double moe_routing_imbalance = 1.0;     // received tokens / balanced share (1 = balanced)
   // PEFT (LoRA, the spec's peft section): every base weight frozen; adapters of rank lora_rank beside
@@ -39,6 +47,11 @@ struct ShapeContext {
 };
 
 ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived& d);
+
+// T5's decoder (pretrain_t5.py:140-194) beside the encoder's context `enc`: decoder_seq_length tokens a sequence, the
+// encoder's sequence as the cross-attention's keys, and under the local spec the batch's causal mask given to its
+// self-attention.
+ShapeContext t5_decoder_shape_context(const model::RunSpec& spec, const model::Derived& d, const ShapeContext& enc);
 
 // Channels of each head RoPE rotates: kv_channels x rotary_percent (at least 1) for standard
 // attention, qk_pos_emb_head_dim for MLA; 0 without rotary embeddings.

@@ -212,6 +212,28 @@ void CachingAllocatorModel::release(Handle handle) {
   insert_free(handle);
 }
 
+void CachingAllocatorModel::release_deferred(Handle handle) {
+  if (handle < 0 || static_cast<std::size_t>(handle) >= blocks_.size() || !at(handle).allocated)
+    throw std::logic_error("CachingAllocatorModel::release_deferred: not a live block");
+  Block& b = at(handle);
+  allocated_ -= b.size;  // free() updates the stats before insert_events
+  requested_ -= b.requested;
+  b.requested = 0;
+  deferred_.push_back(handle);  // still allocated to the pools: no request gets it, no neighbour merges it
+}
+
+void CachingAllocatorModel::complete_deferred() {
+  for (const int i : deferred_) {
+    Block& b = at(i);
+    b.allocated = false;
+    const int prev = b.prev, next = b.next;
+    try_merge(i, prev);
+    try_merge(i, next);
+    insert_free(i);
+  }
+  deferred_.clear();
+}
+
 void CachingAllocatorModel::add_free_segment(Bytes bytes) {
   if (bytes.value <= 0) return;
   const std::int64_t size = round_size(bytes.value, settings_);
@@ -276,6 +298,7 @@ void CachingAllocatorModel::release_blocks(bool small) {
 }
 
 void CachingAllocatorModel::release_cached_blocks() {
+  complete_deferred();  // synchronize_and_free_events
   release_blocks(false);
   release_blocks(true);
 }

@@ -61,6 +61,25 @@ void AllocRecorder::free(int id) {
   requested_ -= bytes_[static_cast<std::size_t>(id)].value;
 }
 
+// A parameter's gradient, dropped by the DDP hook. Under Megatron's local CUDA graphs every AccumulateGrad
+// node was made on the manager's side stream (DDP is built after the first CudaGraphManager switched to it,
+// and a node keeps the stream current when it was made: torch input_metadata.cpp), so once the eager modules
+// run on the default stream the autograd engine record_stream()s each gradient on the side stream
+// (input_buffer.cpp, InputBuffer::add) and its free waits for that stream's event (CUDACachingAllocator
+// free -> insert_events). The events are only found complete at the next malloc after the host waits for the
+// GPU, which the training loop first does in the optimizer step (optimizer()): measured on cg_gqa8b_* (H100,
+// session 24), the output layer's and the embedding's bf16 weight gradients of every micro-batch stayed out of
+// the cache until the step.
+void AllocRecorder::free_param_grad(int id) {
+  if (!defer_param_grads_ || id < 0) return free(id);
+  int& h = handle_[static_cast<std::size_t>(id)];
+  if (h < 0) return;
+  alloc_.release_deferred(h);
+  h = -1;
+  if (setup_.trace) setup_.trace->push_back(-static_cast<std::int64_t>(id) - 1);
+  requested_ -= bytes_[static_cast<std::size_t>(id)].value;
+}
+
 void AllocRecorder::free_all(std::vector<int>& ids) {
   for (const int id : ids) free(id);
   ids.clear();
@@ -68,8 +87,8 @@ void AllocRecorder::free_all(std::vector<int>& ids) {
 
 namespace {
 
-// A module script over slot -> id, through `allocate(bytes) -> id` and `release(id)` (which ignores
-// id < 0); a free of `keep_slot` or `also_keep` is skipped (the caller keeps that tensor).
+// A module script over slot -> id, through `allocate(bytes) -> id` and `release(id, param_grad)` (which
+// ignores id < 0); a free of `keep_slot` or `also_keep` is skipped (the caller keeps that tensor).
 template <class Allocate, class Release, class Workspaces>
 void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep,
                  Allocate&& allocate, Release&& release, Workspaces&& workspaces) {
@@ -81,17 +100,17 @@ void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>&
     int& s = slots[static_cast<std::size_t>(st.slot)];
     switch (st.kind) {
       case ModuleScript::Kind::alloc:
-        release(s);
+        release(s, false);
         s = allocate(Bytes{st.bytes});
         break;
       case ModuleScript::Kind::free:
         if (st.slot == keep_slot || st.slot == also_keep) break;
-        release(s);
+        release(s, st.param_grad);
         s = -1;
         break;
       case ModuleScript::Kind::move: {
         int& f = slots[static_cast<std::size_t>(st.from)];
-        if (s != f) release(s);
+        if (s != f) release(s, false);
         s = f;
         f = -1;
         break;
@@ -106,8 +125,8 @@ void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>&
 // A script over slot -> tensor id.
 void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep) {
   play_script(
-      steps, slots, keep_slot, also_keep, [this](Bytes b) { return alloc(b); }, [this](int id) { free(id); },
-      [this] { backward_started(); });
+      steps, slots, keep_slot, also_keep, [this](Bytes b) { return alloc(b); },
+      [this](int id, bool param_grad) { param_grad ? free_param_grad(id) : free(id); }, [this] { backward_started(); });
 }
 
 // Model build (a tensor per parameter), the DDP wrap (param_data and grad_data per buffer; with the
@@ -187,7 +206,7 @@ void AllocRecorder::begin_pass(int iteration, bool first, bool graphed, bool who
 void AllocRecorder::play_in_pool(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots) {
   play_script(
       steps, slots, -1, -1, [this](Bytes b) { return pool_.allocate(b); },
-      [this](int h) {
+      [this](int h, bool) {
         if (h >= 0) pool_.release(h);
       },
       [] {});  // a captured layer's workspaces are the eager cache's
@@ -260,6 +279,7 @@ void AllocRecorder::capture_at_schedule_end() {
   captured_ = capture_layer_graphs();
   alloc(setup_.graph_static_buffers);
   stream_ = kDefaultStream;
+  defer_param_grads_ = true;  // free_param_grad
   for (int k = 0; k < setup_.forward_workspaces + setup_.backward_workspaces; ++k) alloc(setup_.cublas_workspace);
 }
 
@@ -290,6 +310,7 @@ void AllocRecorder::flush(bool first) {
 // next zero_grad, before the next forward.
 void AllocRecorder::optimizer(bool first) {
   if (first) capture_at_schedule_end();
+  alloc_.complete_deferred();  // the step's first host sync (free_param_grad)
   static const std::string step_name = "optimizer.step";
   note(&step_name, "optimizer");
   const model::StaticMemory& sm = *setup_.sm;

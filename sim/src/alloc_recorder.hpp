@@ -75,6 +75,7 @@ class AllocRecorder {
 
   int alloc(Bytes bytes);
   void free(int id);
+  void free_param_grad(int id);
   void free_all(std::vector<int>& ids);
   Bytes bytes_of(int id) const { return id >= 0 ? bytes_[static_cast<std::size_t>(id)] : Bytes{}; }
   void play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep = -1);
@@ -98,6 +99,7 @@ class AllocRecorder {
   model::CachingAllocatorModel alloc_;
   model::CachingAllocatorModel pool_;  // the local graphs' private pool (CudaGraphManager.global_mempool)
   bool captured_ = false;
+  bool defer_param_grads_ = false;  // local graphs, after the captures: free_param_grad defers
   // The stream the eager requests are made on: Megatron's local graphs switch to a side stream when the
   // first CudaGraphManager is built and back to the default one after the captures.
   static constexpr int kDefaultStream = 0, kManagerStream = 1;

@@ -18,6 +18,7 @@ int GraphBuilder::op(const std::string& name, const std::vector<int>& in, const 
   o.backward_flops = a.backward_flops >= 0 ? a.backward_flops : (a.gemm ? 2 * a.flops : a.flops);
   o.forward_workspace = a.ws;
   o.backward_workspace = a.bws;
+  o.param_grad = a.param_grad;
   o.is_gemm = a.gemm;
   o.is_attention_core = a.attention;
   o.is_fused_attention = a.fused_attention;
@@ -83,11 +84,13 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   // Unfused, param.grad lives until the DDP hook adds it into main_grad; fused, the GEMM writes
   // main_grad and autograd gets the cached dummy of this shape (tensor_parallel/layers.py:690-716,
   // TE's get_dummy_wgrad for its own modules).
+  Bytes wgrad{};
   if (frozen) {
   } else if (c_.grad_accumulation_fusion) {
     g_.dummy_wgrad_shapes.emplace_back(n, k);
   } else {
-    bws += act(k, n);
+    wgrad = act(k, n);
+    bws += wgrad;
   }
   const int out = tensor(name + ".out", act(out_rows, n));
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(n);
@@ -110,6 +113,7 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   o.backward_flops = frozen ? flops : 2 * flops;  // dgrad only when frozen
   o.forward_workspace = ws;
   o.backward_workspace = bws;
+  o.param_grad = wgrad;
   o.is_gemm = true;
   o.comm_bytes = comm;
   o.backward_comm_bytes = bcomm;

@@ -214,8 +214,9 @@ LayerGraph build_embedding_graph(const model::RunSpec& spec, const model::Derive
   const Bytes full = c.sequence_parallel ? b.act(c.tokens, c.hidden) : Bytes{};
   // Its backward builds the dense [V/tp, h] weight gradient whatever the wgrad fusion: only linear
   // layers accumulate into main_grad directly. Frozen (PEFT), it has no backward at all.
-  const Bytes bws = c.frozen_base ? Bytes{} : full + b.act(d.padded_vocab / c.tp, c.hidden);
-  b.op("word_embeddings", {.in = {ids}, .out = {out}, .save = {ids}, .ws = full, .bws = bws});
+  const Bytes wgrad = c.frozen_base ? Bytes{} : b.act(d.padded_vocab / c.tp, c.hidden);
+  const Bytes bws = c.frozen_base ? Bytes{} : full + wgrad;
+  b.op("word_embeddings", {.in = {ids}, .out = {out}, .save = {ids}, .ws = full, .bws = bws, .param_grad = wgrad});
   int emb = out;
   if (spec.model.hidden_dropout > 0) {
     const int dropped = b.tensor("dropout.out", b.act(c.local_tokens, c.hidden));

@@ -97,16 +97,20 @@ void write_replay(Writer& w, BackwardState& st, InRegion&& in_region) {
     if (tmp[t]) st.alive[t] = true;
 }
 
-// The requests an op's backward scratch makes: its listed blocks, then the rest of the workspace.
+// The requests an op's backward scratch makes: its listed blocks, the rest of the workspace, then the
+// parameter's gradient (OpNode::param_grad) as a block of its own, the last.
 std::vector<std::int64_t> scratch_blocks(const OpNode& op) {
   std::vector<std::int64_t> blocks;
   std::int64_t rest = op.backward_workspace.value;
+  const std::int64_t param_grad = op.param_grad.value > 0 && op.param_grad.value <= rest ? op.param_grad.value : 0;
+  rest -= param_grad;
   for (const Bytes b : op.backward_blocks) {
     if (b.value <= 0 || b.value > rest) continue;
     blocks.push_back(b.value);
     rest -= b.value;
   }
   if (rest > 0) blocks.push_back(rest);
+  if (param_grad > 0) blocks.push_back(param_grad);
   return blocks;
 }
 
@@ -114,10 +118,15 @@ std::vector<std::int64_t> scratch_blocks(const OpNode& op) {
 void write_op_backward(Writer& w, BackwardState& st, int i) {
   const OpNode& op = w.g.ops[static_cast<std::size_t>(i)];
   const auto blocks = scratch_blocks(op);
+  const bool last_is_param_grad = op.param_grad.value > 0 && op.param_grad.value <= op.backward_workspace.value;
   const auto scratch = [&](bool take) {
     for (std::size_t k = 0; k < blocks.size(); ++k) {
-      if (take) w.alloc(w.scratch(static_cast<std::int32_t>(k)), blocks[k]);
-      else w.free(w.scratch(static_cast<std::int32_t>(k)));
+      if (take) {
+        w.alloc(w.scratch(static_cast<std::int32_t>(k)), blocks[k]);
+      } else {
+        w.free(w.scratch(static_cast<std::int32_t>(k)));
+        w.out->back().param_grad = last_is_param_grad && k + 1 == blocks.size();
+      }
     }
   };
   if (op.backward_scratch_first && op.backward_renews_output_grad && blocks.size() > 1) {

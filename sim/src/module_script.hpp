@@ -23,6 +23,9 @@ struct ModuleScript {
     std::int32_t slot;
     std::int32_t from;   // move only
     std::int64_t bytes;  // alloc only
+    // free only: the block is a parameter's gradient the DDP hook drops (OpNode::param_grad); under
+    // Megatron's local CUDA graphs its release waits for the host's next sync (alloc_recorder.cpp).
+    bool param_grad = false;
   };
   std::vector<Step> forward, backward;
   std::int32_t tensors = 0;          // n

@@ -121,6 +121,33 @@ TEST_CASE("streams: a block freed on one stream is not reused by another", "[mod
   CHECK(a.reserved() == Bytes{40 * MiB});
 }
 
+TEST_CASE("a block another stream used leaves the allocated bytes at free but the cache only after its events",
+          "[model][allocator]") {
+  // CUDACachingAllocator free(): the stats drop, then insert_events; process_events frees the block.
+  CachingAllocatorModel a;
+  const auto g = a.allocate(Bytes{100 * MiB});
+  a.release_deferred(g);
+  CHECK(a.allocated() == Bytes{0});
+  CHECK(a.reserved() == Bytes{100 * MiB});
+  const auto x = a.allocate(Bytes{100 * MiB});  // the deferred block is not reusable: a new segment
+  CHECK(a.reserved() == Bytes{200 * MiB});
+  a.release(x);
+  a.complete_deferred();  // both 100 MiB segments cached now
+  a.allocate(Bytes{100 * MiB});
+  a.allocate(Bytes{100 * MiB});
+  CHECK(a.reserved() == Bytes{200 * MiB});
+  CHECK(a.allocated() == Bytes{200 * MiB});
+  // Before freeing cached segments for a request the device refuses, torch synchronizes and frees the
+  // deferred blocks (release_cached_blocks -> synchronize_and_free_events): they can be released too.
+  CachingAllocatorModel b(model::AllocatorSettings{.capacity = 200 * MiB});
+  const auto y = b.allocate(Bytes{100 * MiB});
+  b.allocate(Bytes{100 * MiB});
+  b.release_deferred(y);
+  CHECK(b.allocate(Bytes{150 * MiB}) == CachingAllocatorModel::kFailed);  // 100 MiB still held, 100 free after the retry
+  CHECK(b.reserved() == Bytes{100 * MiB});
+  CHECK(b.allocate(Bytes{100 * MiB}) != CachingAllocatorModel::kFailed);
+}
+
 TEST_CASE("max_split_size: oversize blocks are not split and serve only requests within 20 MiB", "[model][allocator]") {
   model::AllocatorSettings s;
   s.max_split_size = 100 * MiB;

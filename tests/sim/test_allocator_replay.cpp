@@ -200,3 +200,30 @@ TEST_CASE("the output layer's backward marks where the cuBLAS workspaces appear:
     }
   }
 }
+
+TEST_CASE("the output layer's and the embedding's weight gradients are the blocks the DDP hook drops", "[sim][allocator]") {
+  // param.grad of the output layer (unfused wgrad, [V/TP, h]) and the embedding's dense gradient (whatever
+  // the wgrad fusion): their frees are the ones local CUDA graphs defer to the optimizer step.
+  for (const auto& text : specs()) {
+    model::RunSpec spec = spec_from(text);
+    const model::Derived d = model::derive(spec);
+    const sim::ShapeContext ctx = sim::make_shape_context(spec, d);
+    const std::int64_t wgrad = d.padded_vocab / spec.model.tensor_model_parallel_size * spec.model.hidden_size * 2;  // bf16
+    const auto param_grad_frees = [](const sim::LayerGraph& g) {
+      const auto script = sim::detail::module_script(g, sim::CheckpointSet{});
+      std::vector<std::int64_t> slot_bytes(static_cast<std::size_t>(script.slots()), 0), freed;
+      for (const auto& st : script.backward) {
+        if (st.kind == sim::detail::ModuleScript::Kind::alloc) slot_bytes[static_cast<std::size_t>(st.slot)] = st.bytes;
+        if (st.kind == sim::detail::ModuleScript::Kind::free && st.param_grad) freed.push_back(slot_bytes[static_cast<std::size_t>(st.slot)]);
+      }
+      return freed;
+    };
+    const auto out = param_grad_frees(sim::build_output_graph(spec, d, ctx));
+    if (spec.model.gradient_accumulation_fusion) {
+      CHECK(out.empty());  // the GEMM accumulates into main_grad; autograd gets the cached dummy
+    } else {
+      CHECK(out == std::vector<std::int64_t>{wgrad});
+    }
+    CHECK(param_grad_frees(sim::build_embedding_graph(spec, d, ctx)) == std::vector<std::int64_t>{wgrad});
+  }
+}

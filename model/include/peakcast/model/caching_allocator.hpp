@@ -23,7 +23,9 @@
 // - expandable_segments: one segment per (stream, pool) grows in pages of 2 MiB (small) or 20 MiB
 //   (large) mapped at the lowest free address that fits (find_expandable_block, map_block); freeing
 //   cached memory unmaps whole free pages (unmap_block).
-// Not modelled: CUDA-graph private pools, record_stream's deferred frees, garbage_collection_threshold
+// - free's deferral for blocks other streams used (insert_events / process_events): release_deferred,
+//   complete_deferred; release_cached_blocks synchronizes first (synchronize_and_free_events).
+// Not modelled: CUDA-graph private pools, garbage_collection_threshold
 // with a memory fraction, IPC, the cudaMalloc addresses themselves (segments get increasing ones).
 #include <cstdint>
 #include <limits>
@@ -77,6 +79,11 @@ class CachingAllocatorModel {
   // Hands out a block for `bytes` requested on `stream`; the handle frees it.
   Handle allocate(Bytes bytes, int stream = 0);
   void release(Handle handle);
+  // free() of a block another stream used (record_stream): the allocated bytes drop now, but the block
+  // returns to the cache only once that stream's events have completed (insert_events, then
+  // process_events' free_block), which complete_deferred() stands for: the host synchronized.
+  void release_deferred(Handle handle);
+  void complete_deferred();
   // Memory the allocator already holds, free: one large-pool segment of `bytes` (e.g. what a
   // forward-backward freed). Requests are carved from it before new segments are made.
   void add_free_segment(Bytes bytes);
@@ -159,7 +166,8 @@ class CachingAllocatorModel {
 
   AllocatorSettings settings_;
   std::vector<Block> blocks_;
-  std::vector<int> dead_;  // reusable block slots
+  std::vector<int> dead_;      // reusable block slots
+  std::vector<int> deferred_;  // freed blocks waiting for another stream's events (release_deferred)
   std::vector<Expandable> expandables_;
   Pool small_, large_;
   std::multiset<std::int64_t> free_sizes_;  // sizes of the mapped free blocks

@@ -49,6 +49,10 @@ struct OpNode {
   std::vector<int> keeps_alive;  // tensors a Python local keeps referenced until this op (no grad flow)
   Bytes forward_workspace;       // scratch live only while the op runs forward
   Bytes backward_workspace;      // scratch live only while its backward runs (e.g. wgrad, re-gather)
+  // The part of backward_workspace that is a parameter's gradient: an unfused linear's weight gradient or
+  // the embedding's dense one, which AccumulateGrad makes param.grad and the DDP hook adds into main_grad
+  // and drops (distributed_data_parallel.py:495-499). A request of its own, the backward's last block.
+  Bytes param_grad;
   // Where the backward's scratch is several tensors: the first of them, each its own request to the
   // caching allocator, all live together (what backward_workspace holds beyond their sum is one more).
   std::vector<Bytes> backward_blocks;

@@ -23,7 +23,10 @@ struct ShapeContext {
   bool te = true;               // Transformer Engine modules (fused LN-linear, fused attention)
   bool fused_attention = true;  // flash/fused attention kernel (no s*s tensors)
   bool flex_attention = false;  // Gemma 2's FlexAttention core (Bridge Gemma2FlexDotProductAttention)
-  bool fp8 = false;             // FP8 GEMM inputs saved as 1-byte copies
+  // The unfused core is Megatron's DotProductAttention (dot_product_attention.py) rather than TE's
+  // UnfusedDotProductAttention: the local stack, attention_backend local, or a layer spec naming it (EXAONE 4).
+  bool megatron_attention = false;
+  bool fp8 = false;  // FP8 GEMM inputs saved as 1-byte copies
   bool sequence_parallel = false;
   bool grad_accumulation_fusion = false;  // wgrad written straight into main_grad
   double moe_routing_imbalance = 1.0;     // received tokens / balanced share (1 = balanced)

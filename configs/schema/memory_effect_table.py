@@ -243,10 +243,15 @@ S(M, "post_linear_layernorm",
   "the Gemma layer specs' TERowParallelLinearLayerNorm as linear_proj and linear_fc2: a TENorm on each output, which "
   "saves that output and the fp32 inverse RMS (TE ops/basic/rmsnorm.py:187-203), two [h] weights a layer",
   "bridge:src/megatron/bridge/models/common/te_layers.py:47-57")
+S(M, "pre_linear_layernorm",
+  "false: EXAONE 4's layer spec, plain TEColumnParallelLinear linear_qkv / linear_fc1 and no input or pre-MLP norm: "
+  "the linears save the layer input and the post-attention residual themselves, no normalized copy or inverse RMS, "
+  "and no norm weights", "bridge:src/megatron/bridge/models/exaone/exaone4/exaone4_provider.py:78")
 S(M, "core_attention_module",
   "gemma2: Gemma2FlexDotProductAttention's FlexAttention path (query, key, the whole QKV output as the value's base, "
   "the output and an fp32 LSE saved; no score-sized tensor); gemma3: Gemma3TEDotProductAttention, TE attention with a "
-  "per-layer window (same tensors as TE's)", f"{G2P}:385-403")
+  "per-layer window (same tensors as TE's); dot_product: Megatron's DotProductAttention (GQA-expanded K and V, the "
+  "[b, np, s, s] scores and probabilities, the global 'mpu' scores buffer)", f"{G2P}:385-403")
 S(M, "scale_embeddings_by_hidden_size",
   "Gemma's embedding * sqrt(hidden) out of place: one embedding-sized transient at the lookup, nothing saved",
   "bridge:src/megatron/bridge/models/gemma/modules.py:39-40")

@@ -67,13 +67,62 @@ std::optional<std::string> unsupported_class(const std::string& cls) {
        "Gemma 4's own local layer (modeling_gemma4.py:518-717): per-layer embeddings (a [262144, layers x 256] table and "
        "projection, :884-957), global layers with their own head width and KV groups (:301-314), K/V shared across the last "
        "num_kv_shared_layers layers (:326-354); docs/research/gemma-memory-facts.md section 7"},
-      {"ExaoneMoeModelProvider", "EXAONE MoE's own layer spec"},
+      {"ExaoneMoeModelProvider",
+       "EXAONE MoE's own layer spec (exaone_moe_provider.py:47-164): per-layer SwiGLU limits (activation_func_clamp_value from "
+       "swiglu_limits, :88-90), a dense MTP layer under a MoE decoder (_MTPDenseLayerSpecsList, :47-57, :155-162) and RoPE skipped "
+       "on the full-attention layers (no_rope_freq, exaone_moe_bridge.py:118-131), none of which peakcast simulates; no config.json "
+       "of K-EXAONE-236B-A23B or K-EXAONE-2.0-750B-A37B was found either (configs/hf/index.json); "
+       "docs/research/exaone-qwen35-memory-facts.md section 2"},
       {"MiniMaxM3ModelProvider", "MiniMax M3's sparse attention"},
       {"Step35ModelProvider", "Step 3.5's own layer spec"}};
   const std::string short_name = cls.substr(cls.rfind('.') + 1);
   const auto it = s.find(short_name);
   if (it == s.end()) return std::nullopt;
   return it->second;
+}
+
+// A Python list-of-strings literal as the catalogue records a recipe's assignment ("['Qwen3_5ForCausalLM']").
+std::optional<json> python_string_list(const std::string& text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+  json out = json::array();
+  std::size_t i = 1;
+  while (i + 1 < text.size()) {
+    while (i + 1 < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
+    if (i + 1 >= text.size()) break;
+    const char q = text[i];
+    if (q != '\'' && q != '"') return std::nullopt;
+    const auto end = text.find(q, i + 1);
+    if (end == std::string::npos) return std::nullopt;
+    out.push_back(text.substr(i + 1, end - i - 1));
+    i = end + 1;
+  }
+  return out;
+}
+
+// The config object the recipe hands AutoBridge: the published config.json, or one of its nested configs
+// (AutoConfig.from_pretrained(id).text_config, e.g. recipes/qwen/gb200/qwen35.py:37) with the recipe's own
+// assignments on it (text_config.architectures, :40). `why` names what could not be read.
+std::optional<json> recipe_hf_view(const json& hf, const json& mp, std::string& why) {
+  if (!mp.contains("hf_config") || !mp["hf_config"].is_object()) return hf;
+  const json& h = mp["hf_config"];
+  json view = hf;
+  if (const std::string sub = string_or(h, "hf_config_sub"); !sub.empty()) {
+    if (!hf.contains(sub) || !hf[sub].is_object()) {
+      why = "the recipe takes the config's " + sub + ", which the shipped config.json lacks";
+      return std::nullopt;
+    }
+    view = hf[sub];
+  }
+  const json set = h.value("hf_config_set", json::object());
+  for (const auto& [k, v] : set.items()) {
+    const auto parsed = v.is_array() && !v.empty() && v[0].is_string() ? python_string_list(v[0].get<std::string>()) : std::nullopt;
+    if (!parsed) {
+      why = "the recipe sets the config's " + k + " to " + v.dump().substr(0, 60) + ", which peakcast cannot read";
+      return std::nullopt;
+    }
+    view[k] = *parsed;
+  }
+  return view;
 }
 
 // The GPU of the recipe's folder (recipes/<family>/<gpu>/), as a shipped GPU preset.
@@ -155,7 +204,13 @@ bool RecipeBuilder::model() {
   json m = json::object();
   if (string_or(mp, "kind") == "hf") {
     const std::string id = string_or(mp, "hf_model_id");
-    const auto hf = shipped_hf_config(id);
+    auto hf = shipped_hf_config(id);
+    std::string why_view;
+    if (hf) hf = recipe_hf_view(*hf, mp, why_view);
+    if (!why_view.empty()) {
+      error("model_provider.hf_config", "recipe_value_unresolved", why_view + " (" + string_or(mp["hf_config"], "hf_config_src") + ")");
+      return false;
+    }
     if (const auto why = hf ? std::optional<std::string>() : hf_not_simulated(id)) {
       error("model_provider.hf_model_id", "recipe_model_not_simulated", id + " is not simulated: " + *why + "; its config.json is not shipped (configs/hf/index.json)");
       return false;

@@ -164,6 +164,7 @@ void Mapper::rules() {
   const std::int64_t layers = int_or(hf, "num_hidden_layers", 0);
   for (const auto& r : arch.value("rules", json::array())) {
     const std::string rule = r.get<std::string>();
+    if (exaone_rule(rule) || qwen35_rule(rule)) continue;
     if (rule == "moe_layer_freq_from_first_k_dense") {  // deepseek_v2_bridge.py:79-81, deepseek_v3_bridge.py:92-94
       // A layer count past any model's is left to the run spec's size check (model.num_layers), unbuilt.
       if (layers <= 0 || layers > (std::int64_t{1} << 20)) continue;

@@ -1,7 +1,7 @@
 #pragma once
 // The state of one config.json's mapping (map_hf_config, hf_config.cpp): the config, its architecture's
 // row of configs/hf/architectures.json, the provider fields made so far and the keys read. The
-// architecture-specific rules live beside it (hf_config_nemotron_h.cpp). Private to peakcast_model.
+// architecture-specific rules live beside it (hf_config_nemotron_h.cpp, hf_config_exaone.cpp, hf_config_qwen35.cpp). Private to peakcast_model.
 #include <set>
 #include <string>
 #include <utility>
@@ -50,6 +50,9 @@ struct Mapper {
   void nemotron_h_checks();
   void refuse_unless(const char* key, const nlohmann::json& accepted, const std::string& why);
   void gemma3_provider_fields();
+  // Family rules in their own files (hf_config_exaone.cpp, hf_config_qwen35.cpp): true when `rule` is theirs.
+  bool exaone_rule(const std::string& rule);
+  bool qwen35_rule(const std::string& rule);
 };
 
 }  // namespace peakcast::model::detail

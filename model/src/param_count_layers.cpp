@@ -69,7 +69,8 @@ void add_attention(ParamList& out, const ModelSpec& m, const Derived& d, const S
   if (m.add_bias_linear) add(out, "self_attention.linear_proj.bias", h);
   // TERowParallelLinearLayerNorm's TENorm(config, output_size) (te_layers.py:47), replicated over TP.
   if (m.post_linear_layernorm) add_norm(out, "self_attention.linear_proj.post_layernorm", m, h);
-  add_norm(out, "self_attention.linear_qkv.layer_norm", m, h);
+  // EXAONE 4's linear_qkv is a plain TEColumnParallelLinear, no fused input norm (exaone4_provider.py:78).
+  if (m.pre_linear_layernorm) add_norm(out, "self_attention.linear_qkv.layer_norm", m, h);
   add_gemm(out, "self_attention.linear_qkv.weight", qkv_local, h, GemmMode::column);
   if (m.add_bias_linear || m.add_qkv_bias) add(out, "self_attention.linear_qkv.bias", qkv_local);
   if (m.qk_layernorm) {
@@ -247,7 +248,7 @@ ParamList layer_params(const LayerSpec& layer, const ModelSpec& m, const Derived
   }
   if (layer.cross_attention) add_cross_attention(out, m, d, s);
   switch (layer.ffn) {
-    case FfnKind::dense: add_dense_mlp(out, "mlp", m, d.ffn, s.tp, true); break;
+    case FfnKind::dense: add_dense_mlp(out, "mlp", m, d.ffn, s.tp, m.pre_linear_layernorm); break;  // exaone4_provider.py:87
     case FfnKind::moe: add_moe(out, m, d, s); break;
     case FfnKind::none: break;
   }

@@ -49,9 +49,11 @@ void fill_shape(const Reader& r, ModelSpec& m) {
   r.read("qk_layernorm_full_width", m.qk_layernorm_full_width);
   r.read("attention_output_gate", m.attention_output_gate);
   r.read("post_linear_layernorm", m.post_linear_layernorm);
+  r.read("pre_linear_layernorm", m.pre_linear_layernorm);
   if (auto n = r.name("core_attention_module"))
-    m.core_attention_module = *n == "gemma2" ? CoreAttentionModule::gemma2 : *n == "gemma3" ? CoreAttentionModule::gemma3
-                                                                                            : CoreAttentionModule::default_;
+    m.core_attention_module = *n == "gemma2" ? CoreAttentionModule::gemma2 : *n == "gemma3"    ? CoreAttentionModule::gemma3
+                                                                         : *n == "dot_product" ? CoreAttentionModule::dot_product
+                                                                                               : CoreAttentionModule::default_;
   r.read("scale_embeddings_by_hidden_size", m.scale_embeddings_by_hidden_size);
   r.read("final_logit_softcapping", m.final_logit_softcapping);
   if (auto n = r.name("position_embedding_type")) {

@@ -28,6 +28,7 @@ Diagnostics validate(const RunSpec& spec) {
     detail::validate_mlp(spec, sink);
     detail::validate_attention(spec, sink);
     detail::validate_gemma(spec, sink);
+    detail::validate_exaone(spec, sink);
     detail::validate_dsa(spec, sink);
     detail::validate_hybrid(spec, sink);
     detail::validate_ddp(spec, sink);

@@ -16,8 +16,11 @@ bool dsa(const ModelSpec& m) {
          (m.hybrid_override_pattern && m.hybrid_override_pattern->find('D') != std::string::npos);
 }
 bool mla_like(const ModelSpec& m) { return m.multi_latent_attention || dsa(m); }
+// Megatron's DotProductAttention is the core: the local stack, attention_backend local (Bridge's provide()
+// swaps it in, gpt_provider.py:277-279), or a layer spec naming it (EXAONE 4, exaone4_provider.py:79).
 bool local_core_attention(const ModelSpec& m) {
-  return m.transformer_impl == TransformerImpl::local || m.attention_backend == AttentionBackend::local;
+  return m.transformer_impl == TransformerImpl::local || m.attention_backend == AttentionBackend::local ||
+         m.core_attention_module == CoreAttentionModule::dot_product;
 }
 
 void mla(const ModelSpec& m, const ClusterSpec& c, RuleSink& sink) {
@@ -114,8 +117,15 @@ void rope_and_norms(const RunSpec& spec, RuleSink& sink) {
 
 // The local DotProductAttention splits the query groups over TP (dot_product_attention.py:81), which
 // transformer_config.py:1342 lets be fewer than TP (Attention then gives each rank one KV head, attention.py:355-360).
-void core_attention(const ModelSpec& m, std::int64_t mbs, RuleSink& sink) {
-  const std::int64_t tp = m.tensor_model_parallel_size;
+void core_attention(const ModelSpec& m, const TrainSpec& t, RuleSink& sink) {
+  const std::int64_t tp = m.tensor_model_parallel_size, mbs = t.micro_batch_size;
+  // Packed batches reach the core attention as packed_seq_params (attention.py:1544-1574), which
+  // DotProductAttention.forward asserts away at the first forward.
+  if (local_core_attention(m) && t.packed_sequence)
+    sink.error("train.packed_sequence", "dot_product_attention_packed_sequence",
+               "Packed sequence is not supported by DotProductAttention.Please use TEDotProductAttention instead. "
+               "(dot_product_attention.py:153-156, at the first forward; the core is Megatron's DotProductAttention under "
+               "transformer_impl local, attention_backend local or a layer spec that names it, e.g. exaone4_layer_spec)");
   const std::int64_t groups = m.num_query_groups.value_or(m.num_attention_heads);
   if (local_core_attention(m) && !m.multi_latent_attention && groups > 0 && groups % tp != 0 && tp % groups == 0)
     sink.error("model.num_query_groups", "query_groups_below_tp_local_attention",
@@ -263,7 +273,7 @@ void validate_attention(const RunSpec& spec, RuleSink& sink) {
   const ModelSpec& m = spec.model;
   mla(m, spec.cluster, sink);
   rope_and_norms(spec, sink);
-  core_attention(m, spec.train.micro_batch_size, sink);
+  core_attention(m, spec.train, sink);
   context_parallel(spec, sink);
   attention_sinks(m, sink);
   full_width_qk_norms(m, sink);

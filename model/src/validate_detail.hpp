@@ -91,6 +91,7 @@ void validate_moe_experts(const RunSpec& spec, RuleSink& sink);
 void validate_mlp(const RunSpec& spec, RuleSink& sink);
 void validate_attention(const RunSpec& spec, RuleSink& sink);
 void validate_gemma(const RunSpec& spec, RuleSink& sink);
+void validate_exaone(const RunSpec& spec, RuleSink& sink);
 void validate_dsa(const RunSpec& spec, RuleSink& sink);
 void validate_hybrid(const RunSpec& spec, RuleSink& sink);
 void validate_ddp(const RunSpec& spec, RuleSink& sink);

@@ -34,7 +34,8 @@ void gemma2_attention(const RunSpec& spec, RuleSink& sink) {
 
 // TERowParallelLinearLayerNorm and the Gemma layer specs (te_layers.py, gemma2_layer_spec, gemma3_layer_spec).
 void gemma_layer_spec(const ModelSpec& m, RuleSink& sink) {
-  const bool gemma_spec = m.post_linear_layernorm || m.core_attention_module != CoreAttentionModule::default_;
+  const bool gemma_spec = m.post_linear_layernorm || m.core_attention_module == CoreAttentionModule::gemma2 ||
+                          m.core_attention_module == CoreAttentionModule::gemma3;
   if (gemma_spec && m.transformer_impl == TransformerImpl::local)
     sink.error("model.transformer_impl", "gemma_layer_spec_needs_te",
                "the Gemma layer specs build Transformer Engine linears and norms whatever transformer_impl says "

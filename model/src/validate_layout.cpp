@@ -244,10 +244,11 @@ void world_and_context(const RunSpec& spec, RuleSink& sink) {
   }
 
   // CP runs only through TE's attention (dot_product_attention.py:57-59)
-  if (cp > 1 && (m.transformer_impl == TransformerImpl::local || m.attention_backend == AttentionBackend::local)) {
+  if (cp > 1 && (m.transformer_impl == TransformerImpl::local || m.attention_backend == AttentionBackend::local ||
+                 m.core_attention_module == CoreAttentionModule::dot_product)) {
     sink.error("model.context_parallel_size", "context_parallel_needs_te_attention",
                "Context parallelism is only supported by TEDotProductAttention! (dot_product_attention.py:59); "
-               "transformer_impl local or attention_backend local builds DotProductAttention");
+               "transformer_impl local, attention_backend local or a layer spec naming it (exaone4_provider.py:79) builds DotProductAttention");
   }
   if (cp > 1 && m.seq_length % (2 * cp) != 0) {
     sink.error("model.seq_length", "seq_divisible_by_2cp",

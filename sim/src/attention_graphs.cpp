@@ -55,7 +55,8 @@ std::int64_t softmax_batch_per_block(std::int64_t sk) {
 
 // Whether the causal self-attention softmax runs as one fused kernel, as the module the layer uses
 // decides it for its shapes [b, np, sq, sk]:
-// - Megatron's DotProductAttention (local spec): FusedScaleMaskSoftmax.is_kernel_available
+// - Megatron's DotProductAttention (local spec, attention_backend local, EXAONE 4's layer spec):
+//   FusedScaleMaskSoftmax.is_kernel_available
 //   (fused_softmax.py:238-270): masked_softmax_fusion (TransformerConfig default False, Megatron-LM's
 //   CLI default True), fp16/bf16 input, 16 < sk <= 4096, sq, sk and b x np multiples of 4, and b x np a
 //   multiple of the kernel's rows per block.
@@ -73,7 +74,7 @@ bool fused_softmax_kernel(const model::RunSpec& spec, const ShapeContext& c, std
   const std::int64_t batches = c.batch * np;
   if (c.act_bytes != 2) return false;  // input_in_float16: fp16 or bf16
   const std::int64_t per_block = softmax_batch_per_block(sk);
-  if (!c.te) {
+  if (c.megatron_attention) {
     return spec.model.masked_softmax_fusion && sk > 16 && sk <= 4096 && sq % 4 == 0 && sk % 4 == 0 && batches % 4 == 0 &&
            (padded ? sq : batches) % per_block == 0;
   }
@@ -106,7 +107,7 @@ int sink_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double
   const ShapeContext& c = b.ctx();
   const double E1 = E + double(c.batch) * np * c.seq;  // one more column a row
   const auto e = [](double n, std::int64_t bytes) { return Bytes{checked_count(n)} * bytes; };
-  const int mask = causal_mask(b, c.seq, c.te ? c.seq + 1 : c.seq);
+  const int mask = causal_mask(b, c.seq, !c.megatron_attention ? c.seq + 1 : c.seq);
   const bool fp32 = spec.model.attention_softmax_in_fp32;
   const std::int64_t sm_bytes = fp32 ? kFp32 : c.act_bytes;
   int in = scores;
@@ -119,7 +120,7 @@ int sink_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double
   const int p = b.tensor("softmax.out_with_sink", e(E1, sm_bytes));
   b.op("softmax", {.in = {with_sink}, .out = {p}, .save = {p}, .region = kCoreAttn, .flops = 5.0 * E1, .bws = e(E1, sm_bytes), .bytes_moved = 2.0 * E1 * double(sm_bytes)});
   if (!fp32) return p;  // the bmm saves a view of it
-  const int probs = b.tensor("softmax.out", c.te ? e(E1, c.act_bytes) : e(E, c.act_bytes));
+  const int probs = b.tensor("softmax.out", !c.megatron_attention ? e(E1, c.act_bytes) : e(E, c.act_bytes));
   b.op("softmax.to_act_dtype", {.in = {p}, .out = {probs}, .keep = {in}, .region = kCoreAttn});
   return probs;
 }
@@ -133,7 +134,7 @@ int torch_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, doubl
   const int probs = b.tensor("softmax.out", probs_bytes);
   // Two kernels: masked_fill_ in place on the scores (read, write) and softmax (read, write).
   b.op("softmax", {.in = {scores, mask}, .out = {probs}, .save = {probs, mask}, .region = kCoreAttn, .flops = 5.0 * E, .bws = probs_bytes, .bytes_moved = 4.0 * E * double(c.act_bytes) + mask_bytes});
-  if (!c.te) {
+  if (c.megatron_attention) {
     // Megatron's scores are a view of the baddbmm result (dot_product_attention.py:194-203) and the mask
     // is filled into that view in place (transformer/utils.py:53-55), so autograd reaches the baddbmm
     // through the view's regenerated AsStridedBackward0 (as_strided_backward: a zeroed base-sized
@@ -178,9 +179,9 @@ int full_padding_mask(GraphBuilder& b, std::int64_t sq, std::int64_t sk) {
 int padding_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, std::int64_t np, std::int64_t sq, std::int64_t sk) {
   const ShapeContext& c = b.ctx();
   const double mask_bytes = double(c.batch) * double(sq) * double(sk);
-  const int mask = c.te ? full_padding_mask(b, sq, sk) : b.tensor("given_attention_mask", Bytes{}, false);
+  const int mask = !c.megatron_attention ? full_padding_mask(b, sq, sk) : b.tensor("given_attention_mask", Bytes{}, false);
   const int probs = fused_softmax_kernel(spec, c, np, true, sq, sk) ? fused_softmax(b, scores, E) : torch_softmax(b, spec, scores, E, mask, mask_bytes);
-  if (!c.te) return probs;
+  if (c.megatron_attention) return probs;
   const int masked = b.tensor("softmax.masked", Bytes{checked_count(E)} * c.act_bytes);
   b.op("probs_masked_fill", {.in = {probs, mask}, .out = {masked}, .save = {mask}, .region = kCoreAttn, .flops = 1.0 * E, .bytes_moved = 2.0 * E * double(c.act_bytes) + mask_bytes});
   return masked;
@@ -275,8 +276,11 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   const std::int64_t hq = m.num_attention_heads / c.tp;
   const std::int64_t hkv = std::max<std::int64_t>(1, d.query_groups / c.tp);
   const std::int64_t hd = d.kv_channels;
+  // EXAONE 4's spec has no input norm: TransformerLayer's IdentityOp hands linear_qkv the layer input itself
+  // (transformer_layer.py:270, :626; exaone4_provider.py:78), which the column-parallel linear saves.
   int ln = x;
-  if (separate_norm) ln = norm(b, "input_layernorm", x, Nl, h, m.normalization == model::Normalization::layer_norm, kInputNorm);
+  if (!m.pre_linear_layernorm) ln = x;
+  else if (separate_norm) ln = norm(b, "input_layernorm", x, Nl, h, m.normalization == model::Normalization::layer_norm, kInputNorm);
   else ln = norm(b, "input_layernorm(fused)", x, Nl, h, m.normalization == model::Normalization::layer_norm, kNoRegion);
   // With the output gate the fused projection also yields a query-sized gate (a view of its output).
   const std::int64_t gate_cols = m.attention_output_gate ? hq * hd : 0;

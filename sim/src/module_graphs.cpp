@@ -30,7 +30,11 @@ ShapeContext make_shape_context(const model::RunSpec& spec, const model::Derived
   c.act_bytes = dtype_bytes(d.act_dtype);
   c.te = spec.model.transformer_impl == TransformerImpl::transformer_engine;
   const auto backend = spec.model.attention_backend;
-  c.fused_attention = c.te && backend != AttentionBackend::unfused && backend != AttentionBackend::local;
+  const bool dot_product = spec.model.core_attention_module == model::CoreAttentionModule::dot_product;
+  c.fused_attention = c.te && backend != AttentionBackend::unfused && backend != AttentionBackend::local && !dot_product;
+  // Bridge's provide() swaps the layer spec's core for Megatron's DotProductAttention under attention_backend
+  // local (gpt_provider.py:277-279); EXAONE 4's spec names it itself (exaone4_provider.py:79).
+  c.megatron_attention = !c.te || backend == AttentionBackend::local || dot_product;
   // Bridge's Gemma 2 core attention ignores attention_backend, except local, which swaps it for Megatron's
   // DotProductAttention (gpt_provider.py:277-279).
   c.flex_attention = spec.model.core_attention_module == model::CoreAttentionModule::gemma2 && backend != AttentionBackend::local;
@@ -189,10 +193,12 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     // Dense MLPs fuse the pre-MLP norm into fc1 under TE; MoE layers keep a separate TENorm.
     const bool separate = !c.te || layer.ffn == FfnKind::moe;
     const std::uint32_t norm_region = separate ? kPreMlpNorm : (layer.ffn == FfnKind::dense ? kMlp : kNoRegion);
-    const int ln = norm(b, separate ? "pre_mlp_layernorm" : "pre_mlp_layernorm(fused)", hidden, Nl, h, layer_norm, norm_region);
+    // Without a pre-MLP norm (EXAONE 4: IdentityOp, transformer_layer.py:278, :759) fc1 takes the residual itself.
+    const bool pre_norm = m.pre_linear_layernorm;
+    const int ln = pre_norm ? norm(b, separate ? "pre_mlp_layernorm" : "pre_mlp_layernorm(fused)", hidden, Nl, h, layer_norm, norm_region) : hidden;
     const int branch = ffn_block(b, spec, d, ln, layer, g);
     const int hook = static_cast<int>(g.ops.size()) - 1;
-    if (separate) g.discards.push_back({kPreMlpNorm, {ln}, hook});
+    if (separate && pre_norm) g.discards.push_back({kPreMlpNorm, {ln}, hook});
     // fc2 likewise (mlp.py:249); an MoE layer's bias-dropout-add gets no bias (moe_layer.py returns None).
     hidden = residual_add(b, "mlp_bda", hidden, branch, Nl, m.hidden_dropout, m.add_bias_linear && layer.ffn == FfnKind::dense,
                           m.bias_dropout_fusion);

@@ -60,6 +60,9 @@ struct ModelSpec {
   // linear_proj and linear_fc2, a TENorm on each output (common/te_layers.py:26-57); the core attention
   // module; the embedding's out-of-place sqrt(hidden) scaling; Gemma 2's output-layer tanh soft-cap.
   bool post_linear_layernorm = false;
+  // EXAONE 4's layer spec (Bridge exaone4_layer_spec): linear_qkv and linear_fc1 are plain TEColumnParallelLinear,
+  // with no input or pre-MLP norm before them (exaone4_provider.py:78, :87); true: the usual pre-norms.
+  bool pre_linear_layernorm = true;
   CoreAttentionModule core_attention_module = CoreAttentionModule::default_;
   bool scale_embeddings_by_hidden_size = false;
   std::optional<double> final_logit_softcapping;  // null or 0: no soft-cap (gemma2_provider.py:420-425)

@@ -23,8 +23,9 @@ enum class OptimizerImpl { te_fused_adam, apex_fused_adam, torch_adamw };
 // softmax_type (transformer_config.py:163): off-by-one and learnable add a sink column to every softmax row.
 enum class SoftmaxType { vanilla, off_by_one, learnable };
 // core_attention_module (peakcast): the core attention a Bridge layer spec puts in place of the one
-// transformer_impl / attention_backend pick: Gemma 2's FlexAttention module, Gemma 3's windowed TE one.
-enum class CoreAttentionModule { default_, gemma2, gemma3 };
+// transformer_impl / attention_backend pick: Gemma 2's FlexAttention module, Gemma 3's windowed TE one,
+// Megatron's own DotProductAttention (EXAONE 4's exaone4_layer_spec names it whatever attention_backend says).
+enum class CoreAttentionModule { default_, gemma2, gemma3, dot_product };
 // Which Megatron Core model the training script builds: GPTModel (or HybridModel under a hybrid pattern),
 // BertModel (examples/bert/pretrain_bert.py) or T5Model (examples/t5/pretrain_t5.py).
 enum class Architecture { gpt, bert, t5 };

@@ -23,7 +23,10 @@ struct ShapeContext {
   bool te = true;               // Transformer Engine modules (fused LN-linear, fused attention)
   bool fused_attention = true;  // flash/fused attention kernel (no s*s tensors)
   bool flex_attention = false;  // Gemma 2's FlexAttention core (Bridge Gemma2FlexDotProductAttention)
-  bool fp8 = false;             // FP8 GEMM inputs saved as 1-byte copies
+  // The unfused core is Megatron's DotProductAttention (dot_product_attention.py) rather than TE's
+  // UnfusedDotProductAttention: the local stack, attention_backend local, or a layer spec naming it (EXAONE 4).
+  bool megatron_attention = false;
+  bool fp8 = false;  // FP8 GEMM inputs saved as 1-byte copies
   bool sequence_parallel = false;
   // The self-attention mask is a padding mask, not a causal one (BERT: bert_layer_specs.py:60, :113; T5's encoder:
   // t5_spec.py:64, :137).

@@ -958,7 +958,8 @@ APPLIES_WHEN = {
     (M, "mamba_chunk_size"): _MAMBA + " && model.mamba_chunk_size != 128",
     (M, "deterministic_mode"): "(model.experimental_attention_variant == 'gated_delta_net' || 'G' in model.hybrid_override_pattern)",
     (M, "hierarchical_context_parallel_sizes"): "model.context_parallel_size > 1 && 'a2a+p2p' in model.cp_comm_type",
-    (M, "cp_comm_type"): "model.context_parallel_size > 1 && model.cp_comm_type not in [null, 'p2p']",
+    # DSA's own allgather CP (the only one it takes) is simulated (sim/src/dsa_graphs.cpp).
+    (M, "cp_comm_type"): "model.context_parallel_size > 1 && model.cp_comm_type not in [null, 'p2p'] && !" + _DSA_ON,
     (M, "max_seqlen_per_dp_cp_rank"): "model.hybrid_context_parallel",
     (M, "overlap_p2p_comm"): "model.pipeline_model_parallel_size > 1 && model.virtual_pipeline_model_parallel_size > 1",
     (M, "overlap_p2p_comm_warmup_flush"): "model.overlap_p2p_comm",

@@ -283,23 +283,26 @@ U(M, "no_rope_freq",
   "(the QKV projection output stays alive through v either way). Uncertain how peakcast's RoPE accounting maps onto it",
   f"{ATTN}:1321")
 N(M, "experimental_attention_variant_loss_scale_func", "callable; no reader with config. in megatron/core", f"{TC}:297")
-_DSA = " (DeepSeek sparse attention's indexer is not simulated at all: layer_plan_kinds.cpp:17 counts a 'D' layer as MLA)"
-U(M, "dsa_indexer_n_heads", "DSA indexer heads: indexer weights and its q/k/score activations" + _DSA, f"{DSA}:1123")
-U(M, "dsa_indexer_head_dim", "DSA indexer head size" + _DSA, f"{DSA}:1124")
-U(M, "dsa_indexer_topk", "keys each query attends to in DSA: the sparse index tensor and sparse attention buffers" + _DSA, f"{DSA}:1125")
-U(M, "dsa_indexer_topk_freq", "which DSA layers compute their own top-k (the others reuse it)" + _DSA,
-  "mcore:megatron/core/models/gpt/experimental_attention_variant_module_specs.py:354")
-U(M, "dsa_indexer_skip_topk_offset", "offset of the layers that compute top-k (see dsa_indexer_topk_freq)" + _DSA,
-  "mcore:megatron/core/models/gpt/experimental_attention_variant_module_specs.py:354")
-U(M, "dsa_indexer_loss_coeff", ">0 computes the indexer KL loss in training, with its score tensors saved" + _DSA, f"{DSA}:1890")
-U(M, "dsa_indexer_use_sparse_loss", "indexer loss over the selected keys only" + _DSA, f"{DSA}:1926")
-U(M, "dsa_kernel_backend", "fused DSA kernels vs the torch path (different saved tensors)" + _DSA,
+_DSA_MF = " (docs/research/dsa-memory-facts.md)"
+S(M, "dsa_indexer_n_heads", "DSA indexer heads: the indexer's linear_wq_b / linear_weights_proj and its q, weights and gradients" + _DSA_MF,
+  f"{DSA}:1123")
+S(M, "dsa_indexer_head_dim", "DSA indexer head size: the indexer's q / k projections, its key and scoring" + _DSA_MF, f"{DSA}:1124")
+S(M, "dsa_indexer_topk", "keys each query attends to in DSA: the top-k indices, FlashMLA's work, the loss tensors" + _DSA_MF,
+  f"{DSA}:1561")
+S(M, "dsa_indexer_topk_freq", "top-k sharing: skip layers build no indexer and reuse a computing layer's top-k from a holder" + _DSA_MF,
+  f"{DSA}:1562")
+S(M, "dsa_indexer_skip_topk_offset", "which layers compute top-k under sharing (see dsa_indexer_topk_freq)" + _DSA_MF, f"{DSA}:1563")
+S(M, "dsa_indexer_loss_coeff", ">0 runs the indexer KL loss in training: its fp32 [b, sq, K] tensors and the saved indexer gradients" + _DSA_MF,
+  f"{DSA}:1890")
+S(M, "dsa_indexer_use_sparse_loss", "the loss over the selected keys (simulated); the dense loss is refused as not simulated" + _DSA_MF,
+  f"{DSA}:1926")
+S(M, "dsa_kernel_backend", "cudnn is simulated; none (PyTorch reference) and tilelang are refused as not simulated" + _DSA_MF,
   "mcore:megatron/core/transformer/experimental_attention_variant/dsa_kernels.py:32")
 N(M, "dsa_indexer_rope_interleaved", "layout of the indexer's rotary dimensions", f"{DSA}:1240")
-U(M, "dsa_indexer_rotate_activation", "Hadamard rotation of the indexer q/k (an extra rotated copy)" + _DSA, f"{DSA}:1311")
-N(M, "dsa_indexer_scoring_relu", "ReLU in the indexer score (same shapes)", f"{DSA}:1354")
+S(M, "dsa_indexer_rotate_activation", "Hadamard-rotated copies of the indexer q / k" + _DSA_MF, f"{DSA}:1311")
+N(M, "dsa_indexer_scoring_relu", "ReLU in the indexer score (same shapes); the cuDNN kernels require it (a rule)", f"{DSA}:1354")
 N(M, "dsa_indexer_k_norm_epsilon", "numerics of the indexer k norm", f"{DSA}:1186")
-U(M, "dsa_indexer_k_norm_fp32", "indexer k norm computed on an fp32 copy" + _DSA, f"{DSA}:1297")
+S(M, "dsa_indexer_k_norm_fp32", "the indexer k norm on an fp32 copy" + _DSA_MF, f"{DSA}:1297")
 N(M, "init_method", "weight initialisation", "mcore:megatron/core/models/gpt/gpt_model.py:276")
 N(M, "output_layer_init_method", "weight initialisation", f"{MLA}:225")
 N(M, "init_method_std", "weight initialisation", f"{TC}:2287")
@@ -922,10 +925,11 @@ N(T, "exit_signal_handler_for_training", "host signal handling", "mcore:megatron
 N(T, "manual_gc", "Python GC run manually (host objects; GPU tensors are freed by reference counting)", f"{MLT}:3260")
 N(T, "manual_gc_interval", "Python GC interval", f"{MLT}:3261")
 N(T, "manual_gc_eval", "Python GC around evaluation", f"{MLT}:4055")
-N(T, "packed_sequence",
+S(T, "packed_sequence",
   "Bridge's packed datasets: a micro-batch is one row of packed_sequence_size tokens (micro-batch 1, training/config.py:"
   "1598-1615) carrying cu_seqlens, which TE's THD attention takes with the same saved Q, K, V, output and statistics as "
-  "the [s, 1] layout peakcast simulates; read for validation: Gemma 2's attention raises on packed batches",
+  "the [s, 1] layout peakcast simulates; DSA keeps shared top-k on the micro-batch's packed_seq_params and scores varlen "
+  "rows on its global-rows path (docs/research/dsa-memory-facts.md sections 2, 5); Gemma 2's attention raises on packed batches",
   "bridge:src/megatron/bridge/training/gpt_step.py:109-117")
 N(T, "iterations_to_skip", "listed iterations skip their step", f"{BT}:1571")
 N(T, "num_epochs", "epoch-based run length", "bridge:src/megatron/bridge/training/config.py:470")
@@ -964,7 +968,8 @@ APPLIES_WHEN = {
     (M, "mamba_chunk_size"): _MAMBA + " && model.mamba_chunk_size != 128",
     (M, "deterministic_mode"): "(model.experimental_attention_variant == 'gated_delta_net' || 'G' in model.hybrid_override_pattern)",
     (M, "hierarchical_context_parallel_sizes"): "model.context_parallel_size > 1 && 'a2a+p2p' in model.cp_comm_type",
-    (M, "cp_comm_type"): "model.context_parallel_size > 1 && model.cp_comm_type not in [null, 'p2p']",
+    # DSA's own allgather CP (the only one it takes) is simulated (sim/src/dsa_graphs.cpp).
+    (M, "cp_comm_type"): "model.context_parallel_size > 1 && model.cp_comm_type not in [null, 'p2p'] && !" + _DSA_ON,
     (M, "max_seqlen_per_dp_cp_rank"): "model.hybrid_context_parallel",
     (M, "overlap_p2p_comm"): "model.pipeline_model_parallel_size > 1 && model.virtual_pipeline_model_parallel_size > 1",
     (M, "overlap_p2p_comm_warmup_flush"): "model.overlap_p2p_comm",
@@ -1073,7 +1078,7 @@ RULE_ONLY_TYPED = {
         "overlap_p2p_comm", "batch_p2p_comm", "mtp_hybrid_override_pattern", "flash_attention_version",
         "fp32_residual_connection", "layernorm_zero_centered_gamma", "glu_linear_offset", "rotary_interleaved",
         "qk_l2_norm", "qk_clip", "qk_clip_alpha", "qk_clip_threshold", "calculate_per_token_loss", "no_rope_freq",
-        "dsa_indexer_topk_freq", "dsa_indexer_skip_topk_offset", "dsa_kernel_backend", "dsa_indexer_scoring_relu",
+        "dsa_indexer_scoring_relu",
         "use_mup", "mup_base_hidden_size", "apply_query_key_layer_scaling", "persist_layer_norm",
         "memory_efficient_layer_norm", "use_fused_weighted_squared_relu", "fused_residual_rmsnorm", "fp8_interval",
         "use_kitchen", "fp4_recipe", "fp4_param", "fp4_quantizer_factory", "use_grouped_gemm_for_shared_expert",
@@ -1097,7 +1102,7 @@ RULE_ONLY_TYPED = {
     ],
     T: [
         "rampup_batch_size", "step_batch_size_schedule", "decrease_batch_size_if_needed", "train_samples",
-        "manual_gc", "manual_gc_interval", "num_epochs", "packed_sequence",
+        "manual_gc", "manual_gc_interval", "num_epochs",
     ],
 }
 for _s, _keys in RULE_ONLY_TYPED.items():

@@ -227,6 +227,8 @@ void Mapper::rules() {
       nemotron_h_mtp();
     } else if (rule == "nemotron_h_checks") {
       nemotron_h_checks();
+    } else if (rule == "glm5_dsa") {
+      glm5_dsa();
     } else if (rule == "pre_softmax_from_norm_topk_prob") {  // qwen3_moe_bridge.py:66
       const json* v = get("norm_topk_prob");
       model.fields["moe_router_pre_softmax"] = !(v && *v == true);

@@ -14,7 +14,7 @@ namespace {
 constexpr char kMamba = 'M';
 constexpr char kGdn = 'G';
 constexpr char kAttention = '*';
-constexpr char kDsAttention = 'D';  // DeepSeek sparse attention: an MLA variant (+ indexer, not counted)
+constexpr char kDsAttention = 'D';  // DeepSeek sparse attention (hybrid_layer_specs.py:137-176)
 constexpr char kMla = '+';
 constexpr char kMlp = '-';
 constexpr char kMoe = 'E';
@@ -29,7 +29,7 @@ LayerSpec hybrid_layer(char c) {
     case kMamba: l.mixer = MixerKind::mamba; break;
     case kGdn: l.mixer = MixerKind::gdn; break;
     case kAttention: l.mixer = MixerKind::attention; break;
-    case kDsAttention:
+    case kDsAttention: l.mixer = MixerKind::dsa; break;
     case kMla: l.mixer = MixerKind::mla; break;
     case kMlp: l.ffn = FfnKind::dense; break;
     case kMoe: l.ffn = FfnKind::moe; break;
@@ -59,7 +59,10 @@ bool is_linear_attention_layer(const ModelSpec& m, std::int64_t i) {
 
 LayerKinds gpt_kinds(const ModelSpec& m) {
   LayerKinds k;
-  const MixerKind mixer = m.multi_latent_attention ? MixerKind::mla : MixerKind::attention;
+  // experimental_attention_variant "dsa": every layer is DSA (experimental_attention_variant_module_specs.py:192-196).
+  const bool dsa = m.experimental_attention_variant == std::optional<std::string>("dsa");
+  const MixerKind mixer = dsa ? MixerKind::dsa : m.multi_latent_attention ? MixerKind::mla
+                                                                          : MixerKind::attention;
   for (std::int64_t i = 0; i < m.num_layers; ++i) {
     LayerSpec l;
     l.index = i;

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "param_count.hpp"
+#include "peakcast/model/dsa.hpp"
 
 namespace peakcast::model::detail {
 
@@ -120,6 +121,49 @@ void add_cross_attention(ParamList& out, const ModelSpec& m, const Derived& d, c
   if (m.add_bias_linear) add(out, "cross_attention.linear_kv.bias", split(2 * width, s.tp));
   add_gemm(out, "cross_attention.linear_proj.weight", h, split(width, s.tp), GemmMode::row);
   if (m.add_bias_linear) add(out, "cross_attention.linear_proj.bias", h);
+}
+
+// DeepSeek sparse attention (docs/research/dsa-memory-facts.md section 3): the TransformerLayer's own input TENorm,
+// then AbsorbedMLASelfAttention. Attention.__init__ builds core_attention and linear_proj (attention.py:382, :413);
+// AbsorbedMLA builds both again (absorbed_mla.py:218-245), the first copies freed, the attributes keeping their first
+// place; then the q / kv projections (:265-373) and the standalone q / kv norms (:375-388; TENorm with qk_layernorm,
+// mla_qk_norm_config.py:108-130, else IdentityOp). core_attention is DSAttention, whose indexer only a layer that
+// computes its top-k builds (dsa.py:1580-1584): linear_wq_b, linear_wk, a LayerNorm k_norm whatever the model's
+// normalization, linear_weights_proj, all duplicated over TP (dsa.py:1159-1204). linear_kv_up_proj's forward never
+// runs (its weight is sliced into the absorbed einsums, absorbed_mla.py:681-695), but a LoRA adapter still wraps it.
+void add_dsa(ParamList& out, const ModelSpec& m, const Sharding& s, bool indexer) {
+  const std::int64_t h = m.hidden_size, heads = m.num_attention_heads;
+  const std::int64_t q_head_dim = m.qk_head_dim + m.qk_pos_emb_head_dim;
+  add_norm(out, "input_layernorm", m, h);
+  if (indexer) {
+    const std::int64_t n = m.dsa_indexer_n_heads.value_or(0), d = m.dsa_indexer_head_dim.value_or(0);
+    const std::string p = "self_attention.core_attention.indexer.";
+    add_gemm(out, p + "linear_wq_b.weight", n * d, m.q_lora_rank.value_or(h), GemmMode::duplicated);
+    out.back().rebuilt = true;
+    add_gemm(out, p + "linear_wk.weight", d, h, GemmMode::duplicated);
+    out.back().rebuilt = true;
+    add(out, p + "k_norm.weight", d);
+    out.back().rebuilt = true;
+    add(out, p + "k_norm.bias", d);
+    out.back().rebuilt = true;
+    add_gemm(out, p + "linear_weights_proj.weight", n, h, GemmMode::duplicated);
+    out.back().rebuilt = true;
+  }
+  add_gemm(out, "self_attention.linear_proj.weight", h, split(heads * m.v_head_dim, s.tp), GemmMode::row);
+  out.back().rebuilt = true;
+  if (!m.q_lora_rank) {
+    add_gemm(out, "self_attention.linear_q_proj.weight", split(heads * q_head_dim, s.tp), h, GemmMode::column);
+  } else {
+    add_gemm(out, "self_attention.linear_q_down_proj.weight", *m.q_lora_rank, h, GemmMode::duplicated);
+    add_gemm(out, "self_attention.linear_q_up_proj.weight", split(heads * q_head_dim, s.tp), *m.q_lora_rank, GemmMode::column);
+  }
+  add_gemm(out, "self_attention.linear_kv_down_proj.weight", m.kv_lora_rank + m.qk_pos_emb_head_dim, h, GemmMode::duplicated);
+  add_gemm(out, "self_attention.linear_kv_up_proj.weight", split(heads * (m.qk_head_dim + m.v_head_dim), s.tp), m.kv_lora_rank,
+           GemmMode::column);
+  if (m.qk_layernorm) {
+    if (m.q_lora_rank) add_norm(out, "self_attention.q_layernorm", m, *m.q_lora_rank);
+    add_norm(out, "self_attention.kv_layernorm", m, m.kv_lora_rank);
+  }
 }
 
 // Dense MLP with the pre-MLP norm fused into fc1 (TELayerNormColumnParallelLinear, mlp.py).
@@ -242,6 +286,7 @@ ParamList layer_params(const LayerSpec& layer, const ModelSpec& m, const Derived
   switch (layer.mixer) {
     case MixerKind::attention: add_attention(out, m, d, s); break;
     case MixerKind::mla: add_mla(out, m, s); break;
+    case MixerKind::dsa: add_dsa(out, m, s, dsa_computes_topk(m, layer)); break;
     case MixerKind::mamba: add_mamba(out, m, s); break;
     case MixerKind::gdn: add_gdn(out, m, s); break;
     case MixerKind::none: break;

@@ -43,6 +43,7 @@ void fill_train(const Reader& r, TrainSpec& t) {
   r.read("micro_batch_size", t.micro_batch_size);
   r.read("global_batch_size", t.global_batch_size);
   r.read("train_iters", t.train_iters);
+  r.read("packed_sequence", t.packed_sequence);
 }
 
 void fill_optimizer(const Reader& r, OptimizerSpec& o) {

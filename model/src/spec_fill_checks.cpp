@@ -42,9 +42,6 @@ void fill_attention_checks(const Reader& r, ModelSpec& m) {
   r.read("cache_mla_latents", m.cache_mla_latents);
   r.read("mla_down_proj_fusion", m.mla_down_proj_fusion);
   r.read("apply_query_key_layer_scaling", m.apply_query_key_layer_scaling);
-  r.read("dsa_indexer_topk_freq", m.dsa_indexer_topk_freq);
-  r.read("dsa_indexer_skip_topk_offset", m.dsa_indexer_skip_topk_offset);
-  r.read("dsa_kernel_backend", m.dsa_kernel_backend);
   r.read("dsa_indexer_scoring_relu", m.dsa_indexer_scoring_relu);
   r.read("qk_clip", m.qk_clip);
   r.read("qk_clip_alpha", m.qk_clip_alpha);
@@ -192,7 +189,6 @@ void fill_train_checks(const Reader& r, TrainSpec& t) {
   r.read("train_samples", t.train_samples);
   r.read("num_epochs", t.num_epochs);
   t.train_iters_given = r.has("train_iters");
-  r.read("packed_sequence", t.packed_sequence);
 }
 
 void fill_optimizer_checks(const Reader& r, OptimizerSpec& o) {

@@ -72,6 +72,17 @@ void fill_mla(const Reader& r, ModelSpec& m) {
   r.read("qk_head_dim", m.qk_head_dim);
   r.read("qk_pos_emb_head_dim", m.qk_pos_emb_head_dim);
   r.read("v_head_dim", m.v_head_dim);
+  // DeepSeek sparse attention's indexer, top-k sharing, loss and kernels (docs/research/dsa-memory-facts.md).
+  r.read("dsa_indexer_n_heads", m.dsa_indexer_n_heads);
+  r.read("dsa_indexer_head_dim", m.dsa_indexer_head_dim);
+  r.read("dsa_indexer_topk", m.dsa_indexer_topk);
+  r.read("dsa_indexer_topk_freq", m.dsa_indexer_topk_freq);
+  r.read("dsa_indexer_skip_topk_offset", m.dsa_indexer_skip_topk_offset);
+  r.read("dsa_indexer_loss_coeff", m.dsa_indexer_loss_coeff);
+  r.read("dsa_indexer_use_sparse_loss", m.dsa_indexer_use_sparse_loss);
+  r.read("dsa_indexer_rotate_activation", m.dsa_indexer_rotate_activation);
+  r.read("dsa_indexer_k_norm_fp32", m.dsa_indexer_k_norm_fp32);
+  r.read("dsa_kernel_backend", m.dsa_kernel_backend);
 }
 
 void fill_moe(const Reader& r, ModelSpec& m) {

@@ -3,6 +3,7 @@
 #include <tuple>
 #include <utility>
 
+#include "peakcast/model/dsa.hpp"
 #include "static_memory_internal.hpp"
 
 namespace peakcast::model::detail {
@@ -25,10 +26,11 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   };
   // A layer's tensors depend only on its mixer and FFN kind (names carry no layer index), so
   // layers of one kind share one list instead of building thousands of identical tensors.
-  // A BF16 edge layer (first_last_layers_bf16) has the same tensors, none of them FP8-quantised.
-  std::map<std::tuple<MixerKind, FfnKind, bool, bool>, const ParamList*> by_kind;
+  // A BF16 edge layer (first_last_layers_bf16) has the same tensors, none of them FP8-quantised. A DSA layer
+  // that reuses another's top-k has no indexer (dsa.py:1580-1584).
+  std::map<std::tuple<MixerKind, FfnKind, bool, bool, bool>, const ParamList*> by_kind;
   auto append_layer = [&](const LayerSpec& layer) {
-    const ParamList*& list = by_kind[{layer.mixer, layer.ffn, layer.high_precision, layer.cross_attention}];
+    const ParamList*& list = by_kind[{layer.mixer, layer.ffn, layer.high_precision, layer.cross_attention, dsa_computes_topk(m, layer)}];
     if (list == nullptr) {
       ParamList params = frozen(layer_params(layer, m, d, s));
       if (layer.high_precision)

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <utility>
 
 #include "layer_plan_internal.hpp"
+#include "peakcast/model/dsa.hpp"
 #include "validate_detail.hpp"
 
 namespace peakcast::model::detail {
@@ -15,15 +17,6 @@ namespace {
 bool gpt_dsa(const ModelSpec& m) { return m.experimental_attention_variant == std::optional<std::string>("dsa"); }
 bool any_dsa(const ModelSpec& m) {
   return gpt_dsa(m) || (m.hybrid_override_pattern && m.hybrid_override_pattern->find('D') != std::string::npos);
-}
-
-// dsa.py:37-56: a 1-indexed layer reuses the top-k of an earlier computing layer.
-bool skips_topk(std::int64_t layer, std::int64_t offset, std::int64_t freq) {
-  return (std::max<std::int64_t>(layer - std::max<std::int64_t>(offset, 1), 0) % freq) != 0;
-}
-std::int64_t source_layer(std::int64_t layer, std::int64_t offset, std::int64_t freq) {
-  const std::int64_t o = std::max<std::int64_t>(offset, 1);
-  return layer <= o ? layer : layer - ((layer - o) % freq);
 }
 
 // _validate_dsa_index_share_pipeline_split (experimental_attention_variant_module_specs.py:339-370), per
@@ -40,8 +33,8 @@ void index_share_split(const RunSpec& spec, RuleSink& sink) {
   std::int64_t first = 1;  // 1-indexed layer number of the stage's first decoder layer
   for (const VirtualStage& s : stages) {
     for (std::int64_t layer = first; layer < first + s.decoder_layers; ++layer) {
-      if (!skips_topk(layer, m.dsa_indexer_skip_topk_offset, m.dsa_indexer_topk_freq)) continue;
-      const std::int64_t source = source_layer(layer, m.dsa_indexer_skip_topk_offset, m.dsa_indexer_topk_freq);
+      if (!dsa_skips_topk(layer, m.dsa_indexer_skip_topk_offset, m.dsa_indexer_topk_freq)) continue;
+      const std::int64_t source = dsa_source_layer(layer, m.dsa_indexer_skip_topk_offset, m.dsa_indexer_topk_freq);
       if (source < first) {
         sink.error("model.dsa_indexer_topk_freq", "dsa_index_share_pipeline_split",
                    "DSA index-share pipeline split is invalid: local layer " + str(layer) +
@@ -55,6 +48,56 @@ void index_share_split(const RunSpec& spec, RuleSink& sink) {
     }
     first += s.decoder_layers;
   }
+}
+
+// The indexer's sizes: DSAIndexer builds its linears from them (dsa.py:1123-1125, :1159-1204), so None cannot be
+// built, and it splits each indexer head into the RoPE channels and the rest (dsa.py:1222-1224).
+void indexer_sizes(const ModelSpec& m, RuleSink& sink) {
+  const std::pair<const char*, const std::optional<std::int64_t>*> sizes[] = {
+      {"model.dsa_indexer_n_heads", &m.dsa_indexer_n_heads}, {"model.dsa_indexer_head_dim", &m.dsa_indexer_head_dim}, {"model.dsa_indexer_topk", &m.dsa_indexer_topk}};
+  for (const auto& [path, v] : sizes)
+    if (!v->has_value())
+      sink.error(path, "dsa_indexer_size_missing",
+                 std::string(path + 6) +
+                     " is None: DSAIndexer builds linear_wq_b with dsa_indexer_n_heads x dsa_indexer_head_dim "
+                     "outputs and selects dsa_indexer_topk keys (dsa.py:1123-1125, :1159-1169)");
+  if (m.dsa_indexer_head_dim && *m.dsa_indexer_head_dim < m.qk_pos_emb_head_dim)
+    sink.error("model.dsa_indexer_head_dim", "dsa_indexer_head_dim_below_rope",
+               "the indexer splits each head into qk_pos_emb_head_dim (" + str(m.qk_pos_emb_head_dim) + ") RoPE channels and the rest; " +
+                   str(*m.dsa_indexer_head_dim) + " is narrower (dsa.py:1222-1224)");
+}
+
+// What peakcast simulates of DSAttention: the cuDNN kernels with the sparse indexer loss or none
+// (docs/research/dsa-memory-facts.md sections 0 and 5). Elsewhere Megatron runs paths that are not simulated.
+void simulated_kernels(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
+  if (m.dsa_kernel_backend != "cudnn") {
+    sink.error("model.dsa_kernel_backend", "dsa_kernel_backend_not_simulated",
+               "dsa_kernel_backend " + m.dsa_kernel_backend + " is not simulated: " +
+                   (m.dsa_kernel_backend == "none" ? "the PyTorch reference path materialises fp32 [b, heads, sq, sk] scores (dsa.py:59-112, :384-514)"
+                                                   : std::string("the TileLang kernels (dsa_tilelang_kernels.py)")) +
+                   "; peakcast simulates cudnn");
+    return;
+  }
+  if (m.attention_backend == AttentionBackend::unfused)
+    sink.error("model.attention_backend", "dsa_kernel_backend_not_simulated",
+               "attention_backend unfused turns the fused DSA kernels off (dsa_kernels.py:92-97): the PyTorch reference path is not simulated");
+  if (m.dsa_indexer_loss_coeff.value_or(0.0) > 0 && !m.dsa_indexer_use_sparse_loss)
+    sink.error("model.dsa_indexer_use_sparse_loss", "dsa_dense_indexer_loss_not_simulated",
+               "the dense indexer loss (dsa_indexer_use_sparse_loss false with dsa_indexer_loss_coeff > 0) is not simulated: cuDNN's dense "
+               "loss scores every key (dsa_cudnn_kernels.py:1870-1944) and declines varlen and shared top-k layouts for the "
+               "reference path (:244-245, dsa.py:2124-2156)");
+  if (m.kv_lora_rank != 512)
+    sink.error("model.kv_lora_rank", "dsa_cudnn_declines_not_simulated",
+               "FlashMLA's sparse kernels take a 512-channel latent value only (dsa_cudnn_kernels.py:138, :151-153); with kv_lora_rank " +
+                   str(m.kv_lora_rank) + " the cuDNN hooks decline and DSA runs the PyTorch reference path, which is not simulated");
+  const int cc = spec.cluster.gpu.compute_capability_major;
+  const std::int64_t heads = m.tensor_model_parallel_size > 0 ? m.num_attention_heads / m.tensor_model_parallel_size : 0;
+  if (!flash_mla_head_padding(heads, cc))
+    sink.error(cc < 9 ? "cluster.gpu" : "model.num_attention_heads", "dsa_cudnn_declines_not_simulated",
+               (cc < 9 ? "the cuDNN DSA kernels need compute capability 9 or later, the GPU has " + str(cc)
+                       : str(heads) + " attention heads per TP rank have no FlashMLA head padding on compute capability " + str(cc)) +
+                   " (dsa_cudnn_kernels.py:348-399): the hooks decline and DSA runs the PyTorch reference path, which is not simulated");
 }
 
 }  // namespace
@@ -112,6 +155,8 @@ void validate_dsa(const RunSpec& spec, RuleSink& sink) {
                "`qk_layernorm=True` with `q_lora_rank is None` is not supported for DSA because DSA cannot fuse Q norm into "
                "`linear_q_proj`. (mla_qk_norm_config.py:115)");
   index_share_split(spec, sink);
+  indexer_sizes(m, sink);
+  simulated_kernels(spec, sink);
 }
 
 }  // namespace peakcast::model::detail

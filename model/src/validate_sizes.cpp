@@ -56,6 +56,9 @@ void shape_sizes(const ModelSpec& m, RuleSink& sink) {
     at_least(sink, "model.qk_pos_emb_head_dim", m.qk_pos_emb_head_dim, 0, kMaxDim);
     at_least(sink, "model.v_head_dim", m.v_head_dim, 1, kMaxDim);
   }
+  optional_at_least(sink, "model.dsa_indexer_n_heads", m.dsa_indexer_n_heads, 1, kMaxDim);
+  optional_at_least(sink, "model.dsa_indexer_head_dim", m.dsa_indexer_head_dim, 1, kMaxDim);
+  optional_at_least(sink, "model.dsa_indexer_topk", m.dsa_indexer_topk, 1, kMaxTokens);
 }
 
 // Experts: counts, widths and the per-layer pattern (transformer_config.py:1551-1668).

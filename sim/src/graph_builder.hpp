@@ -28,7 +28,7 @@ class GraphBuilder {
     double flops = 0;            // forward
     double backward_flops = -1;  // default 2 x forward (dgrad + wgrad) for GEMMs, 1 x otherwise
     Bytes ws{}, bws{};
-    Bytes param_grad{};  // the part of bws that is a parameter's .grad (OpNode::param_grad)
+    Bytes param_grad{};       // the part of bws that is a parameter's .grad (OpNode::param_grad)
     double bytes_moved = -1;  // default: inputs read + outputs written
     bool gemm = false, attention = false, passthrough = false;
     bool fused_attention = false;  // one fused kernel (cuDNN / flash), not the unfused batched GEMMs

@@ -107,6 +107,11 @@ Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt) {
     for (std::size_t t = 0; t < nt; ++t)
       if (g.tensors[t].external) lt.held[t] = true;
   }
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (!g.tensors[t].escapes || g.ops.empty()) continue;
+    lt.last_forward_use[t] = static_cast<int>(g.ops.size()) - 1;
+    if (ckpt.whole_module) lt.held[t] = true;
+  }
   for (const auto& d : g.discards) {
     if ((ckpt.discard_output & d.region) == 0 || ckpt.whole_module) continue;
     for (int t : d.tensors) {

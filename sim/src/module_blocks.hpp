@@ -85,6 +85,9 @@ int cross_attention_block(GraphBuilder& b, const model::RunSpec& spec, const mod
 
 int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x, bool separate_norm);
 int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_norm, LayerGraph& g);
+// DeepSeek sparse attention (dsa_graphs.cpp): its own input norm, AbsorbedMLA and DSAttention; `computes_topk`: the
+// layer builds an indexer (else it reuses another layer's top-k).
+int dsa_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool computes_topk, LayerGraph& g);
 int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln, LayerGraph& g);
 int mamba_block(GraphBuilder& b, const model::RunSpec& spec, int ln);
 int gdn_block(GraphBuilder& b, const model::RunSpec& spec, int ln, LayerGraph& g);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "module_blocks.hpp"
+#include "peakcast/model/dsa.hpp"
 
 namespace peakcast::sim {
 
@@ -158,17 +159,19 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
   if (layer.mixer != MixerKind::none) {
     // Under the TE spec the input norm is fused into the first linear (IdentityOp), except for
     // MLA without q-LoRA where it is a separate TENorm; the local spec always has separate norms.
-    const bool separate = !c.te || (layer.mixer == MixerKind::mla && !m.q_lora_rank);
+    // DSA's layer spec has its own input TENorm (experimental_attention_variant_module_specs.py:127, :245-249).
+    const bool separate = !c.te || (layer.mixer == MixerKind::mla && !m.q_lora_rank) || layer.mixer == MixerKind::dsa;
     int branch = -1;
     switch (layer.mixer) {
       case MixerKind::attention: branch = attention_block(b, spec, d, hidden, separate); break;
       case MixerKind::mla: branch = mla_block(b, spec, hidden, separate, g); break;
+      case MixerKind::dsa: branch = dsa_block(b, spec, hidden, model::dsa_computes_topk(m, layer), g); break;
       case MixerKind::mamba: branch = mamba_block(b, spec, norm(b, "norm", hidden, Nl, h, layer_norm, kNoRegion)); break;
       case MixerKind::gdn: branch = gdn_block(b, spec, norm(b, "norm", hidden, Nl, h, layer_norm, kNoRegion), g); break;
       case MixerKind::none: break;
     }
     const int hook = static_cast<int>(g.ops.size()) - 1;  // linear_proj: its output's gradient arrives first
-    if (separate && (layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla)) {
+    if (separate && (layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla || layer.mixer == MixerKind::dsa)) {
       // layernorm tag: the input-norm output is discarded and comes back at the attention backward.
       for (const auto& op : g.ops) {
         if (op.regions & kInputNorm) {

@@ -22,7 +22,7 @@ std::uint32_t regions_bypassed_by_cuda_graphs(const model::RunSpec& spec, const 
   // Whole-layer capture when no scope is named; otherwise only the named scopes are captured.
   const bool whole = spec.model.cuda_graph_modules.empty();
   std::uint32_t bypass = 0;
-  const bool attn = layer.mixer == model::MixerKind::attention || layer.mixer == model::MixerKind::mla;
+  const bool attn = layer.mixer == model::MixerKind::attention || layer.mixer == model::MixerKind::mla || layer.mixer == model::MixerKind::dsa;
   // The bypass is tensor_parallel.checkpoint's (random.py:677). core_attn always uses it; mlp, moe
   // and shared_experts use TE's checkpoint instead when FP8/FP4 is on (transformer_layer.py:868-887,
   // moe_layer.py:510-522, :694-712), which has no such bypass.
@@ -50,7 +50,7 @@ GraphCapture graph_capture(const model::RunSpec& spec, const model::LayerSpec& l
   if (spec.model.cuda_graph_modules.empty()) return GraphCapture::whole;
   using model::FfnKind;
   using model::MixerKind;
-  const bool attn = layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla;
+  const bool attn = layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla || layer.mixer == MixerKind::dsa;
   const bool mixer_named = (attn && scope_has(spec, "attn")) || (layer.mixer == MixerKind::mamba && scope_has(spec, "mamba"));
   const bool ffn_named = (layer.ffn == FfnKind::dense && scope_has(spec, "mlp")) ||
                          (layer.ffn == FfnKind::moe && scope_has(spec, "moe"));

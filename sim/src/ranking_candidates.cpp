@@ -42,8 +42,8 @@ std::vector<RecomputeTag> applicable_tags(const model::RunSpec& spec) {
   const model::LayerPlan plan = model::build_layer_plan(spec, d);
   bool attention = false, mla = false, dense = false, moe = false, gdn = false;
   for (const auto& l : plan.decoder_layers) {
-    attention |= l.mixer == model::MixerKind::attention || l.mixer == model::MixerKind::mla;
-    mla |= l.mixer == model::MixerKind::mla;
+    attention |= l.mixer == model::MixerKind::attention || l.mixer == model::MixerKind::mla || l.mixer == model::MixerKind::dsa;
+    mla |= l.mixer == model::MixerKind::mla || l.mixer == model::MixerKind::dsa;
     gdn |= l.mixer == model::MixerKind::gdn;
     dense |= l.ffn == model::FfnKind::dense;
     moe |= l.ffn == model::FfnKind::moe;

@@ -343,7 +343,9 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   setup.deferral_limit = policy.model.wgrad_deferral_limit;
   const Bytes torch_workspace = torch_cublas_workspace_bytes(policy.cluster);
   setup.backward_workspaces = torch_workspace * ws.backward;
-  const std::vector<FixedBlock> rotary_caches = model_rotary_caches(policy, ctx.seq, rotary_dim(policy, pd), static_cast<int>(chunks.size()));
+  std::vector<FixedBlock> rotary_caches = model_rotary_caches(policy, ctx.seq, rotary_dim(policy, pd), static_cast<int>(chunks.size()));
+  // What the model keeps from its first forward on: the rotary tables above and DSA's top-k holders.
+  for (auto& h : builder->persistent_blocks(policy, pd, plan_stage)) rotary_caches.push_back(std::move(h));
   setup.fixed = global_memory_buffer_bytes(policy, pd, ctx) + torch_workspace * ws.forward + setup.backward_workspaces +
                 total_bytes(transformer_engine_workspaces(policy)) + total_bytes(rotary_caches) + fitted.framework_fixed;
   // Created by each shape's first backward; from iteration 1's first backward on, like the workspaces.

@@ -4,10 +4,12 @@
 #include "stage_builder.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <vector>
 
 #include "module_blocks.hpp"
+#include "peakcast/model/dsa.hpp"
 
 namespace peakcast::sim::detail {
 
@@ -38,7 +40,8 @@ const LayerGraph& StageBuilder::layer_graph(const model::RunSpec& spec, const mo
                                       model::has_tag(d, model::RecomputeTag::mlp);
   const std::string key = std::to_string(static_cast<int>(l.mixer)) + "/" + std::to_string(static_cast<int>(l.ffn)) +
                           (l.high_precision ? "/bf16" : "") + (unchunked_by_recompute ? "/mlp-recompute" : "") +
-                          (l.t5_encoder ? "/t5-encoder" : "") + (l.cross_attention ? "/cross-attention" : "");
+                          (l.t5_encoder ? "/t5-encoder" : "") + (l.cross_attention ? "/cross-attention" : "") +
+                          (model::dsa_computes_topk(spec.model, l) ? "/dsa-indexer" : "");
   auto it = graph_cache_.find(key);
   if (it == graph_cache_.end()) {
     // A BF16 edge layer under FP8 saves its GEMM inputs unquantised.
@@ -68,6 +71,21 @@ Bytes StageBuilder::dummy_wgrads(const model::RunSpec& spec, const model::Derive
   std::int64_t elements = 0;
   for (const auto& [rows, cols] : shapes) elements += rows * cols;
   return Bytes{elements * ctx_.act_bytes};
+}
+
+std::vector<FixedBlock> StageBuilder::persistent_blocks(const model::RunSpec& spec, const model::Derived& d,
+                                                        const model::PipelineStage& stage) {
+  // One per layer number (the holder's key, dsa.py:2216): an MTP layer numbered like a decoder layer of the same
+  // rank replaces that layer's entry.
+  std::map<std::int64_t, Bytes> by_number;
+  for (const auto& c : stage.chunks)
+    for (const auto& l : c.layers)
+      if (const Bytes b = layer_graph(spec, d, l).persistent; b.value > 0) by_number[model::dsa_layer_number(l)] = b;
+  std::vector<FixedBlock> out;
+  for (const auto& [number, bytes] : by_number)
+    out.push_back({"dsa.topk_holder.L" + std::to_string(number), bytes, 1,
+                   "dsa.py:1593-1612, :2214-2218 (the top-k of the layer's latest forward, on the TransformerConfig)"});
+  return out;
 }
 
 std::vector<ChunkModel> StageBuilder::stage(const model::RunSpec& spec, const model::Derived& d,

@@ -10,6 +10,7 @@
 
 #include "peakcast/model/layer_plan.hpp"
 #include "peakcast/model/run_spec.hpp"
+#include "peakcast/sim/framework_fixed.hpp"
 #include "peakcast/sim/module_graphs.hpp"
 #include "peakcast/sim/policy.hpp"
 #include "peakcast/sim/time_model.hpp"
@@ -28,6 +29,9 @@ class StageBuilder {
   // The dummy weight gradients a stage keeps under gradient_accumulation_fusion: one per distinct
   // [out, in] shape (and the activation dtype) among the linears of its layers and loss head.
   Bytes dummy_wgrads(const model::RunSpec& spec, const model::Derived& d, const model::PipelineStage& stage);
+
+  // What the stage's layers keep for the rest of the run (LayerGraph::persistent): DSA's top-k holders.
+  std::vector<FixedBlock> persistent_blocks(const model::RunSpec& spec, const model::Derived& d, const model::PipelineStage& stage);
 
   const ShapeContext& shapes() const { return ctx_; }
 

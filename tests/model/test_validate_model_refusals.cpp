@@ -12,6 +12,9 @@ const std::vector<std::string> kSel = {"model.recompute_granularity=selective"};
 const std::vector<std::string> kMla = {"model.multi_latent_attention=true"};
 const std::vector<std::string> kDsa = {"model.experimental_attention_variant=dsa", "model.multi_latent_attention=true",
                                        "model.add_bias_linear=false"};
+// A DSA model peakcast simulates: the cuDNN kernels, an indexer of 4 x 64 heads selecting 64 keys.
+const std::vector<std::string> kDsaSim = plus(kDsa, {"model.dsa_kernel_backend=cudnn", "model.dsa_indexer_n_heads=4", "model.dsa_indexer_head_dim=64",
+                                                     "model.dsa_indexer_topk=64"});
 const std::vector<std::string> kGdn = {"model.experimental_attention_variant=gated_delta_net", "model.linear_attention_freq=4"};
 const std::vector<std::string> kHybrid = {"model.num_layers=null", "model.hybrid_override_pattern=\"M*M*\""};
 const std::vector<std::string> kShared = {"model.moe_shared_expert_intermediate_size=128", "model.add_bias_linear=false"};
@@ -202,6 +205,17 @@ const std::vector<RuleCase>& dsa_hybrid_cases() {
       {"dsa_index_share_pipeline_split", "model.dsa_indexer_topk_freq", Severity::error,
        plus(kDsa, {"model.pipeline_model_parallel_size=2", "model.pipeline_dtype=bf16", "model.dsa_indexer_topk_freq=3"}),
        plus(kDsa, {"model.pipeline_model_parallel_size=2", "model.pipeline_dtype=bf16", "model.dsa_indexer_topk_freq=4"})},
+      {"dsa_indexer_size_missing", "model.dsa_indexer_n_heads", Severity::error, plus(kDsaSim, {"model.dsa_indexer_n_heads=null"}), kDsaSim},
+      {"dsa_indexer_size_missing", "model.dsa_indexer_topk", Severity::error, plus(kDsaSim, {"model.dsa_indexer_topk=null"}), kDsaSim},
+      {"dsa_indexer_head_dim_below_rope", "model.dsa_indexer_head_dim", Severity::error, plus(kDsaSim, {"model.dsa_indexer_head_dim=32"}), kDsaSim},
+      {"dsa_kernel_backend_not_simulated", "model.dsa_kernel_backend", Severity::error, plus(kDsaSim, {"model.dsa_kernel_backend=none"}), kDsaSim},
+      {"dsa_kernel_backend_not_simulated", "model.attention_backend", Severity::error, plus(kDsaSim, {"model.attention_backend=unfused"}), kDsaSim},
+      {"dsa_dense_indexer_loss_not_simulated", "model.dsa_indexer_use_sparse_loss", Severity::error, plus(kDsaSim, {"model.dsa_indexer_loss_coeff=0.001"}),
+       plus(kDsaSim, {"model.dsa_indexer_loss_coeff=0.001", "model.dsa_indexer_use_sparse_loss=true"})},
+      {"dsa_cudnn_declines_not_simulated", "model.kv_lora_rank", Severity::error, plus(kDsaSim, {"model.kv_lora_rank=256"}), kDsaSim},
+      // 24 heads on one rank: no FlashMLA padding on compute capability 9 (64 is no multiple of 24); 8 pad to 64.
+      {"dsa_cudnn_declines_not_simulated", "model.num_attention_heads", Severity::error, plus(kDsaSim, {"model.num_attention_heads=24"}), kDsaSim},
+      {"dsa_cudnn_declines_not_simulated", "cluster.gpu", Severity::error, plus(kDsaSim, {"cluster.gpu.compute_capability_major=8"}), kDsaSim},
       {"hybrid_pattern_vs_ratios", "model.hybrid_override_pattern", Severity::error, plus(kHybrid, {"model.hybrid_attention_ratio=0.5"}), kHybrid},
       {"hybrid_pattern_vs_ratios", "model.hybrid_attention_ratio", Severity::error, {"model.hybrid_attention_ratio=0.7", "model.hybrid_mlp_ratio=0.5"}, {"model.hybrid_attention_ratio=0.3", "model.hybrid_mlp_ratio=0.5"}},
       {"hybrid_mtp_patterns_identical", "model.hybrid_override_pattern", Severity::error, {"model.num_layers=null", "model.hybrid_override_pattern=\"M*M*/M*/*M\""}, {"model.num_layers=null", "model.hybrid_override_pattern=\"M*M*/M*/M*\""}},

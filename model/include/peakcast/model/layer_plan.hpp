@@ -10,6 +10,7 @@ namespace peakcast::model {
 enum class MixerKind { none,
                        attention,
                        mla,
+                       dsa,  // DeepSeek sparse attention: absorbed MLA + indexer (docs/research/dsa-memory-facts.md)
                        mamba,
                        gdn };  // token mixer of a layer
 enum class FfnKind { none,

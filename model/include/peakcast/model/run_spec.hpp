@@ -261,8 +261,11 @@ struct ModelSpec {
   bool apply_query_key_layer_scaling = false;
   bool dense_grouped_gemm = false;  // Bridge GPTModelProvider
   bool use_grouped_gemm_for_dense_mlp = false;
-  std::int64_t dsa_indexer_topk_freq = 1;
-  std::int64_t dsa_indexer_skip_topk_offset = 0;
+  // DeepSeek sparse attention (experimental_attention_variant "dsa", hybrid 'D'): docs/research/dsa-memory-facts.md.
+  std::optional<std::int64_t> dsa_indexer_n_heads, dsa_indexer_head_dim, dsa_indexer_topk;
+  std::int64_t dsa_indexer_topk_freq = 1, dsa_indexer_skip_topk_offset = 0;
+  std::optional<double> dsa_indexer_loss_coeff;
+  bool dsa_indexer_use_sparse_loss = false, dsa_indexer_rotate_activation = true, dsa_indexer_k_norm_fp32 = false;
   std::string dsa_kernel_backend = "none";
   bool dsa_indexer_scoring_relu = true;
   bool qk_clip = false;

@@ -39,6 +39,9 @@ struct TensorNode {
   // whose backward hands every input a view of the one output gradient. Negative: `bytes`.
   Bytes grad_block{-1};
   Bytes gradient_bytes() const { return grad_block.value < 0 ? bytes : grad_block; }
+  // Referenced from outside autograd until the module's forward ends, and under full recompute (which keeps the
+  // object holding it alive) until the module's backward: DSA's top-k on a micro-batch's packed_seq_params.
+  bool escapes = false;
 };
 
 struct OpNode {
@@ -104,6 +107,9 @@ struct LayerGraph {
   // gradient the layer's backward appends to its deferral buffers instead of letting them go
   // (tensor_parallel/layers.py:603-606); -1 elsewhere.
   int deferred_input = -1, deferred_output = -1;
+  // What the module keeps referenced for the rest of the run, one copy per module on the rank whatever the
+  // micro-batches in flight (DSA's top-k holder on the TransformerConfig, dsa.py:1593-1612).
+  Bytes persistent{};
 
   int add_input(std::string name, Bytes bytes);
   int add_tensor(std::string name, Bytes bytes, bool requires_grad = true);

@@ -6,6 +6,7 @@
 
 #include "hf_config_mapper.hpp"
 #include "peakcast/model/dsa.hpp"
+#include "spec_parser_detail.hpp"
 
 namespace peakcast::model::detail {
 

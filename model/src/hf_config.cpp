@@ -229,6 +229,8 @@ void Mapper::rules() {
       nemotron_h_checks();
     } else if (rule == "glm5_dsa") {
       glm5_dsa();
+    } else if (rule == "dsv4") {
+      dsv4();
     } else if (rule == "pre_softmax_from_norm_topk_prob") {  // qwen3_moe_bridge.py:66
       const json* v = get("norm_topk_prob");
       model.fields["moe_router_pre_softmax"] = !(v && *v == true);
@@ -260,10 +262,10 @@ void Mapper::rules() {
   }
 }
 
-std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Diagnostics& out) {
+HfModel map_hf_fields(const json& hf, const std::string& file, Diagnostics& out) {
   if (!hf.is_object()) {
     out.push_back({Severity::error, "", "hf_not_object", file + ": a config.json is an object"});
-    return std::nullopt;
+    return {};
   }
   // Dispatch: auto_map's AutoModelForCausalLM class name, else the first architectures entry (auto_bridge.py:2131-2192).
   std::string key;
@@ -286,7 +288,7 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
       msg += ")";
     }
     out.push_back({Severity::error, "architectures", "hf_unknown_architecture", file + ": " + msg});
-    return std::nullopt;
+    return {};
   }
   const json& arch = archs[key];
   Mapper m{hf, file, arch, out, {}, {}};
@@ -317,10 +319,15 @@ std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Di
   for (const auto& [k, v] : hf.items())
     if (!m.known.count(k))
       m.error(k, "hf_unknown_key", "\"" + k.substr(0, 60) + "\" is not read by Bridge's " + m.model.bridge + " and peakcast cannot tell whether it changes shapes (docs/hf-config-mapping.md)");
-  if (has_errors(out)) return std::nullopt;
   for (const auto& [k, v] : hf.items())
     if (!read.count(k)) m.model.ignored.push_back(k);
   return m.model;
+}
+
+std::optional<HfModel> map_hf_config(const json& hf, const std::string& file, Diagnostics& out) {
+  HfModel model = map_hf_fields(hf, file, out);
+  if (has_errors(out)) return std::nullopt;
+  return model;
 }
 
 std::optional<json> shipped_hf_config(const std::string& hf_id) {

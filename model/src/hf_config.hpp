@@ -23,6 +23,9 @@ struct HfModel {
 
 // `file` names the config in messages ("config.json", "configs/hf/Qwen--Qwen3-8B.json").
 std::optional<HfModel> map_hf_config(const nlohmann::json& config, const std::string& file, Diagnostics& out);
+// The same mapping's fields whatever it reports (an architecture the pinned Megatron does not build still maps as its
+// bridge maps it: DeepseekV4ForCausalLM, hf_config_dsv4.cpp).
+HfModel map_hf_fields(const nlohmann::json& config, const std::string& file, Diagnostics& out);
 
 // A shipped public config.json of the catalogue, by Hugging Face id ("moonshotai/Moonlight-16B-A3B").
 std::optional<nlohmann::json> shipped_hf_config(const std::string& hf_id);

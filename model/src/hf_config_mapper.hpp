@@ -2,7 +2,7 @@
 // The state of one config.json's mapping (map_hf_config, hf_config.cpp): the config, its architecture's
 // row of configs/hf/architectures.json, the provider fields made so far and the keys read. The
 // architecture-specific rules live beside it (hf_config_nemotron_h.cpp, hf_config_exaone.cpp, hf_config_qwen35.cpp,
-// hf_config_glm5.cpp). Private to peakcast_model.
+// hf_config_glm5.cpp, hf_config_dsv4.cpp). Private to peakcast_model.
 #include <set>
 #include <string>
 #include <utility>
@@ -51,6 +51,13 @@ struct Mapper {
   void nemotron_h_checks();
   void glm5_dsa();
   void glm5_unread_keys();
+  void dsv4();
+  bool dsv4_require(const char* key, const char* field, const char* line);
+  void dsv4_geometry();
+  void dsv4_rope();
+  void dsv4_compress_ratios();
+  void dsv4_unread_lists(const nlohmann::json& ratios);
+  void dsv4_moe();
   void refuse_unless(const char* key, const nlohmann::json& accepted, const std::string& why);
   void gemma3_provider_fields();
   // Family rules in their own files (hf_config_exaone.cpp, hf_config_qwen35.cpp): true when `rule` is theirs.

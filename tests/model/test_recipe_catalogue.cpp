@@ -31,7 +31,9 @@ TEST_CASE("every catalogue recipe predicts or names why not", "[model][recipes]"
                                          // Gemma 2's attention raises on the packed batches its SFT / PEFT recipes build
                                          "gemma2_attention_packed_sequence",
                                          // as EXAONE 4's DotProductAttention (exaone4_layer_spec) does on its SFT / PEFT recipes'
-                                         "dot_product_attention_packed_sequence"};
+                                         "dot_product_attention_packed_sequence",
+                                         // DeepSeek-V4's dsv4_hybrid attention, mHC and hash routing: Megatron-LM dev's, not the pin's
+                                         "dsv4_hybrid_not_in_pinned_megatron"};
   const auto rows = sim::predict_catalogue();
   REQUIRE(rows.size() == model::recipe_catalogue().size());
   int predicted = 0;

@@ -201,7 +201,8 @@ void Mapper::dsv4() {
   std::vector<std::string> missing;
   for (const auto& [k, v] : model.fields.items())
     if (!find_field("model", k)) missing.push_back(k);
-  for (const auto& c : arch.value("constants", json::object()).items())
+  const json constants = arch.value("constants", json::object());  // a named copy: items() only refers to it
+  for (const auto& c : constants.items())
     if (!find_field("model", c.key()) && !model.fields.contains(c.key())) missing.push_back(c.key());
   std::string list;
   for (std::size_t i = 0; i < missing.size(); ++i) list += (i ? ", " : "") + missing[i];

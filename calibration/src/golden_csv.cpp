@@ -50,9 +50,9 @@ std::optional<double> number(const std::string& s) {
   } catch (const std::exception&) { return std::nullopt; }
 }
 
-// The test platforms' GPUs (tests/test_utils/recipes).
+// The test platforms' GPUs (tests/test_utils/recipes): dgx_gb200 is a GB200 node (configs/gpus/gb200.json).
 std::string gpu_for(const std::string& platform) {
-  if (platform.find("gb200") != std::string::npos) return "b200";
+  if (platform.find("gb200") != std::string::npos) return "gb200";
   if (platform.find("h100") != std::string::npos) return "h100-sxm-80gb";
   return "a100-80gb";
 }

@@ -615,7 +615,7 @@ for _k, _why in [
     ("moe_permute_fusion", "fused permute (saved row-id map vs permuted copies)"),
     ("moe_input_jitter_eps", "router input jitter (an out-of-place multiply)"),
     ("moe_layer_recompute", "recompute the MoE layer"),
-    ("overlap_moe_expert_parallel_comm", "EP all-to-all overlap (combined 1F1B: two micro-batches in flight)"),
+    ("overlap_moe_expert_parallel_comm", "EP all-to-all overlap: the combined 1F1B schedule (one more interleaved warm-up micro-batch; each steady step interleaves one micro-batch's forward layers with another's backward layers, sim/src/combined_step.hpp)"),
     ("delay_wgrad_compute", "wgrad delayed to overlap communication (inputs kept until the wgrad)"),
     ("moe_latent_size", "MoE latent projection width: two TP-duplicated linears around the routed experts, which "
                         "with their dispatch run that wide (sim/src/moe_graphs.cpp, param_count_layers.cpp)"),

@@ -55,8 +55,9 @@ class AllocRecorder {
   void begin_pass(int iteration, bool first, bool graphed, bool whole_graph);
   void forward(int c, int mb);
   void backward(int c, int mb);
-  void backward_started();  // iteration 1's first backward GEMM: workspaces and dummy wgrads appear
-  void flush(bool first);   // the deferred output-layer wgrad's pipeline flush
+  void combined(int f_chunk, int f_mb, int b_chunk, int b_mb);  // combined_step.hpp
+  void backward_started();                                      // iteration 1's first backward GEMM: workspaces and dummy wgrads appear
+  void flush(bool first);                                       // the deferred output-layer wgrad's pipeline flush
   void optimizer(bool first);
   AllocatorReplay result() const;
 
@@ -83,6 +84,20 @@ class AllocRecorder {
   void capture_at_schedule_end();
   void play_in_pool(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots);
   void static_state();
+  // A forward or backward of one (chunk, micro-batch) in progress, module by module.
+  struct Run {
+    int c = 0, mb = 0;
+    bool whole = false;          // nothing module by module (an empty virtual stage, a full-iteration graph)
+    KeptChunk kc;                // backward: what the forward kept
+    int flow = -1;               // forward: the tensor passed between modules; backward: the flowing gradient
+    std::vector<int> in_flight;  // forward: offloaded tensors whose copy to the host completes with the next layer
+  };
+  Run forward_begin(int c, int mb);
+  void forward_module(Run& f, std::size_t i);
+  void forward_end(Run& f);
+  Run backward_begin(int c, int mb);
+  void backward_module(Run& b, std::size_t i);
+  void backward_end(Run& b);
   void forward_plain(const Segment& s, std::size_t i, bool input_kept, int& flow, Kept& k);
   void forward_group(const Segment& s, int& flow, Kept& k);
   int backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "alloc_recorder.hpp"
+#include "combined_step.hpp"
 
 namespace peakcast::sim::detail {
 
@@ -81,44 +82,59 @@ void AllocRecorder::forward_group(const Segment& s, int& flow, Kept& k) {
   }
 }
 
-void AllocRecorder::forward(int c, int mb) {
+AllocRecorder::Run AllocRecorder::forward_begin(int c, int mb) {
   const ChunkModel& cm = chunks_[static_cast<std::size_t>(c)];
-  KeptChunk& kc = kept_.at(static_cast<std::size_t>(c) * static_cast<std::size_t>(setup_.microbatches) + static_cast<std::size_t>(mb));
-  kc = KeptChunk{};
-  if (cm.segments.empty() || (graphed_ && whole_graph_)) return;
+  Run f{c, mb, cm.segments.empty() || (graphed_ && whole_graph_), {}, -1, {}};
+  if (f.whole) return f;
   note(&cm.segments.front().name, "forward");
-  int flow = alloc(cm.segments.front().input_bytes);  // received from the previous stage, or the token ids
-  std::vector<int> in_flight;
-  for (std::size_t i = 0; i < cm.segments.size(); ++i) {
-    const Segment& s = cm.segments[i];
-    Kept& k = kc.segments.emplace_back();
-    if (graphed_ && s.graph_captured) continue;  // replays in the graph's pool; the hidden state passes through
-    note(&s.name, "forward");
-    if (s.retained_after_backward.value > 0) {
-      free(retained_[static_cast<std::size_t>(c)][i]);
-      retained_[static_cast<std::size_t>(c)][i] = -1;
-    }
-    const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
-    if (s.replay_group) forward_group(s, flow, k);
-    else forward_plain(s, i, input_kept, flow, k);
-    free_all(in_flight);  // the previous layer's copy to the host completes with this layer
-    if (s.offloaded) {
-      for (int& id : k.slots)
-        if (id >= 0) {
-          k.offloaded.push_back(bytes_of(id));
-          in_flight.push_back(id);
-          id = -1;
-        }
-      for (const int id : k.owned) {
-        k.offloaded.push_back(bytes_of(id));
-        in_flight.push_back(id);
-      }
-      k.owned.clear();
-    }
+  f.flow = alloc(cm.segments.front().input_bytes);  // received from the previous stage, or the token ids
+  return f;
+}
+
+void AllocRecorder::forward_module(Run& f, std::size_t i) {
+  if (f.whole) return;
+  const ChunkModel& cm = chunks_[static_cast<std::size_t>(f.c)];
+  const Segment& s = cm.segments[i];
+  Kept& k = f.kc.segments.emplace_back();
+  if (graphed_ && s.graph_captured) return;  // replays in the graph's pool; the hidden state passes through
+  note(&s.name, "forward");
+  if (s.retained_after_backward.value > 0) {
+    free(retained_[static_cast<std::size_t>(f.c)][i]);
+    retained_[static_cast<std::size_t>(f.c)][i] = -1;
   }
-  free_all(in_flight);
-  if (cm.sends_output && !setup_.deallocate_outputs) kc.extra = flow;
-  else free(flow);  // deallocate_output_tensor after the send; the loss is reduced at once
+  const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
+  if (s.replay_group) forward_group(s, f.flow, k);
+  else forward_plain(s, i, input_kept, f.flow, k);
+  free_all(f.in_flight);  // the previous layer's copy to the host completes with this layer
+  if (s.offloaded) {
+    for (int& id : k.slots)
+      if (id >= 0) {
+        k.offloaded.push_back(bytes_of(id));
+        f.in_flight.push_back(id);
+        id = -1;
+      }
+    for (const int id : k.owned) {
+      k.offloaded.push_back(bytes_of(id));
+      f.in_flight.push_back(id);
+    }
+    k.owned.clear();
+  }
+}
+
+void AllocRecorder::forward_end(Run& f) {
+  const ChunkModel& cm = chunks_[static_cast<std::size_t>(f.c)];
+  if (!f.whole) {
+    free_all(f.in_flight);
+    if (cm.sends_output && !setup_.deallocate_outputs) f.kc.extra = f.flow;
+    else free(f.flow);  // deallocate_output_tensor after the send; the loss is reduced at once
+  }
+  kept_.at(static_cast<std::size_t>(f.c) * static_cast<std::size_t>(setup_.microbatches) + static_cast<std::size_t>(f.mb)) = std::move(f.kc);
+}
+
+void AllocRecorder::forward(int c, int mb) {
+  Run f = forward_begin(c, mb);
+  for (std::size_t i = 0; !f.whole && i < chunks_[static_cast<std::size_t>(c)].segments.size(); ++i) forward_module(f, i);
+  forward_end(f);
 }
 
 // Brings an offloaded saved set back (one block per tensor; the script's slots stay empty).
@@ -223,33 +239,62 @@ int AllocRecorder::backward_group(const Segment& s, int grad, Kept& k) {
   return g;
 }
 
-void AllocRecorder::backward(int c, int mb) {
+AllocRecorder::Run AllocRecorder::backward_begin(int c, int mb) {
   const ChunkModel& cm = chunks_[static_cast<std::size_t>(c)];
-  KeptChunk kc = std::move(kept_.at(static_cast<std::size_t>(c) * static_cast<std::size_t>(setup_.microbatches) + static_cast<std::size_t>(mb)));
-  if (cm.segments.empty() || (graphed_ && whole_graph_) || kc.segments.size() != cm.segments.size()) return;
+  Run b{c, mb, false, std::move(kept_.at(static_cast<std::size_t>(c) * static_cast<std::size_t>(setup_.microbatches) + static_cast<std::size_t>(mb))), -1, {}};
+  b.whole = cm.segments.empty() || (graphed_ && whole_graph_) || b.kc.segments.size() != cm.segments.size();
   // The gradient of the chunk's output, received from the next stage (the loss's is its own).
-  int grad = cm.sends_output ? alloc(cm.segments.back().output_bytes) : -1;
-  for (std::size_t i = cm.segments.size(); i-- > 0;) {
-    const Segment& s = cm.segments[i];
-    Kept& k = kc.segments[i];
-    if (i + 1 == cm.segments.size()) prefetch(k);
-    if (i > 0) prefetch(kc.segments[i - 1]);
-    if (!s.is_output) backward_started();
-    note(&s.name, "backward");
-    int out = -1;
-    if (graphed_ && s.graph_captured) out = grad;  // the graph's replay hands the gradient through
-    else if (s.replay_group) out = backward_group(s, grad, k);
-    else out = backward_plain(s, i, mb, grad, k);
-    if (s.retained_after_backward.value > 0 && !(graphed_ && s.graph_captured))
-      retained_[static_cast<std::size_t>(c)][i] = alloc(s.retained_after_backward);
-    if (!s.parts.front().input_requires_grad) {
-      free(out);
-      out = -1;
-    }
-    grad = out;
+  if (!b.whole && cm.sends_output) b.flow = alloc(cm.segments.back().output_bytes);
+  return b;
+}
+
+void AllocRecorder::backward_module(Run& b, std::size_t i) {
+  if (b.whole) return;
+  const ChunkModel& cm = chunks_[static_cast<std::size_t>(b.c)];
+  const Segment& s = cm.segments[i];
+  Kept& k = b.kc.segments[i];
+  if (i + 1 == cm.segments.size()) prefetch(k);
+  if (i > 0) prefetch(b.kc.segments[i - 1]);
+  if (!s.is_output) backward_started();
+  note(&s.name, "backward");
+  int out = -1;
+  if (graphed_ && s.graph_captured) out = b.flow;  // the graph's replay hands the gradient through
+  else if (s.replay_group) out = backward_group(s, b.flow, k);
+  else out = backward_plain(s, i, b.mb, b.flow, k);
+  if (s.retained_after_backward.value > 0 && !(graphed_ && s.graph_captured))
+    retained_[static_cast<std::size_t>(b.c)][i] = alloc(s.retained_after_backward);
+  if (!s.parts.front().input_requires_grad) {
+    free(out);
+    out = -1;
   }
-  free(kc.extra);
-  free(grad);  // sent to the previous stage (nothing at the embedding)
+  b.flow = out;
+}
+
+void AllocRecorder::backward_end(Run& b) {
+  if (b.whole) return;
+  free(b.kc.extra);
+  free(b.flow);  // sent to the previous stage (nothing at the embedding)
+  b.flow = -1;
+}
+
+void AllocRecorder::backward(int c, int mb) {
+  Run b = backward_begin(c, mb);
+  for (std::size_t i = chunks_[static_cast<std::size_t>(c)].segments.size(); !b.whole && i-- > 0;) backward_module(b, i);
+  backward_end(b);
+}
+
+// The combined 1F1B step, in the memory walk's order (combined_step.hpp).
+void AllocRecorder::combined(int f_chunk, int f_mb, int b_chunk, int b_mb) {
+  Run f = forward_begin(f_chunk, f_mb);
+  Run b = backward_begin(b_chunk, b_mb);
+  const auto& fc = chunks_[static_cast<std::size_t>(f_chunk)];
+  const auto& bc = chunks_[static_cast<std::size_t>(b_chunk)];
+  for (const CombinedOp& op : combined_order(fc, bc, f.whole, b.whole)) {
+    if (op.kind == CombinedOp::forward) forward_module(f, op.module);
+    else if (op.kind == CombinedOp::backward) backward_module(b, op.module);
+    else backward_end(b);
+  }
+  forward_end(f);
 }
 
 }  // namespace peakcast::sim::detail

@@ -3,6 +3,7 @@
 #include "memory_walk.hpp"
 
 #include "alloc_recorder.hpp"
+#include "combined_step.hpp"
 
 #include <utility>
 
@@ -85,65 +86,89 @@ struct Walker {
   }
 
   Kept& kept_at(int c, int mb) { return kept_by_microbatch.at(static_cast<std::size_t>(c) * microbatches + mb); }
+  // A forward or a backward of one (chunk, micro-batch) in progress, module by module: a combined
+  // 1F1B step interleaves two of them (combined_order).
+  struct Run {
+    int c = 0, mb = 0;
+    bool whole = false;  // nothing module by module: an empty virtual stage, or a full-iteration graph
+    Kept kept;
+    Bytes carry;  // forward: an offloaded layer's saved set in flight to the host; backward: the flowing gradient
+  };
+  Run forward_begin(int c, int mb);
+  void forward_module(Run& f, std::size_t i);
+  void forward_end(Run& f);
+  Run backward_begin(int c, int mb);
+  void backward_module(Run& b, std::size_t i);
+  void backward_end(Run& b);
   void forward(int c, int mb);
   void backward(int c, int mb);
+  void combined(const ScheduleStep& f, const ScheduleStep& b);
   void backward_replay_group(const Segment& s, Bytes kept_bytes, int mb, int c);
   void backward_plain(const Segment& s, std::size_t i, Bytes kept_bytes, int mb, int c);
 };
 
-void Walker::forward(int c, int mb) {
-  if (recorder) recorder->forward(c, mb);
+Walker::Run Walker::forward_begin(int c, int mb) {
   const ChunkModel& cm = chunks[c];
-  Kept kept;
+  Run f{c, mb, cm.segments.empty() || (graphed && whole_graph), {}, {}};
   // The first module's input: received from the previous stage (the schedule keeps it until the
   // backward), or the token ids the data loader put on the GPU.
   // A layout's empty virtual stage hands the received hidden state straight on: nothing is kept
   // (deallocate_output_tensor frees the one tensor it received and sent).
-  if (cm.segments.empty() || (graphed && whole_graph)) {
-    kept_at(c, mb) = Kept{};
-    touch(
-        Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
+  if (!f.whole) activations += cm.segments.front().input_bytes;
+  return f;
+}
+
+void Walker::forward_module(Run& f, std::size_t i) {
+  if (f.whole) return;
+  const ChunkModel& cm = chunks[f.c];
+  const Segment& s = cm.segments[i];
+  if (graphed && s.graph_captured) {
+    clock += s.forward_s;
+    f.kept.segments.push_back(Bytes{});
     return;
   }
-  activations += cm.segments.front().input_bytes;
-  Bytes in_flight{};  // an offloaded layer's saved set, copied out while the next layer runs
-  for (std::size_t i = 0; i < cm.segments.size(); ++i) {
-    const Segment& s = cm.segments[i];
-    if (graphed && s.graph_captured) {
-      clock += s.forward_s;
-      kept.segments.push_back(Bytes{});
-      continue;
-    }
-    // Its dispatcher takes new probabilities early in the forward: the old replay graph goes.
-    if (s.retained_after_backward.value > 0) retain(c, i, Bytes{});
-    touch(
-        s.forward_peak_excess, Phase::forward, [&] { return s.name + ".forward"; }, s.layer, mb, c);
-    clock += s.forward_s;
-    activations -= in_flight;  // the copy of the previous layer completes with this layer
-    in_flight = Bytes{};
-    // The schedule keeps a received input for its backward, unless a distributing checkpoint
-    // swapped that very tensor's data for its slice (make_viewless_tensor returns a viewless
-    // input as it is; measured: the p2p receive buffer is gone at the peak).
-    const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
-    // Replaying, a half-captured layer's graphed half keeps its saved set in the pool.
-    const Bytes own = (s.input_held ? s.held - s.input_bytes : s.held) - (graphed ? s.captured_held : Bytes{});
-    activations += own + s.output_bytes;
-    if (!input_kept) activations -= s.input_bytes;
-    const Bytes kept_here = own + (input_kept ? s.input_bytes : Bytes{});
-    if (s.offloaded) {
-      in_flight = kept_here;
-      kept.segments.push_back(Bytes{});
-    } else {
-      kept.segments.push_back(kept_here);
-    }
-  }
-  activations -= in_flight;
-  const Bytes out = cm.segments.back().output_bytes;
-  if (cm.sends_output && !deallocate_outputs) kept.extra = out;
-  else activations -= out;  // deallocate_output_tensor after the send; the loss is reduced at once
-  kept_at(c, mb) = std::move(kept);
+  // Its dispatcher takes new probabilities early in the forward: the old replay graph goes.
+  if (s.retained_after_backward.value > 0) retain(f.c, i, Bytes{});
   touch(
-      Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
+      s.forward_peak_excess, Phase::forward, [&] { return s.name + ".forward"; }, s.layer, f.mb, f.c);
+  clock += s.forward_s;
+  activations -= f.carry;  // the copy of the previous layer completes with this layer
+  f.carry = Bytes{};
+  // The schedule keeps a received input for its backward, unless a distributing checkpoint
+  // swapped that very tensor's data for its slice (make_viewless_tensor returns a viewless
+  // input as it is; measured: the p2p receive buffer is gone at the peak).
+  const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
+  // Replaying, a half-captured layer's graphed half keeps its saved set in the pool.
+  const Bytes own = (s.input_held ? s.held - s.input_bytes : s.held) - (graphed ? s.captured_held : Bytes{});
+  activations += own + s.output_bytes;
+  if (!input_kept) activations -= s.input_bytes;
+  const Bytes kept_here = own + (input_kept ? s.input_bytes : Bytes{});
+  if (s.offloaded) {
+    f.carry = kept_here;
+    f.kept.segments.push_back(Bytes{});
+  } else {
+    f.kept.segments.push_back(kept_here);
+  }
+}
+
+void Walker::forward_end(Run& f) {
+  const ChunkModel& cm = chunks[f.c];
+  if (!f.whole) {
+    activations -= f.carry;
+    const Bytes out = cm.segments.back().output_bytes;
+    if (cm.sends_output && !deallocate_outputs) f.kept.extra = out;
+    else activations -= out;  // deallocate_output_tensor after the send; the loss is reduced at once
+  }
+  kept_at(f.c, f.mb) = std::move(f.kept);
+  touch(
+      Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(f.c) + ".forward_done"; }, -1, f.mb, f.c);
+}
+
+void Walker::forward(int c, int mb) {
+  if (recorder) recorder->forward(c, mb);
+  Run f = forward_begin(c, mb);
+  for (std::size_t i = 0; !f.whole && i < chunks[c].segments.size(); ++i) forward_module(f, i);
+  forward_end(f);
 }
 
 // The checkpoint re-runs the group's forward with saving on: every layer's saved set returns (the
@@ -200,42 +225,64 @@ void Walker::backward_plain(const Segment& s, std::size_t i, Bytes kept_bytes, i
   clock += s.replay_s + s.backward_s;
 }
 
-void Walker::backward(int c, int mb) {
-  if (recorder) recorder->backward(c, mb);
+Walker::Run Walker::backward_begin(int c, int mb) {
   const ChunkModel& cm = chunks[c];
-  const Kept kept = std::move(kept_at(c, mb));
-  if (cm.segments.empty() || (graphed && whole_graph)) {
-    touch(
-        Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
-    return;
-  }
+  Run b{c, mb, cm.segments.empty() || (graphed && whole_graph), std::move(kept_at(c, mb)), {}};
   // Gradient of the chunk output: received from the next stage (the loss gradient is tiny).
-  Bytes grad = cm.sends_output ? cm.segments.back().output_bytes : Bytes{};
-  activations += grad;
+  if (!b.whole && cm.sends_output) b.carry = cm.segments.back().output_bytes;
+  activations += b.carry;
+  return b;
+}
+
+void Walker::backward_module(Run& b, std::size_t i) {
+  if (b.whole) return;
+  const ChunkModel& cm = chunks[b.c];
   // Offloaded saved sets come back one layer ahead of their backward (prefetch).
-  const auto offloaded_bytes = [&](std::size_t i) {
-    const Segment& s = cm.segments[i];
+  const auto offloaded_bytes = [&](std::size_t j) {
+    const Segment& s = cm.segments[j];
     return s.offloaded ? (s.input_held ? s.held : s.held + s.input_bytes) : Bytes{};
   };
-  for (std::size_t i = cm.segments.size(); i-- > 0;) {
-    const Segment& s = cm.segments[i];
-    if (i + 1 == cm.segments.size()) activations += offloaded_bytes(i);
-    if (i > 0) activations += offloaded_bytes(i - 1);
-    // The loss's backward peaks (the logits' gradient beside the saved softmax) before the output
-    // layer's first GEMM creates the backward workspaces; any other module starts with a GEMM.
-    if (!s.is_output) take_pending_workspaces();
-    if (graphed && s.graph_captured) clock += s.backward_s;
-    else if (s.replay_group) backward_replay_group(s, kept.segments[i], mb, c);
-    else backward_plain(s, i, kept.segments[i] + offloaded_bytes(i), mb, c);
-    // The output gradient is consumed; the input gradient is handed to the previous module.
-    activations -= grad;
-    grad = s.parts.front().input_requires_grad ? s.input_bytes : Bytes{};
-    activations += grad;
-  }
-  activations -= kept.extra;
-  activations -= grad;  // sent to the previous stage (nothing at the embedding)
+  const Segment& s = cm.segments[i];
+  if (i + 1 == cm.segments.size()) activations += offloaded_bytes(i);
+  if (i > 0) activations += offloaded_bytes(i - 1);
+  // The loss's backward peaks (the logits' gradient beside the saved softmax) before the output
+  // layer's first GEMM creates the backward workspaces; any other module starts with a GEMM.
+  if (!s.is_output) take_pending_workspaces();
+  if (graphed && s.graph_captured) clock += s.backward_s;
+  else if (s.replay_group) backward_replay_group(s, b.kept.segments[i], b.mb, b.c);
+  else backward_plain(s, i, b.kept.segments[i] + offloaded_bytes(i), b.mb, b.c);
+  // The output gradient is consumed; the input gradient is handed to the previous module.
+  activations -= b.carry;
+  b.carry = s.parts.front().input_requires_grad ? s.input_bytes : Bytes{};
+  activations += b.carry;
+}
+
+void Walker::backward_end(Run& b) {
+  activations -= b.kept.extra;
+  activations -= b.carry;  // sent to the previous stage (nothing at the embedding)
   touch(
-      Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
+      Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(b.c) + ".backward_done"; }, -1, b.mb, b.c);
+}
+
+void Walker::backward(int c, int mb) {
+  if (recorder) recorder->backward(c, mb);
+  Run b = backward_begin(c, mb);
+  for (std::size_t i = chunks[c].segments.size(); !b.whole && i-- > 0;) backward_module(b, i);
+  backward_end(b);
+}
+
+// The combined 1F1B step: one micro-batch's forward and another's backward, module by module in
+// combined_order's interleaving.
+void Walker::combined(const ScheduleStep& f, const ScheduleStep& b) {
+  if (recorder) recorder->combined(f.chunk, f.microbatch, b.chunk, b.microbatch);
+  Run fr = forward_begin(f.chunk, f.microbatch);
+  Run br = backward_begin(b.chunk, b.microbatch);
+  for (const CombinedOp& op : combined_order(chunks[f.chunk], chunks[b.chunk], fr.whole, br.whole)) {
+    if (op.kind == CombinedOp::forward) forward_module(fr, op.module);
+    else if (op.kind == CombinedOp::backward) backward_module(br, op.module);
+    else backward_end(br);
+  }
+  forward_end(fr);
 }
 
 // What the rank holds at a pass's peak, by kind; the rest of `base` (the framework's fixed bytes,
@@ -276,12 +323,15 @@ RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<Sche
              (first ? Bytes{} : setup.drain_buffers + setup.dummy_wgrads);
     if (w.recorder) w.recorder->begin_pass(pass.iteration, first, pass.graphed, setup.plan.full_graph);
     bool backward_seen = !first;
-    for (const auto& st : steps) {
-      if (!st.forward && !backward_seen) {
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const ScheduleStep& st = steps[k];
+      const bool pair = st.forward && k + 1 < steps.size() && steps[k + 1].combined;
+      if ((pair || !st.forward) && !backward_seen) {
         w.pending_backward_workspaces = setup.backward_workspaces + setup.dummy_wgrads;
         backward_seen = true;
       }
-      if (st.forward) w.forward(st.chunk, st.microbatch);
+      if (pair) w.combined(st, steps[++k]);
+      else if (st.forward) w.forward(st.chunk, st.microbatch);
       else w.backward(st.chunk, st.microbatch);
     }
     w.take_pending_workspaces();

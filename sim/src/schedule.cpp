@@ -10,7 +10,7 @@ std::int64_t warmup_steps(const ScheduleParams& p, std::int64_t r) {
   const std::int64_t total = p.microbatches * p.vpp;
   const std::int64_t g = p.group_size > 0 ? p.group_size : p.pp;
   std::int64_t w = (p.pp - r - 1) * 2 + (p.vpp - 1) * g;  // get_pp_rank_microbatches, schedules.py:911-968
-  if (p.extra_warmup) w += 1;
+  if (p.combined_1f1b) w += 1;                            // schedules.py:948-952
   return std::min(w, total);
 }
 
@@ -35,6 +35,14 @@ std::vector<ScheduleStep> pipeline_schedule(const ScheduleParams& p, std::int64_
   std::vector<ScheduleStep> steps;
   const std::int64_t m = p.microbatches;
   if (p.pp <= 1 && p.vpp <= 1) {
+    if (p.combined_1f1b) {  // combined_1f1b_schedule_for_no_pipelining (combined_1f1b.py:35-136)
+      for (std::int64_t i = 0; i < m; ++i) {
+        steps.push_back({true, 0, static_cast<int>(i)});
+        if (i > 0) steps.push_back({false, 0, static_cast<int>(i - 1), true});
+      }
+      if (m > 0) steps.push_back({false, 0, static_cast<int>(m - 1)});
+      return steps;
+    }
     for (std::int64_t i = 0; i < m; ++i) {
       steps.push_back({true, 0, static_cast<int>(i)});
       steps.push_back({false, 0, static_cast<int>(i)});
@@ -63,6 +71,7 @@ std::vector<ScheduleStep> pipeline_schedule(const ScheduleParams& p, std::int64_
   for (std::int64_t k = 0; k < total - w; ++k) {
     steps.push_back(fwd(w + k));
     steps.push_back(bwd(k));
+    steps.back().combined = p.combined_1f1b;  // forward_backward_helper_wrapper (schedules.py:1872-1888)
   }
   for (std::int64_t k = total - w; k < total; ++k) steps.push_back(bwd(k));
   return steps;

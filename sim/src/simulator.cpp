@@ -99,7 +99,7 @@ ScheduleParams schedule_params(const model::RunSpec& spec, const model::Derived&
                         ? d.num_microbatches
                         : walked_microbatches(sp, d.num_microbatches, options.record_timeline ? kTimelineMicrobatches : 0);
   sp.group_size = spec.model.microbatch_group_size_per_vp_stage.value_or(0);
-  sp.extra_warmup = spec.model.overlap_moe_expert_parallel_comm && d.vpp > 1;
+  sp.combined_1f1b = spec.model.overlap_moe_expert_parallel_comm;
   return sp;
 }
 

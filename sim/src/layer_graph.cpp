@@ -64,7 +64,7 @@ namespace detail {
 Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadContext* offload) {
   const std::size_t nt = g.tensors.size();
   Lifetimes lt{std::vector<int>(nt, -1), std::vector<int>(nt, -1), std::vector<bool>(nt, false),
-               std::vector<bool>(nt, false)};
+               std::vector<bool>(nt, false), {}, {}, false};
   for (std::size_t t = 0; t < nt; ++t) lt.last_forward_use[t] = g.tensors[t].producer;
   const std::uint32_t no_grad_regions = ckpt.keep_inputs | ckpt.discard_output;
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
@@ -402,7 +402,7 @@ class BackwardPass {
     if (offload_ == nullptr) return;
     for (int k = 0; k < kOffloadGroupCount; ++k) {
       const auto& ev = offload_->events[static_cast<std::size_t>(k)];
-      if ((ev.own == 0 && ev.other.value == 0) || offload_group_first_op(g_, 1u << k) != i) continue;
+      if ((ev.own == 0 && ev.other.value == 0) || detail::offload_group_first_op(g_, 1u << k) != i) continue;
       for (std::size_t r = 0; r < reload_.size(); ++r)
         if (reload_[r] == 0 && (lt_.reloads[r].group & ev.own) != 0) take_reload(r);
       live_ += ev.other.value;

@@ -63,8 +63,7 @@ namespace detail {
 
 Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadContext* offload) {
   const std::size_t nt = g.tensors.size();
-  Lifetimes lt{std::vector<int>(nt, -1), std::vector<int>(nt, -1), std::vector<bool>(nt, false),
-               std::vector<bool>(nt, false), {}, {}, false};
+  Lifetimes lt{std::vector<int>(nt, -1), std::vector<int>(nt, -1), std::vector<bool>(nt, false), std::vector<bool>(nt, false), {}, {}, false};
   for (std::size_t t = 0; t < nt; ++t) lt.last_forward_use[t] = g.tensors[t].producer;
   const std::uint32_t no_grad_regions = ckpt.keep_inputs | ckpt.discard_output;
   for (std::size_t i = 0; i < g.ops.size(); ++i) {

@@ -7,7 +7,7 @@
 namespace peakcast::sim::detail {
 
 const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt,
-                                   const OffloadContext* offload) {
+                                    const OffloadContext* offload) {
   ProfileKey key{&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module, offload ? offload->key() : std::vector<std::int64_t>{}};
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(std::move(key), profile_module(g, ckpt, offload)).first;

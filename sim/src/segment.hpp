@@ -88,7 +88,7 @@ using ProfileKey = std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, b
 using ProfileCache = std::map<ProfileKey, ModuleProfile>;
 
 const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt,
-                                   const OffloadContext* offload = nullptr);
+                                    const OffloadContext* offload = nullptr);
 
 // A module run under one checkpoint set (and, with `offload`, fine-grained activation offloading).
 Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt, int layer,

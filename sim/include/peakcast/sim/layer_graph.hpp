@@ -34,13 +34,13 @@ enum class Mechanism { keep_inputs,
 // not nest: an op sits in at most one.
 enum OffloadGroup : std::uint32_t {
   kNoOffloadGroup = 0,
-  kOffAttnNorm = 1u << 0,    // the input layernorm (transformer_layer.py:617-626)
-  kOffQkvLinear = 1u << 1,   // get_query_key_value_tensors (attention.py:1386-1395, multi_latent_attention.py:343-352)
-  kOffCoreAttn = 1u << 2,    // the core attention (attention.py:1542-1598)
-  kOffAttnProj = 1u << 3,    // linear_proj (attention.py:1616-1619)
-  kOffMlpNorm = 1u << 4,     // the pre-MLP layernorm (transformer_layer.py:750-760)
-  kOffExpertFc1 = 1u << 5,   // TEGroupedMLP's linear_fc1 (experts.py:792-803)
-  kOffMoeAct = 1u << 6,      // the expert activation (experts.py:805, :881-901)
+  kOffAttnNorm = 1u << 0,   // the input layernorm (transformer_layer.py:617-626)
+  kOffQkvLinear = 1u << 1,  // get_query_key_value_tensors (attention.py:1386-1395, multi_latent_attention.py:343-352)
+  kOffCoreAttn = 1u << 2,   // the core attention (attention.py:1542-1598)
+  kOffAttnProj = 1u << 3,   // linear_proj (attention.py:1616-1619)
+  kOffMlpNorm = 1u << 4,    // the pre-MLP layernorm (transformer_layer.py:750-760)
+  kOffExpertFc1 = 1u << 5,  // TEGroupedMLP's linear_fc1 (experts.py:792-803)
+  kOffMoeAct = 1u << 6,     // the expert activation (experts.py:805, :881-901)
 };
 constexpr int kOffloadGroupCount = 7;
 // The offload_modules name of a group bit ("" for none).
@@ -103,9 +103,9 @@ struct OpNode {
   std::uint32_t regions = kNoRegion;
   bool is_gemm = false;  // for the time model's efficiency classes
   bool is_attention_core = false;
-  bool is_fused_attention = false;  // a fused attention kernel (timed by its own measured class)
-  bool is_movement = false;         // row gathers and block copies (timed by their measured rate)
-  bool grad_passthrough = false;    // backward returns its output grad unchanged (views, residual adds)
+  bool is_fused_attention = false;                // a fused attention kernel (timed by its own measured class)
+  bool is_movement = false;                       // row gathers and block copies (timed by their measured rate)
+  bool grad_passthrough = false;                  // backward returns its output grad unchanged (views, residual adds)
   std::uint32_t offload_group = kNoOffloadGroup;  // the fine-grained offloading group it runs in (OffloadGroup)
 };
 

@@ -1,7 +1,9 @@
 // Fine-grained activation offloading in one module's lifetimes (docs/research/fine-grained-offloading-memory-facts.md):
 // which saves go to the host at their group's commit, which GPU tensors that frees, and the reloads its backward gets.
 #include <algorithm>
-#include <bit>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "lifetimes.hpp"
 

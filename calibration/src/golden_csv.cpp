@@ -223,11 +223,10 @@ std::string unmodelled_case(std::map<std::string, std::string>& row) {
   if (row["test_case"].find("grpo") != std::string::npos) return "GRPO case: includes RL inference memory (KV cache)";
   if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) return "FSDP is not modelled";
   // Not modelled: the momentum of Muon and the layer-wise distributed optimizer (the run spec would
-  // treat them as Adam with a warning), and fine-grained activation offloading (read, and warned
-  // fine_grained_offloading_not_simulated: the offloaded tensors stay on the GPU).
+  // treat them as Adam with a warning). Fine-grained activation offloading is simulated
+  // (docs/research/fine-grained-offloading-memory-facts.md).
   if (const std::string& o = row["optimizer"]; !o.empty() && o != "adam" && o != "sgd")
     return "--optimizer " + o + " is not modelled (adam and sgd are)";
-  if (!row["fine-grained-activation-offloading"].empty()) return "--fine-grained-activation-offloading is not modelled";
   return "";
 }
 

@@ -134,7 +134,7 @@ def check_reads():
 # Fields spec_fill_model.cpp reads that no simulation stage uses yet (each class "simulated" by the mechanical
 # rule, but a value changes no prediction). A new one is a problem: simulate the key, or read it for the rules
 # only (spec_fill_checks.cpp, class rule_only). moe_latent_size was such a field until issue #19.
-SIM_UNUSED_KNOWN = {"moe_permute_fusion", "delay_wgrad_compute", "cpu_offloading_weights", "fine_grained_activation_offloading"}
+SIM_UNUSED_KNOWN = {"moe_permute_fusion", "delay_wgrad_compute", "cpu_offloading_weights"}
 MODEL_READ_RE = re.compile(r'\br\.read\(\s*"([A-Za-z0-9_]+)",\s*[a-z]\.([A-Za-z0-9_]+)\)')
 
 

@@ -494,9 +494,9 @@ U(M, "heterogeneous_block_specs", "per-layer heterogeneous specs (HeterogeneousT
   "mcore:megatron/core/transformer/transformer_block.py:335")
 N(M, "hetereogenous_dist_checkpoint", "checkpoint layout", "mcore:megatron/core/transformer/transformer_block.py:733")
 U(M, "quant_recipe", "ModelOpt/TE per-module quantisation config: quantised linears", f"{TE}:1241")
-R(M, "offload_modules", "fine-grained activation offloading: which module inputs are offloaded to the host", f"{TC}:1878", True)
-R(M, "min_offloaded_tensor_size", "fine-grained offloading: smaller tensors stay on the GPU",
-  "mcore:megatron/core/pipeline_parallel/fine_grained_activation_offload.py:993", True)
+S(M, "offload_modules", "fine-grained activation offloading: the groups whose saves go to the host", f"{TC}:1878")
+S(M, "min_offloaded_tensor_size", "fine-grained offloading: smaller tensors (in elements) stay on the GPU",
+  "mcore:megatron/core/pipeline_parallel/fine_grained_activation_offload.py:993")
 U(M, "delay_offload_until_cuda_graph", "fine-grained offloading: offloads start after the CUDA-graphed region (later free)",
   "mcore:megatron/core/transformer/transformer_layer.py:1219")
 R(M, "delta_offload_bytes_across_pp_ranks", "fine-grained offloading: per-PP-rank change of the offloaded byte budget",
@@ -655,7 +655,7 @@ for _k, _why in [
     ("cpu_offloading_num_layers", "layers offloaded"),
     ("cpu_offloading_activations", "offload activations"),
     ("cpu_offloading_weights", "offload weights"),
-    ("fine_grained_activation_offloading", "per-module activation offload; read, but peakcast warns fine_grained_offloading_not_simulated (validate_recompute.cpp:202) and keeps the offloaded tensors on the GPU"),
+    ("fine_grained_activation_offloading", "per-module activation offload (sim/src/offload_lifetimes.cpp; warm-up iteration semantics, docs/research/fine-grained-offloading-memory-facts.md section 6)"),
     ("bf16", "bf16 parameters and activations"),
     ("fp16", "fp16 parameters and activations"),
     ("fp8", "FP8 GEMMs (e4m3 / hybrid)"),

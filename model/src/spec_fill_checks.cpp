@@ -134,8 +134,6 @@ void fill_moe_checks(const Reader& r, ModelSpec& m) {
 }
 
 void fill_offload_checks(const Reader& r, ModelSpec& m) {
-  if (const json* v = r.find("offload_modules")) m.offload_modules = strings_of(*v);
-  r.read("min_offloaded_tensor_size", m.min_offloaded_tensor_size);
   r.read("activation_offload_fraction", m.activation_offload_fraction);
   r.read("delta_offload_bytes_across_pp_ranks", m.delta_offload_bytes_across_pp_ranks);
   r.read("fine_grained_offloading_max_inflight_offloads", m.fine_grained_offloading_max_inflight_offloads);

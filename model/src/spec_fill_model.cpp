@@ -281,6 +281,16 @@ void fill_recompute(const Reader& r, ModelSpec& m) {
   r.read("cpu_offloading_activations", m.cpu_offloading_activations);
   r.read("cpu_offloading_weights", m.cpu_offloading_weights);
   r.read("fine_grained_activation_offloading", m.fine_grained_activation_offloading);
+  // The groups fine-grained offloading runs and the smallest tensor it moves (sim/src/stage_builder.cpp); the
+  // validation rules read them too (validate_offloading.cpp).
+  if (const json* v = r.find("offload_modules")) {
+    m.offload_modules.clear();
+    if (v->is_string()) m.offload_modules.push_back(v->get<std::string>());
+    else if (v->is_array())
+      for (const auto& e : *v)
+        if (e.is_string()) m.offload_modules.push_back(e.get<std::string>());
+  }
+  r.read("min_offloaded_tensor_size", m.min_offloaded_tensor_size);
 }
 
 void fill_precision(const Reader& r, ModelSpec& m) {

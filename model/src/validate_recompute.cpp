@@ -183,19 +183,30 @@ void selective_granularity(const ModelSpec& m, const std::vector<RecomputeTag>& 
   }
 }
 
+// Fine-grained activation offloading is simulated (sim/src/offload_lifetimes.cpp,
+// docs/research/fine-grained-offloading-memory-facts.md) except where section 5 of those facts says not: there the
+// prediction keeps the saves on the GPU, an upper bound on the peak with them offloaded.
+void fine_grained_not_simulated(const ModelSpec& m, RuleSink& sink) {
+  const auto warn = [&](const std::string& path, const std::string& what) {
+    sink.warning(path, "fine_grained_offloading_not_simulated",
+                 "fine-grained activation offloading is not simulated " + what +
+                     ": the prediction keeps those saved tensors on the GPU, an upper bound on the peak with them offloaded");
+  };
+  if (m.architecture != Architecture::gpt)
+    warn("model.architecture", "for BERT and T5 (they create no offload chunk handler and offload nothing, gpt_model.py:554-555)");
+  else if (m.cuda_graph_impl != CudaGraphImpl::none)
+    warn("model.cuda_graph_impl", "under CUDA graphs (the graph-capture paths of fine_grained_activation_offload.py:1332-1353)");
+  if (offloads(m, "fused_group_mlp")) warn("model.offload_modules", "for fused_group_mlp (the TE op-fuser grouped MLP)");
+  if (m.recompute_granularity == RecomputeGranularity::full)
+    warn("model.recompute_granularity", "for fully recomputed layers (their forward saves nothing)");
+}
+
 }  // namespace
 
 void validate_recompute(const RunSpec& spec, RuleSink& sink) {
   const ModelSpec& m = spec.model;
   offloading(m, sink);
-  if (m.fine_grained_activation_offloading) {
-    // The offload manager (pipeline_parallel/fine_grained_activation_offload.py) moves the saved
-    // inputs of the listed modules to host memory and reloads them a group ahead in backward; its
-    // timing (asynchronous copies, per-stage balancing, the last group kept) is not simulated yet.
-    sink.warning("model.fine_grained_activation_offloading", "fine_grained_offloading_not_simulated",
-                 "fine-grained activation offloading is not simulated: the prediction keeps the offload_modules' "
-                 "saved tensors on the GPU, an upper bound on the peak with them offloaded");
-  }
+  if (m.fine_grained_activation_offloading) fine_grained_not_simulated(m, sink);
   if (m.moe_layer_recompute) {
     // Rule 18 (transformer_config.py:1861-1865); the message names a tag that does not exist ("moe_layer").
     sink.warning("model.moe_layer_recompute", "moe_layer_recompute_deprecated",

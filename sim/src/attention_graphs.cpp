@@ -20,7 +20,7 @@ std::int64_t c_seq_sq(const GraphBuilder& b) { return b.ctx().seq * b.ctx().seq;
 
 // `cols` is seq + 1 where TE pads the mask for a sink column (backends.py:626-638).
 int causal_mask(GraphBuilder& b, std::int64_t seq, std::int64_t cols) {
-  const int mask = b.tensor("causal_mask", Bytes{checked_mul(seq, cols)}, false);
+  const int mask = b.tensor("causal_mask", Bytes{checked_mul(seq, cols)}, false, 1);
   b.op("make_causal_mask", {.out = {mask}, .region = kCoreAttn, .ws = Bytes{checked_mul(checked_mul(seq, seq), kFp32)}});
   return mask;
 }
@@ -31,9 +31,9 @@ int causal_mask(GraphBuilder& b, std::int64_t seq, std::int64_t cols) {
 // autograd node, so the backward holds fp32 and bf16 gradients of size E in turn.
 int torch_fp32_softmax(GraphBuilder& b, int scores, double E, std::int64_t act_bytes, int mask) {
   const auto e = [&](std::int64_t bytes) { return Bytes{checked_count(E)} * bytes; };
-  const int s32 = b.tensor("softmax.input_fp32", e(kFp32));
+  const int s32 = b.tensor("softmax.input_fp32", e(kFp32), true, kFp32);
   b.op("softmax.to_fp32", {.in = {scores}, .out = {s32}, .region = kCoreAttn});
-  const int p32 = b.tensor("softmax.fp32", e(kFp32));
+  const int p32 = b.tensor("softmax.fp32", e(kFp32), true, kFp32);
   // masked_fill_ runs in place and saves the mask; its backward writes a new masked gradient.
   // Two kernels: masked_fill_ (read and write the fp32 scores) and softmax (read, write).
   b.op("softmax", {.in = {s32, mask}, .out = {p32}, .save = {p32, mask}, .region = kCoreAttn, .flops = 5.0 * E, .bws = e(kFp32), .bytes_moved = 4.0 * E * kFp32 + double(c_seq_sq(b))});
@@ -112,12 +112,12 @@ int sink_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double
   const std::int64_t sm_bytes = fp32 ? kFp32 : c.act_bytes;
   int in = scores;
   if (fp32) {
-    in = b.tensor("softmax.input_fp32", e(E, kFp32));
+    in = b.tensor("softmax.input_fp32", e(E, kFp32), true, kFp32);
     b.op("softmax.to_fp32", {.in = {scores}, .out = {in}, .region = kCoreAttn});
   }
-  const int with_sink = b.tensor("softmax.with_sink", e(E1, sm_bytes));
+  const int with_sink = b.tensor("softmax.with_sink", e(E1, sm_bytes), true, static_cast<std::int32_t>(sm_bytes));
   b.op("softmax.cat_sink", {.in = {in, mask}, .out = {with_sink}, .save = {mask}, .region = kCoreAttn, .bytes_moved = 2.0 * E1 * double(sm_bytes), .movement = true});
-  const int p = b.tensor("softmax.out_with_sink", e(E1, sm_bytes));
+  const int p = b.tensor("softmax.out_with_sink", e(E1, sm_bytes), true, static_cast<std::int32_t>(sm_bytes));
   b.op("softmax", {.in = {with_sink}, .out = {p}, .save = {p}, .region = kCoreAttn, .flops = 5.0 * E1, .bws = e(E1, sm_bytes), .bytes_moved = 2.0 * E1 * double(sm_bytes)});
   if (!fp32) return p;  // the bmm saves a view of it
   const int probs = b.tensor("softmax.out", !c.megatron_attention ? e(E1, c.act_bytes) : e(E, c.act_bytes));
@@ -163,7 +163,7 @@ int torch_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, doubl
 int full_padding_mask(GraphBuilder& b, std::int64_t sq, std::int64_t sk) {
   const ShapeContext& c = b.ctx();
   const std::int64_t m = checked_mul(checked_mul(c.batch, sq), sk);  // [b, 1, sq, sk] elements
-  const int mask = b.tensor("full_mask", Bytes{m}, false);
+  const int mask = b.tensor("full_mask", Bytes{m}, false, 1);
   const Bytes ws{checked_mul(m, 2 * 8 + 1 + 1 + 2) + checked_mul(checked_mul(sq, sk), 4)};
   b.op("get_full_mask", {.out = {mask}, .region = kCoreAttn, .ws = ws, .bytes_moved = double(ws.value)});
   return mask;
@@ -261,7 +261,7 @@ std::pair<int, int> query_and_key(GraphBuilder& b, const model::ModelSpec& m, in
 void flex_core(GraphBuilder& b, int q, int k, int qkv, int ctx, std::int64_t hq, double flops) {
   const ShapeContext& c = b.ctx();
   const Bytes stats{checked_mul(checked_mul(c.batch, hq), c.seq) * kFp32};
-  const int lse = b.tensor("core_attention.logsumexp", stats, false);
+  const int lse = b.tensor("core_attention.logsumexp", stats, false, kFp32);
   b.op("core_attention(flex)", {.in = {q, k, qkv}, .out = {ctx, lse}, .save = {q, k, qkv, ctx, lse}, .region = kCoreAttn, .flops = flops, .backward_flops = 2.5 * flops, .ws = stats, .bws = stats, .attention = true, .fused_attention = true});
 }
 
@@ -279,9 +279,11 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   // EXAONE 4's spec has no input norm: TransformerLayer's IdentityOp hands linear_qkv the layer input itself
   // (transformer_layer.py:270, :626; exaone4_provider.py:78), which the column-parallel linear saves.
   int ln = x;
-  if (!m.pre_linear_layernorm) ln = x;
-  else if (separate_norm) ln = norm(b, "input_layernorm", x, Nl, h, m.normalization == model::Normalization::layer_norm, kInputNorm);
-  else ln = norm(b, "input_layernorm(fused)", x, Nl, h, m.normalization == model::Normalization::layer_norm, kNoRegion);
+  if (m.pre_linear_layernorm && separate_norm) ln = norm(b, "input_layernorm", x, Nl, h, m.normalization == model::Normalization::layer_norm, kInputNorm);
+  // qkv_linear's hooks cover get_query_key_value_tensors (attention.py:1386-1395): TE's fused norm and linear_qkv, the
+  // split and the q / k norms; it commits right after and force-frees nothing.
+  const std::size_t qkv_first = b.graph().ops.size();
+  if (m.pre_linear_layernorm && !separate_norm) ln = norm(b, "input_layernorm(fused)", x, Nl, h, m.normalization == model::Normalization::layer_norm, kNoRegion);
   // With the output gate the fused projection also yields a query-sized gate (a view of its output).
   const std::int64_t gate_cols = m.attention_output_gate ? hq * hd : 0;
   const std::size_t qkv_op = b.graph().ops.size();
@@ -306,6 +308,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     b.op("gate_reshape", {.in = {qkv}, .out = {gate}, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hq * hd).value), .movement = true});
   }
   auto [q, k] = query_and_key(b, m, qkv, hq, hkv, hd);
+  b.offload_group(kOffQkvLinear, qkv_first);
   // RoPE makes new Q and K; V stays a view of the fused QKV output, so saving V keeps all of it (the
   // local core's); TE's fused attention copies it (below).
   if (const std::int64_t rot = rotary_dim(spec, d); rot > 0) {
@@ -318,6 +321,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   }
   const int ctx = b.tensor("core_attention.out", b.act(N, hq * hd));
   const double causal_flops = 2.0 * 2.0 * c.batch * hq * double(c.seq) * c.seq * hd * 0.5;
+  const std::size_t core_first = b.graph().ops.size();
   if (c.flex_attention) {
     flex_core(b, q, k, qkv, ctx, hq, causal_flops);
   } else if (c.fused_attention) {
@@ -332,7 +336,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
       v = b.tensor("value_contiguous", b.act(N, hkv * hd));
       b.op("value_contiguous", {.in = {qkv}, .out = {v}, .region = kCoreAttn, .bytes_moved = 2.0 * static_cast<double>(b.act(N, hkv * hd).value), .movement = true});
     }
-    const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
+    const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false, kFp32);
     Bytes cp_ws{};
     if (c.cp > 1) cp_ws = b.act(N, 2 * hkv * hd) * 2;  // KV ring: the chunk in flight and the next
     const int core = b.op("core_attention", {.in = {q, k, v}, .out = {ctx, lse}, .save = {q, k, v, ctx, lse}, .region = kCoreAttn, .flops = causal_flops, .backward_flops = 2.5 * causal_flops, .ws = cp_ws, .bws = cp_ws, .attention = true, .fused_attention = true});
@@ -352,7 +356,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     b.op("baddbmm", {.in = {q, kx}, .out = {scores}, .save = {q, kx}, .region = kCoreAttn, .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
     int probs = attention_softmax(b, spec, scores, E, hq);
     if (m.attention_dropout > 0) {
-      const int mask = b.tensor("attention_dropout.mask", e(1), false);
+      const int mask = b.tensor("attention_dropout.mask", e(1), false, 1);
       const int dropped = b.tensor("attention_dropout.out", e(c.act_bytes));
       b.op("attention_dropout", {.in = {probs}, .out = {dropped, mask}, .save = {mask}, .region = kCoreAttn, .flops = 2.0 * E});
       probs = dropped;
@@ -362,6 +366,9 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     // The raw scores stay referenced by locals until the attention forward returns.
     b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
   }
+  // core_attn's hooks cover the core attention call; it commits right after and force-frees query, key and value
+  // (attention.py:1542-1598): value is a view of the fused QKV output, whose storage goes with it.
+  b.offload_group(kOffCoreAttn, core_first, -1, {q, k, qkv});
   int proj_in = ctx;
   if (m.attention_output_gate) {
     // _apply_output_gate (attention.py:1625-1632, torch.compile'd): x * sigmoid(gate.float()) cast back.
@@ -370,7 +377,11 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     proj_in = b.tensor("output_gate.out", b.act(N, hq * hd));
     b.op("output_gate", {.in = {ctx, gate}, .out = {proj_in}, .save = {ctx, gate}, .flops = 5.0 * N * hq * hd, .bytes_moved = 3.0 * static_cast<double>(b.act(N, hq * hd).value)});
   }
-  return row_linear(b, m, "linear_proj", proj_in, hq * hd, h, kNoRegion, proj_saves_original_input(spec, c));
+  // attn_proj's hooks cover linear_proj; it commits right after and force-frees its input (attention.py:1616-1619).
+  const std::size_t proj_first = b.graph().ops.size();
+  const int out = row_linear(b, m, "linear_proj", proj_in, hq * hd, h, kNoRegion, proj_saves_original_input(spec, c));
+  b.offload_group(kOffAttnProj, proj_first, -1, {proj_in});
+  return out;
 }
 
 // Multi-latent attention (multi_latent_attention.py MLASelfAttention).
@@ -383,6 +394,7 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
   const bool ln_kind = m.normalization == model::Normalization::layer_norm;
   const int ln = norm(b, separate_norm ? "input_layernorm" : "input_layernorm(fused)", x, Nl, h, ln_kind,
                       separate_norm ? kInputNorm : kNoRegion);
+  const std::size_t qkv_first = b.graph().ops.size();
   int q = -1;
   if (m.q_lora_rank) {
     const std::int64_t r = *m.q_lora_rank;
@@ -403,11 +415,15 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
   // The positional key is gathered under SP, rotated, expanded per head and concatenated.
   b.op("rope_k_cat", {.in = {kv, kvd}, .out = {key}, .region = kMlaUpProj, .flops = 6.0 * N * rope});
   b.op("value_contiguous", {.in = {kv}, .out = {value}, .region = kMlaUpProj});
+  // qkv_linear's hooks cover get_query_key_value_tensors, the down and up projections with their norms and RoPE (or
+  // the mla_up_proj checkpoint); it commits right after, force-freeing the norm output (multi_latent_attention.py:343-352).
+  b.offload_group(kOffQkvLinear, qkv_first, -1, {ln});
   const int ctx = b.tensor("core_attention.out", b.act(N, hq * vd));
   const double flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope + vd) * 0.5;
+  const std::size_t core_first = b.graph().ops.size();
   int core = -1;
   if (c.fused_attention) {
-    const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false);
+    const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false, kFp32);
     core = b.op("core_attention", {.in = {query, key, value}, .out = {ctx, lse}, .save = {query, key, value, ctx, lse}, .region = kCoreAttn, .flops = flops, .backward_flops = 2.5 * flops, .attention = true, .fused_attention = true});
   } else {
     const double E = double(c.batch) * hq * c.seq * c.seq;
@@ -422,9 +438,15 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
     b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn, .flops = pv_flops, .backward_flops = 2 * pv_flops, .attention = true});
     b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
   }
+  // core_attn: the core call, force-freeing query, key and value at its commit (multi_latent_attention.py:380-432).
+  b.offload_group(kOffCoreAttn, core_first, -1, {query, key, value});
   // mla_up_proj discards Q, K, V after core attention; they come back after linear_proj's dgrad.
   g.discards.push_back({kMlaUpProj, {query, key, value}, core});
-  return b.linear("linear_proj", ctx, hq * vd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
+  // attn_proj: linear_proj, force-freeing its input (multi_latent_attention.py:463-466).
+  const std::size_t proj_first = b.graph().ops.size();
+  const int out = b.linear("linear_proj", ctx, hq * vd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
+  b.offload_group(kOffAttnProj, proj_first, -1, {ctx});
+  return out;
 }
 
 }  // namespace peakcast::sim::detail

@@ -39,6 +39,13 @@ int GraphBuilder::op(const std::string& name, const std::vector<int>& in, const 
   return g_.add_op(std::move(o));
 }
 
+void GraphBuilder::offload_group(OffloadGroup group, std::size_t first, int commit, std::vector<int> forced) {
+  if (first >= g_.ops.size()) return;
+  for (std::size_t i = first; i < g_.ops.size(); ++i) g_.ops[i].offload_group = group;
+  const int op = commit >= 0 ? commit : static_cast<int>(g_.ops.size()) - 1;
+  g_.offload_commits.push_back({group, op, std::move(forced)});
+}
+
 int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std::int64_t n, Parallel par,
                          std::uint32_t region, std::int64_t rows, bool save_input, bool keep_original_input,
                          bool with_adapter) {
@@ -101,7 +108,7 @@ int GraphBuilder::linear(const std::string& name, int input, std::int64_t k, std
   if (save_input) {
     if (c_.fp8 && !keep_original_input) {
       // FP8 GEMMs keep a 1-byte quantised copy of their input for the wgrad.
-      const int q = tensor(name + ".input_fp8", Bytes{(par == Parallel::column && sp ? local_rows : rows) * k}, false);
+      const int q = tensor(name + ".input_fp8", Bytes{(par == Parallel::column && sp ? local_rows : rows) * k}, false, 1);
       o.outputs.push_back(q);
       o.saves = {q};
     } else {

@@ -11,16 +11,26 @@ namespace peakcast::sim::detail {
 
 class GraphBuilder {
  public:
-  GraphBuilder(LayerGraph& g, const ShapeContext& c, std::string prefix) : g_(g), c_(c), prefix_(std::move(prefix)) {}
+  GraphBuilder(LayerGraph& g, const ShapeContext& c, std::string prefix) : g_(g), c_(c), prefix_(std::move(prefix)) {
+    g_.act_bytes = c.act_bytes;
+  }
 
   // An activation of `rows` x `cols` elements in the activation dtype.
   Bytes act(std::int64_t rows, std::int64_t cols) const { return Bytes{checked_mul(checked_mul(rows, cols), c_.act_bytes)}; }
   Bytes fp32(std::int64_t rows, std::int64_t cols) const { return Bytes{checked_mul(checked_mul(rows, cols), 4)}; }
 
   int input(const std::string& name, Bytes b) { return g_.add_input(prefix_ + name, b); }
-  int tensor(const std::string& name, Bytes b, bool requires_grad = true) {
-    return g_.add_tensor(prefix_ + name, b, requires_grad);
+  // `element_bytes`: its dtype's size when not the activation dtype's (TensorNode::element_bytes).
+  int tensor(const std::string& name, Bytes b, bool requires_grad = true, std::int32_t element_bytes = 0) {
+    const int t = g_.add_tensor(prefix_ + name, b, requires_grad);
+    g_.tensors.back().element_bytes = element_bytes;
+    return t;
   }
+
+  // Fine-grained activation offloading: the ops from `first` on ran inside group `group`'s saved-tensor hooks
+  // (FineGrainedActivationOffloadingInterface), which commit after op `commit` (the last of them when -1) and
+  // then free the storage of `forced` (forced_released_tensors).
+  void offload_group(OffloadGroup group, std::size_t first, int commit = -1, std::vector<int> forced = {});
 
   struct OpArgs {
     std::initializer_list<int> in{}, out{}, save{}, keep{};

@@ -61,10 +61,9 @@ void check_program_order(const LayerGraph& g) {
 
 namespace detail {
 
-Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt) {
+Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadContext* offload) {
   const std::size_t nt = g.tensors.size();
-  Lifetimes lt{std::vector<int>(nt, -1), std::vector<int>(nt, -1), std::vector<bool>(nt, false),
-               std::vector<bool>(nt, false)};
+  Lifetimes lt{std::vector<int>(nt, -1), std::vector<int>(nt, -1), std::vector<bool>(nt, false), std::vector<bool>(nt, false), {}, {}, false};
   for (std::size_t t = 0; t < nt; ++t) lt.last_forward_use[t] = g.tensors[t].producer;
   const std::uint32_t no_grad_regions = ckpt.keep_inputs | ckpt.discard_output;
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
@@ -119,6 +118,8 @@ Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt) {
       lt.replayed[t] = true;
     }
   }
+  if (offload) apply_offload(g, ckpt, *offload, lt);
+  else lt.offload_freed.assign(nt, false);
   return lt;
 }
 
@@ -220,6 +221,7 @@ void forward_pass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet&
     if (g.tensors[t].external && lt.held[t] && g.tensors[t].bytes.value > 0) p.input_held = true;
   }
   if (g.output >= 0) p.output_bytes = g.tensors[g.output].bytes;
+  p.input_released = lt.input_released;
 }
 
 // The backward pass over the ops in reverse: live at its start are the held tensors and the output's
@@ -227,8 +229,8 @@ void forward_pass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet&
 // allocates its inputs' gradients, and saved tensors go once their last saver has run.
 class BackwardPass {
  public:
-  BackwardPass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet& ckpt, Simulation& sim)
-      : g_(g), lt_(lt), ckpt_(ckpt), sim_(sim), nt_(g.tensors.size()), alive_(nt_, false), grad_alive_(nt_, false), grad_bytes_(nt_, 0) {}
+  BackwardPass(const LayerGraph& g, const Lifetimes& lt, const CheckpointSet& ckpt, const OffloadContext* offload, Simulation& sim)
+      : g_(g), lt_(lt), ckpt_(ckpt), offload_(offload), sim_(sim), nt_(g.tensors.size()), alive_(nt_, false), grad_alive_(nt_, false), grad_bytes_(nt_, 0), reload_(lt.reloads.size(), 0) {}
 
   void run(bool trace) {
     for (std::size_t t = 0; t < nt_; ++t)
@@ -241,14 +243,21 @@ class BackwardPass {
       grad_bytes_[g_.output] = g_.tensors[g_.output].gradient_bytes().value;
       live_ += grad_bytes_[g_.output];
     }
+    for (std::size_t r = 0; r < reload_.size(); ++r) {  // reloaded ahead of this backward
+      if (offload_ == nullptr || (offload_->prefetched & lt_.reloads[r].group) == 0) continue;
+      take_reload(r);
+      sim_.profile.reload_prefetched += reload_bytes(r);
+    }
     const std::int64_t backward_start = live_;
     peak_ = live_;
     if (ckpt_.whole_module && !g_.ops.empty()) replay([](const OpNode&) { return true; });
     for (int i = static_cast<int>(g_.ops.size()) - 1; i >= 0; --i) {
       const OpNode& op = g_.ops[i];
+      reload_on_demand(i);
       if (!ckpt_.whole_module) rematerialise_before(op, i);
       op_backward(op);
       release_after(i);
+      reload_events_after(i);
       if (trace) sim_.events.push_back({op.name, true, Bytes{live_ - backward_start}});
     }
     sim_.profile.backward_peak_excess = Bytes{peak_ - backward_start};
@@ -368,32 +377,69 @@ class BackwardPass {
     }
   }
 
+  // Fine-grained offloading: reload r's GPU tensor appears (state 1) ahead of its backward, at an event, or when
+  // autograd unpacks it (tensor_pop's synchronous reload, fine_grained_activation_offload.py:980-982); it goes
+  // after its last use (state 2).
+  Bytes reload_bytes(std::size_t r) const { return g_.tensors[static_cast<std::size_t>(lt_.reloads[r].tensor)].bytes; }
+  void take_reload(std::size_t r) {
+    reload_[r] = 1;
+    live_ += reload_bytes(r).value;
+    peak_ = std::max(peak_, live_);
+  }
+  void reload_on_demand(int i) {
+    for (std::size_t r = 0; r < reload_.size(); ++r)
+      if (reload_[r] == 0 && lt_.reloads[r].first_use == i) take_reload(r);
+  }
+  // After op i's backward: reloads whose last use it was go; a group whose first op it is ends its backward,
+  // and the manager reloads what the plan says (bulk_reload, :1131-1146).
+  void reload_events_after(int i) {
+    for (std::size_t r = 0; r < reload_.size(); ++r)
+      if (reload_[r] == 1 && lt_.reloads[r].last_use == i) {
+        reload_[r] = 2;
+        live_ -= reload_bytes(r).value;
+      }
+    if (offload_ == nullptr) return;
+    for (int k = 0; k < kOffloadGroupCount; ++k) {
+      const auto& ev = offload_->events[static_cast<std::size_t>(k)];
+      if ((ev.own == 0 && ev.other.value == 0) || detail::offload_group_first_op(g_, 1u << k) != i) continue;
+      for (std::size_t r = 0; r < reload_.size(); ++r)
+        if (reload_[r] == 0 && (lt_.reloads[r].group & ev.own) != 0) take_reload(r);
+      live_ += ev.other.value;
+      sim_.profile.reload_other += ev.other;
+      peak_ = std::max(peak_, live_);
+    }
+  }
+
   const LayerGraph& g_;
   const Lifetimes& lt_;
   const CheckpointSet& ckpt_;
+  const OffloadContext* offload_;
   Simulation& sim_;
   std::size_t nt_;
   std::vector<bool> alive_, grad_alive_;
   std::vector<std::int64_t> grad_bytes_;
+  std::vector<std::uint8_t> reload_;
   std::int64_t live_ = 0, peak_ = 0;
   std::uint32_t replayed_regions_ = 0;
 };
 
-Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, bool trace) {
+Simulation simulate(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadContext* offload, bool trace) {
   check_program_order(g);
-  const Lifetimes lt = analyse(g, ckpt);
+  const Lifetimes lt = analyse(g, ckpt, offload);
   Simulation sim;
   forward_pass(g, lt, ckpt, trace, sim);
-  BackwardPass(g, lt, ckpt, sim).run(trace);
+  BackwardPass(g, lt, ckpt, offload, sim).run(trace);
   return sim;
 }
 
 }  // namespace
 
-ModuleProfile profile_module(const LayerGraph& g, const CheckpointSet& ckpt) { return simulate(g, ckpt, false).profile; }
+ModuleProfile profile_module(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadContext* offload) {
+  return simulate(g, ckpt, offload, false).profile;
+}
 
-std::vector<OpEvent> trace_module(const LayerGraph& g, const CheckpointSet& ckpt) {
-  return simulate(g, ckpt, true).events;
+std::vector<OpEvent> trace_module(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadContext* offload) {
+  return simulate(g, ckpt, offload, true).events;
 }
 
 }  // namespace peakcast::sim

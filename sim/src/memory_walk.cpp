@@ -136,8 +136,9 @@ void Walker::forward_module(Run& f, std::size_t i) {
   f.carry = Bytes{};
   // The schedule keeps a received input for its backward, unless a distributing checkpoint
   // swapped that very tensor's data for its slice (make_viewless_tensor returns a viewless
-  // input as it is; measured: the p2p receive buffer is gone at the peak).
-  const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
+  // input as it is; measured: the p2p receive buffer is gone at the peak), or an offload commit
+  // resized its storage to 0 (Segment::input_released).
+  const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input && !s.input_released);
   // Replaying, a half-captured layer's graphed half keeps its saved set in the pool.
   const Bytes own = (s.input_held ? s.held - s.input_bytes : s.held) - (graphed ? s.captured_held : Bytes{});
   activations += own + s.output_bytes;

@@ -15,7 +15,7 @@ using Parallel = GraphBuilder::Parallel;
 int norm(GraphBuilder& b, const std::string& name, int x, std::int64_t rows, std::int64_t cols,
          bool layer_norm, std::uint32_t region) {
   const int out = b.tensor(name + ".out", b.act(rows, cols));
-  const int stats = b.tensor(name + ".rstd", Bytes{rows * kFp32 * (layer_norm ? 2 : 1)}, false);
+  const int stats = b.tensor(name + ".rstd", Bytes{rows * kFp32 * (layer_norm ? 2 : 1)}, false, kFp32);
   b.op(name, {.in = {x}, .out = {out, stats}, .save = {x, stats}, .region = region, .flops = 5.0 * rows * cols});
   return out;
 }
@@ -55,7 +55,7 @@ int residual_add(GraphBuilder& b, const std::string& name, int residual, int bra
   int op = -1;
   if (dropout > 0) {
     // Bias-dropout-add keeps a 1-byte mask per element for its backward.
-    const int mask = b.tensor(name + ".dropout_mask", Bytes{rows * c.hidden}, false);
+    const int mask = b.tensor(name + ".dropout_mask", Bytes{rows * c.hidden}, false, 1);
     op = b.op(name, {.in = {residual, x}, .out = {out, mask}, .save = {mask}, .flops = 3.0 * rows * c.hidden, .bws = bias_sum});
   } else {
     op = b.op(name, {.in = {residual, x}, .out = {out}, .flops = 1.0 * rows * c.hidden, .bws = bias_sum, .passthrough = true});
@@ -85,7 +85,7 @@ int activation_ops(GraphBuilder& b, const std::string& name, int fc1, std::int64
     }
     if (fused && gated && o.fp8_input_store) {
       const int bf16 = saved;
-      saved = b.tensor(name + ".input_fp8", Bytes{rows * 2 * ffn}, false);
+      saved = b.tensor(name + ".input_fp8", Bytes{rows * 2 * ffn}, false, 1);
       b.op(name + ".to_fp8", {.in = {bf16}, .out = {saved}, .region = region, .flops = 2.0 * rows * ffn});
     }
     if (o.probs >= 0) {

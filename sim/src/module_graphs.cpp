@@ -68,6 +68,14 @@ ShapeContext t5_decoder_shape_context(const model::RunSpec& spec, const model::D
 
 namespace {
 
+// attn_norm / mlp_norm: the norm op at `norm_op` runs in the group's hooks (transformer_layer.py:617-626, :750-760);
+// the group commits after the bias-dropout-add that just ended the graph and frees the residual's storage
+// (forced_released_tensors=[residual], :689-693, :984-991).
+void tag_norm_offload(LayerGraph& g, OffloadGroup group, std::size_t norm_op, int residual) {
+  g.ops[norm_op].offload_group = group;
+  g.offload_commits.push_back({group, static_cast<int>(g.ops.size()) - 1, {residual}});
+}
+
 int dense_mlp_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int ln) {
   const ShapeContext& c = b.ctx();
   const auto& m = spec.model;
@@ -161,6 +169,7 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     // MLA without q-LoRA where it is a separate TENorm; the local spec always has separate norms.
     // DSA's layer spec has its own input TENorm (experimental_attention_variant_module_specs.py:127, :245-249).
     const bool separate = !c.te || (layer.mixer == MixerKind::mla && !m.q_lora_rank) || layer.mixer == MixerKind::dsa;
+    const std::size_t mixer_first = g.ops.size();
     int branch = -1;
     switch (layer.mixer) {
       case MixerKind::attention: branch = attention_block(b, spec, d, hidden, separate); break;
@@ -183,7 +192,14 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     // linear_proj is built with skip_bias_add (attention.py:420, multi_latent_attention.py:228): its bias
     // is added, and its gradient summed, by the bias-dropout-add.
     const bool proj_bias = m.add_bias_linear && (layer.mixer == MixerKind::attention || layer.mixer == MixerKind::mla);
+    const int residual = hidden;
     hidden = residual_add(b, "self_attn_bda", hidden, branch, Nl, m.hidden_dropout, proj_bias, m.bias_dropout_fusion);
+    // attn_norm offloads the input norm's saves unless the norm is an IdentityOp (transformer_layer.py:1428-1430):
+    // the TE spec fuses it into linear_qkv for standard attention; MLA keeps a TENorm unless mla_down_proj_fusion
+    // (gpt_layer_specs.py:257-266, :296), DSA its own (experimental_attention_variant_module_specs.py:127).
+    const bool norm_module = (layer.mixer == MixerKind::attention && separate) || (layer.mixer == MixerKind::mla && !m.mla_down_proj_fusion) ||
+                             layer.mixer == MixerKind::dsa;
+    if (norm_module && m.pre_linear_layernorm && mixer_first < g.ops.size()) tag_norm_offload(g, kOffAttnNorm, mixer_first, residual);
   }
   if (layer.cross_attention) {
     // T5's decoder (transformer_layer.py:695-728): pre_cross_attn_layernorm (TENorm or LNImpl, never fused), the
@@ -198,13 +214,17 @@ LayerGraph build_layer_graph(const model::RunSpec& spec, const model::Derived& d
     const std::uint32_t norm_region = separate ? kPreMlpNorm : (layer.ffn == FfnKind::dense ? kMlp : kNoRegion);
     // Without a pre-MLP norm (EXAONE 4: IdentityOp, transformer_layer.py:278, :759) fc1 takes the residual itself.
     const bool pre_norm = m.pre_linear_layernorm;
+    const std::size_t norm_op = g.ops.size();
     const int ln = pre_norm ? norm(b, separate ? "pre_mlp_layernorm" : "pre_mlp_layernorm(fused)", hidden, Nl, h, layer_norm, norm_region) : hidden;
     const int branch = ffn_block(b, spec, d, ln, layer, g);
     const int hook = static_cast<int>(g.ops.size()) - 1;
     if (separate && pre_norm) g.discards.push_back({kPreMlpNorm, {ln}, hook});
     // fc2 likewise (mlp.py:249); an MoE layer's bias-dropout-add gets no bias (moe_layer.py returns None).
+    const int residual = hidden;
     hidden = residual_add(b, "mlp_bda", hidden, branch, Nl, m.hidden_dropout, m.add_bias_linear && layer.ffn == FfnKind::dense,
                           m.bias_dropout_fusion);
+    // mlp_norm: the separate pre-MLP norm (not the IdentityOp of a fused one, transformer_layer.py:1434-1436).
+    if (separate && pre_norm) tag_norm_offload(g, kOffMlpNorm, norm_op, residual);
   }
   (void)hybrid;
   g.output = hidden;

@@ -184,15 +184,15 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   // (moe_layer.py:273-284), on the rank's [T, h] tokens; it saves that input for its wgrad.
   const int routed_in = m.moe_latent_size ? b.linear("fc1_latent_proj", ln, h, w, Parallel::none, moe_region, T) : ln;
   const int permuted = b.tensor("dispatch.permuted_tokens", b.act(T * k, w));
-  const int permuted_probs = b.tensor("dispatch.permuted_probs", Bytes{T * k * kFp32});
-  const int row_map = b.tensor("dispatch.row_id_map", Bytes{T * E * 4}, false);
+  const int permuted_probs = b.tensor("dispatch.permuted_probs", Bytes{T * k * kFp32}, true, kFp32);
+  const int row_map = b.tensor("dispatch.row_id_map", Bytes{T * E * 4}, false, 4);
   b.op("dispatch.permute", {.in = {routed_in, probs, routing_map}, .out = {permuted, permuted_probs, row_map}, .save = {row_map}, .region = moe_region, .movement = true});
   Bytes gather_ws{};
   if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
     gather_ws = b.act(T * c.ep * c.etp, w);  // hidden states gathered over the EP x ETP group (tp_ep_group)
   }
   const int received = b.tensor("dispatch.received", b.act(R, w));
-  const int recv_probs = b.tensor("dispatch.received_probs", Bytes{R * kFp32});
+  const int recv_probs = b.tensor("dispatch.received_probs", Bytes{R * kFp32}, true, kFp32);
   const double dispatch_comm = dispatch_wire_bytes(b, m, R_ep, R, gather_ws, w);
   // The token counts per expert go to the host before the experts run (alltoall splits,
   // SequentialMLP's and the grouped GEMM's per-expert row counts): one blocking sync per layer.
@@ -216,13 +216,27 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   }
   int expert_out = -1;
   if (grouped) {
-    const int f1 = b.linear("experts.linear_fc1", expert_in, w, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R);
+    // Offloading expert_fc1 makes TE's fc1 save its original bf16 input unless the recipe is MXFP8 or NVFP4
+    // (experts.py:277-283, set_save_original_input).
+    const bool fc1_offloaded = m.fine_grained_activation_offloading &&
+                               std::find(m.offload_modules.begin(), m.offload_modules.end(), "expert_fc1") != m.offload_modules.end();
+    const bool fc1_original = fc1_offloaded && !(m.fp8 && m.fp8_recipe == model::Fp8Recipe::mxfp8) && !(m.fp4 && m.fp4_recipe == "nvfp4");
+    // expert_fc1's hooks cover linear_fc1; it commits right after, force-freeing its input (experts.py:792-803).
+    const std::size_t fc1_first = g.ops.size();
+    const int f1 = b.linear("experts.linear_fc1", expert_in, w, (gated ? 2 : 1) * Fe, Parallel::none, moe_region, R, true, fc1_original);
+    b.offload_group(kOffExpertFc1, fc1_first, -1, {expert_in});
     // TEGroupedMLP applies the probs inside the weighted activation (experts.py:728-900).
     ActivationOptions o = activation_options(m, fused_activation(m));
     o.probs = recv_probs;
+    const std::size_t act_first = g.ops.size();
     const int a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m), moe_region | kMoeAct, o);
+    const std::size_t act_end = g.ops.size();
     expert_out = b.linear("experts.linear_fc2", a, Fe, w, Parallel::none, moe_region, R);
     g.discards.push_back({kMoeAct, {a}, static_cast<int>(g.ops.size()) - 1});
+    // moe_act's hooks cover the activation (or its checkpoint); it commits after linear_fc2, so that fc1's output is
+    // back before the recompute, and force-frees fc1's output (experts.py:881-901).
+    for (std::size_t i = act_first; i < act_end; ++i) g.ops[i].offload_group = kOffMoeAct;
+    g.offload_commits.push_back({kOffMoeAct, static_cast<int>(g.ops.size()) - 1, {f1}});
   } else {
     expert_out = sequential_mlp(b, m, expert_in, recv_probs, R, local_experts, Fe, w);
   }

@@ -2,23 +2,28 @@
 // distributed checkpoints and TE's half-layer graph scopes change.
 #include "segment.hpp"
 
+#include <utility>
+
 namespace peakcast::sim::detail {
 
-const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt) {
-  const ProfileKey key{&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module};
+const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt,
+                                    const OffloadContext* offload) {
+  ProfileKey key{&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module, offload ? offload->key() : std::vector<std::int64_t>{}};
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, profile_module(g, ckpt)).first;
+  if (it == cache.end()) it = cache.emplace(std::move(key), profile_module(g, ckpt, offload)).first;
   return it->second;
 }
 
-Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt, int layer) {
-  const ModuleProfile& p = cached_profile(cache, g, ckpt);
+Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt, int layer,
+                      const OffloadContext* offload) {
+  const ModuleProfile& p = cached_profile(cache, g, ckpt, offload);
   Segment s;
   s.name = g.name;
   s.layer = layer;
   s.input_bytes = p.input_bytes;
   s.output_bytes = p.output_bytes;
   s.input_held = p.input_held;
+  s.input_released = p.input_released;
   s.held = p.held;
   s.held_tensors = &p.held_tensors;
   s.forward_peak_excess = p.forward_peak_excess;

@@ -38,6 +38,9 @@ struct Segment {
   bool graph_captured = false;  // saved set lives at addresses a CUDA-graph pool keeps reserved
   Bytes captured_held;          // a half-captured layer (TE scopes): the saved bytes of the captured half
   bool offloaded = false;       // cpu_offloading: its saved activations go to host memory
+  // Fine-grained offloading: a group's commit freed the input's storage (forced_released_tensors,
+  // fine_grained_activation_offload.py:1100-1106), so the tensor the schedule keeps holds no bytes.
+  bool input_released = false;
   // Tied embeddings on one chunk: autograd sums the output layer's weight gradient with the
   // embedding's in the shared weight's input buffer, so it stays from this segment's backward
   // until the embedding's (no gradient-accumulation fusion; with it the GEMM writes main_grad).
@@ -80,13 +83,16 @@ struct ChunkModel {
 
 // Profiles of (graph, checkpoint set) pairs, computed once per Predictor: policies that differ only
 // in other layers reuse them.
-using ProfileKey = std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool>;
+// The last element: the fine-grained offloading context's key (OffloadContext::key), empty without one.
+using ProfileKey = std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool, std::vector<std::int64_t>>;
 using ProfileCache = std::map<ProfileKey, ModuleProfile>;
 
-const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt);
+const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt,
+                                    const OffloadContext* offload = nullptr);
 
-// A module run under one checkpoint set.
-Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt, int layer);
+// A module run under one checkpoint set (and, with `offload`, fine-grained activation offloading).
+Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt, int layer,
+                      const OffloadContext* offload = nullptr);
 
 // Layers under one full-recompute checkpoint: the forward runs without saving, the backward
 // replays every layer with saving on.

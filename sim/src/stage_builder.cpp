@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "module_blocks.hpp"
@@ -20,6 +22,23 @@ std::string layer_name(std::int64_t index) {
   std::string name(1, 'L');
   name += std::to_string(index);
   return name;
+}
+// Fine-grained activation offloading of a decoder (or MTP) layer: the offload_modules groups, each layer's saves
+// of at least min_offloaded_tensor_size elements leave at their group's commit and are reloaded when autograd
+// unpacks them (docs/research/fine-grained-offloading-memory-facts.md sections 2-4: the warm-up iteration offloads
+// every group and each start-backward event pops an already consumed group). Not simulated, so no context (the saves
+// stay on the GPU; warning fine_grained_offloading_not_simulated): CUDA graphs, and models without the GPT / hybrid
+// chunk handler (BERT, T5: gpt_model.py:554-555, fine_grained_activation_offload.py:1285-1287).
+std::optional<OffloadContext> layer_offload(const model::ModelSpec& m) {
+  if (!m.fine_grained_activation_offloading || m.architecture != model::Architecture::gpt ||
+      m.cuda_graph_impl != model::CudaGraphImpl::none)
+    return std::nullopt;
+  OffloadContext o;
+  for (const std::string& name : m.offload_modules)
+    for (int k = 0; k < kOffloadGroupCount; ++k)
+      if (name == offload_group_name(1u << k)) o.offloaded |= 1u << k;
+  o.min_elements = m.min_offloaded_tensor_size;
+  return o;
 }
 }  // namespace
 
@@ -41,7 +60,8 @@ const LayerGraph& StageBuilder::layer_graph(const model::RunSpec& spec, const mo
   const std::string key = std::to_string(static_cast<int>(l.mixer)) + "/" + std::to_string(static_cast<int>(l.ffn)) +
                           (l.high_precision ? "/bf16" : "") + (unchunked_by_recompute ? "/mlp-recompute" : "") +
                           (l.t5_encoder ? "/t5-encoder" : "") + (l.cross_attention ? "/cross-attention" : "") +
-                          (model::dsa_computes_topk(spec.model, l) ? "/dsa-indexer" : "");
+                          (model::dsa_computes_topk(spec.model, l) ? "/dsa-indexer" : "") +
+                          (spec.model.fine_grained_activation_offloading ? "/fine-grained-offloading" : "");
   auto it = graph_cache_.find(key);
   if (it == graph_cache_.end()) {
     // A BF16 edge layer under FP8 saves its GEMM inputs unquantised.
@@ -167,7 +187,9 @@ void StageBuilder::add_layers(const model::RunSpec& spec, const model::Derived& 
       i = j;
       continue;
     }
-    Segment& s = cm.segments.emplace_back(plain_segment(profiles_, layer_graph(spec, d, l), pol.layers[i], static_cast<int>(l.index)));
+    const std::optional<OffloadContext> offload = layer_offload(spec.model);
+    Segment& s = cm.segments.emplace_back(
+        plain_segment(profiles_, layer_graph(spec, d, l), pol.layers[i], static_cast<int>(l.index), offload ? &*offload : nullptr));
     s.name = layer_name(l.index);
     const auto dispatcher = spec.model.moe_token_dispatcher_type;
     if (l.ffn == model::FfnKind::moe && (pol.layers[i].keep_inputs & kMoe) && !spec.model.fp8 &&
@@ -236,7 +258,8 @@ void StageBuilder::add_mtp_and_output(const model::RunSpec& spec, const model::D
     for (std::size_t j = 0; j < at.size(); ++j) {
       const bool is_mtp = c.layers[at[j]].is_mtp;
       const CheckpointSet mtp_ckpt = is_mtp && !pol.layers[at[j]].whole_module ? pol.layers[at[j]] : CheckpointSet{};
-      cm.segments.push_back(plain_segment(profiles_, layer_graph(spec, d, c.layers[at[j]]), mtp_ckpt, -1));
+      const std::optional<OffloadContext> offload = layer_offload(spec.model);
+      cm.segments.push_back(plain_segment(profiles_, layer_graph(spec, d, c.layers[at[j]]), mtp_ckpt, -1, offload ? &*offload : nullptr));
       cm.segments.back().name = "mtp" + std::to_string(k) + (per_depth > 1 ? "." + std::to_string(j) : std::string());
     }
   }

@@ -2,6 +2,7 @@
 // The tensor-lifetime graph of one module (a decoder layer, the embedding, the output layer and
 // loss) for one micro-batch: ops in forward order, the tensors each produces and consumes, which
 // tensors each op saves for its backward, and the checkpoint regions each op belongs to.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -28,6 +29,23 @@ enum Region : std::uint32_t {
 enum class Mechanism { keep_inputs,
                        discard_output };
 
+// Fine-grained activation offloading's groups (offload_modules), one bit each: whose saved-tensor hooks an op
+// runs under (FineGrainedActivationOffloadingInterface, fine_grained_activation_offload.py:1356-1418). Groups do
+// not nest: an op sits in at most one.
+enum OffloadGroup : std::uint32_t {
+  kNoOffloadGroup = 0,
+  kOffAttnNorm = 1u << 0,   // the input layernorm (transformer_layer.py:617-626)
+  kOffQkvLinear = 1u << 1,  // get_query_key_value_tensors (attention.py:1386-1395, multi_latent_attention.py:343-352)
+  kOffCoreAttn = 1u << 2,   // the core attention (attention.py:1542-1598)
+  kOffAttnProj = 1u << 3,   // linear_proj (attention.py:1616-1619)
+  kOffMlpNorm = 1u << 4,    // the pre-MLP layernorm (transformer_layer.py:750-760)
+  kOffExpertFc1 = 1u << 5,  // TEGroupedMLP's linear_fc1 (experts.py:792-803)
+  kOffMoeAct = 1u << 6,     // the expert activation (experts.py:805, :881-901)
+};
+constexpr int kOffloadGroupCount = 7;
+// The offload_modules name of a group bit ("" for none).
+const char* offload_group_name(std::uint32_t group);
+
 struct TensorNode {
   std::string name;
   Bytes bytes;
@@ -42,6 +60,9 @@ struct TensorNode {
   // Referenced from outside autograd until the module's forward ends, and under full recompute (which keeps the
   // object holding it alive) until the module's backward: DSA's top-k on a micro-batch's packed_seq_params.
   bool escapes = false;
+  // Bytes per element (min_offloaded_tensor_size counts elements, fine_grained_activation_offload.py:993);
+  // 0: the activation dtype's (LayerGraph::act_bytes).
+  std::int32_t element_bytes = 0;
 };
 
 struct OpNode {
@@ -82,9 +103,10 @@ struct OpNode {
   std::uint32_t regions = kNoRegion;
   bool is_gemm = false;  // for the time model's efficiency classes
   bool is_attention_core = false;
-  bool is_fused_attention = false;  // a fused attention kernel (timed by its own measured class)
-  bool is_movement = false;         // row gathers and block copies (timed by their measured rate)
-  bool grad_passthrough = false;    // backward returns its output grad unchanged (views, residual adds)
+  bool is_fused_attention = false;                // a fused attention kernel (timed by its own measured class)
+  bool is_movement = false;                       // row gathers and block copies (timed by their measured rate)
+  bool grad_passthrough = false;                  // backward returns its output grad unchanged (views, residual adds)
+  std::uint32_t offload_group = kNoOffloadGroup;  // the fine-grained offloading group it runs in (OffloadGroup)
 };
 
 struct LayerGraph {
@@ -110,6 +132,18 @@ struct LayerGraph {
   // What the module keeps referenced for the rest of the run, one copy per module on the rank whatever the
   // micro-batches in flight (DSA's top-k holder on the TransformerConfig, dsa.py:1593-1612).
   Bytes persistent{};
+  // Fine-grained activation offloading: where each group of the module commits (group_offload: its GPU
+  // references go after op `op`) and the tensors whose storage the commit frees whatever still references
+  // them (forced_released_tensors, fine_grained_activation_offload.py:1100-1106). A group's ops carry its bit.
+  struct OffloadCommit {
+    OffloadGroup group = kNoOffloadGroup;
+    int op = -1;
+    std::vector<int> forced_release;
+  };
+  std::vector<OffloadCommit> offload_commits;
+  std::int64_t act_bytes = 2;  // the activation dtype's bytes (TensorNode::element_bytes 0)
+
+  std::int64_t elements(int t) const;  // a tensor's element count
 
   int add_input(std::string name, Bytes bytes);
   int add_tensor(std::string name, Bytes bytes, bool requires_grad = true);
@@ -122,6 +156,22 @@ struct CheckpointSet {
   std::uint32_t keep_inputs = 0;     // mechanism-1 regions active
   std::uint32_t discard_output = 0;  // mechanism-2 regions active
   bool whole_module = false;         // full recompute: only the module input is kept
+};
+
+// Fine-grained activation offloading of one module instance (a micro-batch's pass through it) as the offload
+// manager runs it (sim/src/offload_plan.cpp decides it): which of its groups sent their saves to the host, which
+// came back before its backward started, and what each of its groups' start-backward events reloads
+// (on_group_start_backward -> bulk_reload, fine_grained_activation_offload.py:1131-1146, :1192-1202).
+struct OffloadContext {
+  std::uint32_t offloaded = 0;    // OffloadGroup bits whose saves went to the host
+  std::uint32_t prefetched = 0;   // of `offloaded`: reloaded before this module's backward starts
+  std::int64_t min_elements = 0;  // min_offloaded_tensor_size: smaller saves stay on the GPU
+  struct Event {
+    std::uint32_t own = 0;  // a group of this module reloaded at the event
+    Bytes other{};          // another module's group reloaded at the event (its bytes)
+  };
+  std::array<Event, kOffloadGroupCount> events{};  // at the start-backward event of group bit k
+  std::vector<std::int64_t> key() const;           // for caches
 };
 
 // Memory profile of one module for one micro-batch under a checkpoint set. "Excess" values are
@@ -167,10 +217,15 @@ struct ModuleProfile {
     // clang-format on
   };
   Work forward_work, replay_work;
+  // Under fine-grained offloading (OffloadContext): the reloaded saves alive when its backward starts (counted in
+  // the backward's start), the other modules' reloads its events add (alive after it), and whether a commit freed
+  // its input's storage (forced_released_tensors) whatever the schedule keeps.
+  Bytes reload_prefetched, reload_other;
+  bool input_released = false;
 };
 
 // Runs the forward and backward of `g` op by op under `ckpt` and measures its lifetimes.
-ModuleProfile profile_module(const LayerGraph& g, const CheckpointSet& ckpt);
+ModuleProfile profile_module(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadContext* offload = nullptr);
 
 // One step of the op-level replay of a module, for timelines.
 struct OpEvent {
@@ -178,6 +233,6 @@ struct OpEvent {
   bool backward = false;
   Bytes live_delta;  // live bytes after this op, relative to the module's start
 };
-std::vector<OpEvent> trace_module(const LayerGraph& g, const CheckpointSet& ckpt);
+std::vector<OpEvent> trace_module(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadContext* offload = nullptr);
 
 }  // namespace peakcast::sim

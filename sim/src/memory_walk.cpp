@@ -23,6 +23,9 @@ struct Walker {
   std::vector<TimelineEvent>* timeline = nullptr;
   AllocRecorder* recorder = nullptr;
 
+  // Megatron-FSDP: the unit weights gathered through a chunk's forward or backward, and what a
+  // backward ends with (model::StaticMemory).
+  Bytes fsdp_window, fsdp_backward_end;
   Bytes base;         // everything outside activations at this moment
   Bytes activations;  // saved activations and the flowing tensors
   Bytes peak;
@@ -106,6 +109,7 @@ void Walker::forward(int c, int mb) {
     return;
   }
   activations += cm.segments.front().input_bytes;
+  base += fsdp_window;
   Bytes in_flight{};  // an offloaded layer's saved set, copied out while the next layer runs
   for (std::size_t i = 0; i < cm.segments.size(); ++i) {
     const Segment& s = cm.segments[i];
@@ -142,6 +146,7 @@ void Walker::forward(int c, int mb) {
   if (cm.sends_output && !deallocate_outputs) kept.extra = out;
   else activations -= out;  // deallocate_output_tensor after the send; the loss is reduced at once
   kept_at(c, mb) = std::move(kept);
+  base -= fsdp_window;
   touch(
       Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(c) + ".forward_done"; }, -1, mb, c);
 }
@@ -212,6 +217,7 @@ void Walker::backward(int c, int mb) {
   // Gradient of the chunk output: received from the next stage (the loss gradient is tiny).
   Bytes grad = cm.sends_output ? cm.segments.back().output_bytes : Bytes{};
   activations += grad;
+  base += fsdp_window;
   // Offloaded saved sets come back one layer ahead of their backward (prefetch).
   const auto offloaded_bytes = [&](std::size_t i) {
     const Segment& s = cm.segments[i];
@@ -234,6 +240,10 @@ void Walker::backward(int c, int mb) {
   }
   activations -= kept.extra;
   activations -= grad;  // sent to the previous stage (nothing at the embedding)
+  base -= fsdp_window;
+  if (fsdp_backward_end.value > 0)
+    touch(
+        fsdp_backward_end, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".fsdp_reduce_scatter_buckets"; }, -1, mb, c);
   touch(
       Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(c) + ".backward_done"; }, -1, mb, c);
 }
@@ -257,6 +267,8 @@ Breakdown breakdown_at_peak(const Walker& w, const model::StaticMemory& sm, Byte
 RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<ScheduleStep>& steps,
                    const model::StaticMemory& sm, const WalkSetup& setup) {
   Walker w(chunks, setup);
+  w.fsdp_window = sm.fsdp_gather_window;
+  w.fsdp_backward_end = sm.fsdp_backward_end;
   RankWalk out;
   out.graph_pool = setup.plan.full_graph ? Bytes{} : setup.graphs.pool;
   // Without DistOpt, per-parameter tensors carry the caching allocator's slack (static_memory.hpp).

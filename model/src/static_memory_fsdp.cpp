@@ -29,7 +29,7 @@ struct FsdpBucket {
   std::int64_t gemm_numel = 0;
 };
 
-std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+std::int64_t pad_to(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
 // shape[1:].numel(): a GEMM weight's input width, 1 for the vectors. Other 2-D parameters (the
 // embedding table, the router) count as vectors: their padding is then under dp x hidden elements.
@@ -51,10 +51,10 @@ std::int64_t padded_size(const std::vector<const ParamTensor*>& params, std::int
   std::int64_t index = 0, fragments = 0;
   for (const ParamTensor* p : params) {
     if (p->numel < factor) fragments += p->numel;
-    else index += round_up(p->numel, factor);
+    else index += pad_to(p->numel, factor);
   }
   index += fragments;
-  return pad_end ? round_up(index, shards * factor) : index;
+  return pad_end ? pad_to(index, shards * factor) : index;
 }
 
 // _get_parameter_groups (param_and_grad_buffer.py:1726-1958): groups by (unit, expert) in

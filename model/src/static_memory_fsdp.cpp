@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "static_memory_internal.hpp"
@@ -31,20 +32,27 @@ struct FsdpBucket {
 
 std::int64_t pad_to(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
-// shape[1:].numel(): a GEMM weight's input width, 1 for the vectors. Other 2-D parameters (the
-// embedding table, the router) count as vectors: their padding is then under dp x hidden elements.
-std::int64_t row_numel(const ParamTensor& p) { return p.in_local > 0 ? p.in_local : 1; }
+// shape[1:].numel(): a GEMM weight's input width; the hidden size for the [rows, hidden] tables that are
+// not TE GEMMs (word / position embeddings, output layer, router: param_count_layers.cpp); 1 for vectors.
+std::int64_t row_numel(const ParamTensor& p, std::int64_t hidden) {
+  if (p.in_local > 0) return p.in_local;
+  for (const char* table : {"word_embeddings.weight", "position_embeddings.weight", "output_layer.weight", "router.weight"}) {
+    const std::string_view t(table);
+    if (p.name.size() >= t.size() && p.name.compare(p.name.size() - t.size(), t.size(), t) == 0) return hidden;
+  }
+  return 1;
+}
 
 // The group's chunk_size_factor (param_and_grad_buffer.py:1855-1885), each parameter of at least that
 // many elements padded up to a multiple of it, the smaller "fragments" after them, and the end padded
 // to shards x factor unless no_shard (build_data_parallel_buffer_index, :257-383). The remnant pairing
 // and gap filling of :315-360 can only shrink the bucket; they are not followed.
-std::int64_t padded_size(const std::vector<const ParamTensor*>& params, std::int64_t shards, bool pad_end) {
+std::int64_t padded_size(const std::vector<const ParamTensor*>& params, std::int64_t shards, bool pad_end, std::int64_t hidden) {
   std::vector<const ParamTensor*> by_row(params);
-  std::stable_sort(by_row.begin(), by_row.end(), [](const ParamTensor* a, const ParamTensor* b) { return row_numel(*a) > row_numel(*b); });
-  std::int64_t factor = row_numel(*by_row.front());
+  std::stable_sort(by_row.begin(), by_row.end(), [hidden](const ParamTensor* a, const ParamTensor* b) { return row_numel(*a, hidden) > row_numel(*b, hidden); });
+  std::int64_t factor = row_numel(*by_row.front(), hidden);
   for (const ParamTensor* p : by_row) {
-    const std::int64_t row = row_numel(*p);
+    const std::int64_t row = row_numel(*p, hidden);
     if (row == factor || (factor % row == 0 && p->numel % factor == 0) || p->numel < factor) continue;
     factor = std::lcm(factor, row);
   }
@@ -60,7 +68,7 @@ std::int64_t padded_size(const std::vector<const ParamTensor*>& params, std::int
 // _get_parameter_groups (param_and_grad_buffer.py:1726-1958): groups by (unit, expert) in
 // registration order; outside the units a group is cut once it reaches the bucket size, and a shared
 // embedding gets a bucket of its own unless no_shard.
-std::vector<FsdpBucket> chunk_buckets(const ChunkParams& cp, const DdpSettings& s, const std::string& strategy) {
+std::vector<FsdpBucket> chunk_buckets(const ChunkParams& cp, const DdpSettings& s, const std::string& strategy, std::int64_t hidden) {
   const bool pad_end = strategy != "no_shard";
   std::vector<std::vector<const ParamTensor*>> groups;
   std::vector<FsdpBucket> keys;
@@ -85,7 +93,7 @@ std::vector<FsdpBucket> chunk_buckets(const ChunkParams& cp, const DdpSettings& 
         b.numel += p->numel;
         if (p->gemm_weight) b.gemm_numel += p->numel;
       }
-      b.size = padded_size(bucket, b.shards, pad_end);
+      b.size = padded_size(bucket, b.shards, pad_end, hidden);
       out.push_back(b);
       bucket.clear();
       numel = 0;
@@ -200,7 +208,7 @@ std::vector<RankStatic> fsdp_static_memory_per_rank(const RunSpec& spec, const D
     for (const auto& chunk : stage.chunks) {
       r.vpp_chunks.push_back(chunk.vpp_index);
       const DdpSettings s = chunk_ddp_settings(stage, chunk, spec, d);
-      const std::vector<FsdpBucket> buckets = chunk_buckets(chunk_params(chunk, spec, d), s, strategy);
+      const std::vector<FsdpBucket> buckets = chunk_buckets(chunk_params(chunk, spec, d), s, strategy, spec.model.hidden_size);
       const std::int64_t unit = communication_unit(spec, buckets, s);
       std::int64_t grad_temp = 0, largest = 0;
       for (const FsdpBucket& b : buckets) {

@@ -35,6 +35,8 @@ RunSpec fsdp_gpt(const std::string& strategy) {
   test_models::llama_common(s.model);
   test_models::small_sizes(s.model, 2, 64, 128, 2, 32, 1024);
   s.model.seq_length = 512;
+  s.model.max_position_embeddings = 512;
+  s.cluster.gpu.memory_bytes = Bytes{80'000'000'000};
   s.cluster.num_gpus = kDp;
   s.ddp.use_megatron_fsdp = true;
   s.ddp.use_distributed_optimizer = true;

@@ -140,8 +140,8 @@ std::int64_t gathered_unit_elements(const std::vector<FsdpBucket>& b, std::size_
 }
 
 struct Transients {
-  std::int64_t window = 0;     // unit weight elements gathered at once, the largest over units and passes
-  std::int64_t first_unit = 0; // the first unit's buckets: what the backward ends with
+  std::int64_t window = 0;      // unit weight elements gathered at once, the largest over units and passes
+  std::int64_t first_unit = 0;  // the first unit's buckets: what the backward ends with
 };
 
 Transients gather_transients(const std::vector<FsdpBucket>& b, std::int64_t prefetch) {
@@ -192,6 +192,8 @@ std::vector<RankStatic> fsdp_static_memory_per_rank(const RunSpec& spec, const D
   const DType main_dtype = ddp.megatron_fsdp_main_params_dtype.value_or(d.param_dtype);
   const DType grad_dtype = ddp.megatron_fsdp_main_grads_dtype.value_or(d.param_dtype);  // _resolve_group_grad_dtype, :2306-2315
   const std::int64_t pb = dtype_bytes(d.param_dtype), gb = dtype_bytes(grad_dtype), mb = dtype_bytes(main_dtype);
+  // The temporary full grad bucket of sharded grads is fetched in the communication dtype (:3099-3103).
+  const std::int64_t comm_gb = dtype_bytes(ddp.megatron_fsdp_grad_comm_dtype.value_or(grad_dtype));
   // The optimizer steps fp32 (main dtype) DTensor shards: Adam's moments per owned element, no
   // master copy of its own (optimizer/__init__.py:1091-1160, distrib_optimizer.py:704-706).
   const OptimizerBytes ob = optimizer_bytes(spec, d, main_dtype, main_dtype);
@@ -217,7 +219,8 @@ std::vector<RankStatic> fsdp_static_memory_per_rank(const RunSpec& spec, const D
         gemm += b.gemm_numel;
         // no_shard: the module's own tensors; else the model weight buffer, sharded under
         // optim_grads_params (PGB:2641-2660); outside the units the gathered bucket stays (preserved).
-        std::int64_t weights = strategy == "no_shard" ? b.numel : shard_weights ? shard : b.size;
+        std::int64_t weights = strategy == "no_shard" ? b.numel : shard_weights ? shard
+                                                                                : b.size;
         if (shard_weights && b.unit < 0 && b.shards > 1) weights += b.size;
         mem.parameters += Bytes{weights * pb};
         mem.main_params += Bytes{(shard_main ? shard : b.size) * mb};
@@ -233,7 +236,7 @@ std::vector<RankStatic> fsdp_static_memory_per_rank(const RunSpec& spec, const D
       if (grad_temp > unit) grad_temp = unit + largest;
       const Transients t = shard_weights ? gather_transients(buckets, unit / 2) : Transients{};
       window = std::max(window, t.window * pb);
-      backward_end = std::max(backward_end, t.first_unit * pb + grad_temp * gb);
+      backward_end = std::max(backward_end, t.first_unit * pb + grad_temp * comm_gb);
     }
     mem.optimizer_states = Bytes{owned * ob.states};
     const std::int64_t step = owned * (ob.step_foreach_temporary + (grad_cast ? mb : 0));

@@ -124,10 +124,14 @@ void fsdp_v1_simulated(const RunSpec& spec, RuleSink& sink) {
                "megatron_fsdp_main_params_dtype auto (the model weight buffer as the optimizer's weights, "
                "param_and_grad_buffer.py:3241-3268) is not simulated");
   const std::optional<DType> grad_dtype = d.megatron_fsdp_main_grads_dtype;
-  if (d.megatron_fsdp_grad_comm_dtype && d.megatron_fsdp_grad_comm_dtype != grad_dtype)
+  // With sharded grads the temporary full bucket is allocated in the communication dtype (get_main_grad,
+  // param_and_grad_buffer.py:3099-3103: simulated); unsharded or HSDP grads get extra copies.
+  const bool sharded_grads = strategy == "optim_grads" || strategy == "optim_grads_params";
+  if (d.megatron_fsdp_grad_comm_dtype && d.megatron_fsdp_grad_comm_dtype != grad_dtype &&
+      (!sharded_grads || d.num_distributed_optimizer_instances > 1))
     sink.error("ddp.megatron_fsdp_grad_comm_dtype", rule,
-               "a gradient communication dtype other than the main grads dtype (extra communication buckets, "
-               "param_and_grad_buffer.py:4035-4048) is not simulated");
+               "a gradient communication dtype other than the main grads dtype with unsharded or HSDP gradients "
+               "(extra communication buckets, param_and_grad_buffer.py:4035-4048, :2752-2790) is not simulated");
   if (spec.peft.enabled)
     sink.error("peft", rule, "PEFT under Megatron-FSDP (frozen parameter groups, param_and_grad_buffer.py:2640-2645) is not simulated");
   if (m.cuda_graph_impl != CudaGraphImpl::none || d.megatron_fsdp_cuda_graph_mode)

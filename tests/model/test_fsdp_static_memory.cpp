@@ -62,13 +62,13 @@ bool has_rule(const RunSpec& s, const std::string& path, const std::string& rule
 
 TEST_CASE("Megatron-FSDP optim_grads_params: shards, the preserved non-unit bucket, the gather window", "[model][static][fsdp]") {
   const StaticMemory m = only_rank(fsdp_gpt("optim_grads_params"));
-  const std::int64_t all = 2 * kUnit + kNonUnit;                      // 213312 parameter elements
+  const std::int64_t all = 2 * kUnit + kNonUnit;                         // 213312 parameter elements
   const std::int64_t shards = (2 * kUnitBucket + kNonUnitBucket) / kDp;  // 53568 per rank
   CHECK(m.params.total() == all);
   // bf16 weight shards, plus the gathered embedding / norm / output bucket kept from the first forward.
   CHECK(m.parameters.value == shards * 2 + kNonUnitBucket * 2);
-  CHECK(m.main_params.value == shards * 4);  // fp32 main weight shards
-  CHECK(m.gradients.value == shards * 2);    // main_grads_dtype auto: bf16 like the parameters
+  CHECK(m.main_params.value == shards * 4);          // fp32 main weight shards
+  CHECK(m.gradients.value == shards * 2);            // main_grads_dtype auto: bf16 like the parameters
   CHECK(m.optimizer_states.value == all / kDp * 8);  // Adam's two fp32 moments per owned element
   // The step's fp32 copy of each bf16 grad shard (update_main_grads).
   CHECK(m.step_transient_first.value == all / kDp * 4);

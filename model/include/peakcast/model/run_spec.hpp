@@ -401,8 +401,8 @@ struct DdpSpec {
   std::string outer_dp_sharding_strategy = "no_shard";       // distributed_data_parallel_config.py:165
   std::optional<std::int64_t> suggested_communication_unit_size;
   std::optional<DType> megatron_fsdp_main_params_dtype = DType::fp32;  // distributed_data_parallel_config.py:188
-  std::optional<DType> megatron_fsdp_main_grads_dtype;                  // :195
-  std::optional<DType> megatron_fsdp_grad_comm_dtype;                   // :201
+  std::optional<DType> megatron_fsdp_main_grads_dtype;                 // :195
+  std::optional<DType> megatron_fsdp_grad_comm_dtype;                  // :201
   bool megatron_fsdp_use_decoupled_grad = false;
   bool megatron_fsdp_cuda_graph_mode = false;
 

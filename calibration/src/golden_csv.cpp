@@ -221,7 +221,8 @@ std::string unmodelled_case(std::map<std::string, std::string>& row) {
   const std::string& m = row["model"];
   if (m == "multimodal-llava" || m == "mimo") return "not a GPT/Mamba decoder, BERT or T5 model";
   if (row["test_case"].find("grpo") != std::string::npos) return "GRPO case: includes RL inference memory (KV cache)";
-  if (!row["use-megatron-fsdp"].empty() || !row["use-torch-fsdp2"].empty()) return "FSDP is not modelled";
+  // Megatron-FSDP is simulated (static_memory_fsdp.cpp); PyTorch FSDP2 is not.
+  if (!row["use-torch-fsdp2"].empty()) return "PyTorch FSDP2 is not modelled";
   // Not modelled: the momentum of Muon and the layer-wise distributed optimizer (the run spec would
   // treat them as Adam with a warning). Fine-grained activation offloading is simulated
   // (docs/research/fine-grained-offloading-memory-facts.md).

@@ -825,7 +825,8 @@ TABLE[(O, "main_grads_dtype")]["source"] = (
 PGB = "mcore:megatron/core/distributed/param_and_grad_buffer.py"
 FSDPB = "mcore:megatron/core/distributed/fsdp/src/megatron_fsdp/param_and_grad_buffer.py"
 FSDPA = "mcore:megatron/core/distributed/fsdp/mcore_fsdp_adapter.py"
-_FSDP = " (Megatron-FSDP only, i.e. use_megatron_fsdp; peakcast does not simulate FSDP)"
+_FSDP = " (Megatron-FSDP only, i.e. use_megatron_fsdp; not simulated: refused or warned)"
+_FSDP_SIM = " (Megatron-FSDP only; simulated: docs/research/megatron-fsdp-memory-facts.md)"
 for _k, _why in [
     ("grad_reduce_in_fp32", "fp32 grad buffers"),
     ("overlap_grad_reduce", "bucketed overlapped grad reduce-scatter/all-reduce"),
@@ -852,14 +853,14 @@ N(D, "average_in_collective", "averaging inside the NCCL collective (pre-scale v
 U(D, "fp4_param_gather", "FP4 parameters gathered in FP4 (fp4_param)", f"{DOPT}:2843")
 U(D, "reuse_grad_buf_for_mxfp8_param_ag", "the DDP copy of the MXFP8 switch (see optimizer.reuse_grad_buf_for_mxfp8_param_ag)",
   f"{DOPT}:2887")
-U(D, "use_megatron_fsdp", "Megatron-FSDP instead of DDP + distributed optimizer: params sharded, gathered per module",
+S(D, "use_megatron_fsdp", "Megatron-FSDP instead of DDP + distributed optimizer: params sharded, gathered per module",
   "mcore:megatron/core/optimizer/__init__.py:1091")
 U(D, "megatron_fsdp_version", "Megatron-FSDP v1 vs v2 buffers" + _FSDP, f"{FSDPA}:725")
 U(D, "use_custom_fsdp", "deprecated name of use_megatron_fsdp", "mcore:megatron/core/distributed/distributed_data_parallel_config.py:96")
-U(D, "data_parallel_sharding_strategy", "FSDP sharding of optim/grads/params (no_shard ... optim_grads_params)" + _FSDP,
+S(D, "data_parallel_sharding_strategy", "FSDP sharding of optim/grads/params (no_shard ... optim_grads_params)" + _FSDP_SIM,
   f"{FSDPB}:285")
 N(D, "gradient_reduce_div_fusion", "divide fused into the FSDP reduce" + _FSDP, f"{FSDPB}:4746")
-U(D, "suggested_communication_unit_size", "FSDP all-gather / reduce-scatter unit (bucket) size" + _FSDP,
+S(D, "suggested_communication_unit_size", "FSDP all-gather / reduce-scatter unit (bucket) size" + _FSDP_SIM,
   "mcore:megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py:420")
 U(D, "keep_fp8_transpose_cache", "FSDP: FP8 weight transposes kept across micro-batches" + _FSDP,
   "mcore:megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py:625")
@@ -872,7 +873,7 @@ U(D, "fsdp_db_use_persist_buf_on_alloc_fail", "FSDP double buffer falls back to 
   f"{FSDPB}:2530")
 U(D, "fsdp_all_gather_in_start_param_sync", "FSDP: the first module's all-gather issued at param-sync start (earlier unshard)" + _FSDP,
   "mcore:megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py:1278")
-U(D, "outer_dp_sharding_strategy", "HSDP outer-DP sharding" + _FSDP, f"{FSDPB}:2493")
+S(D, "outer_dp_sharding_strategy", "HSDP outer-DP sharding" + _FSDP_SIM, f"{FSDPB}:2493")
 N(D, "disable_symmetric_registration", "with nccl_ub: NCCL window registration mode (symmetric or not); same buffers", f"{PGB}:1140")
 N(D, "fsdp_manual_registration", "FSDP: NCCL buffer registration done manually" + _FSDP, f"{FSDPB}:2173")
 N(D, "delay_wgrad_compute",
@@ -882,8 +883,8 @@ N(D, "delay_wgrad_compute",
 U(D, "megatron_fsdp_main_params_dtype", "FSDP master param dtype" + _FSDP, f"{FSDPA}:145")
 U(D, "megatron_fsdp_main_grads_dtype", "FSDP main grad dtype" + _FSDP, f"{FSDPA}:146")
 U(D, "megatron_fsdp_grad_comm_dtype", "FSDP grad communication dtype (reduce buffers)" + _FSDP, f"{FSDPA}:147")
-U(D, "megatron_fsdp_use_decoupled_grad", "FSDP decoupled grads (TE FusedAdam)" + _FSDP, f"{FSDPB}:2022")
-U(D, "megatron_fsdp_cuda_graph_mode", "FSDP buffers kept static for CUDA graphs" + _FSDP, f"{FSDPB}:3198")
+S(D, "megatron_fsdp_use_decoupled_grad", "FSDP decoupled grads (TE FusedAdam)" + _FSDP_SIM, f"{FSDPB}:2022")
+S(D, "megatron_fsdp_cuda_graph_mode", "FSDP buffers kept static for CUDA graphs" + _FSDP_SIM, f"{FSDPB}:3198")
 U(D, "megatron_fsdp_enable_fine_grained_param_gather", "FSDP per-parameter gather granularity" + _FSDP, f"{FSDPA}:225")
 U(D, "megatron_fsdp_max_pool_double_buffer", "FSDP MaxPoolAllocator double buffer" + _FSDP, f"{FSDPB}:2523")
 
@@ -1097,7 +1098,7 @@ RULE_ONLY_TYPED = {
     ],
     D: [
         "num_buckets", "reduce_scatter_with_fp32_accumulation", "param_name_patterns_for_fp32_local_accumulation",
-        "average_in_collective", "reuse_grad_buf_for_mxfp8_param_ag", "use_megatron_fsdp", "megatron_fsdp_version",
+        "average_in_collective", "reuse_grad_buf_for_mxfp8_param_ag", "megatron_fsdp_version",
         "nccl_ub", "fsdp_double_buffer", "fsdp_manual_registration",
     ],
     T: [

@@ -261,15 +261,16 @@ void Converter::peft() {
   }
 }
 
-// DistributedInitConfig: FSDP replaces DDP and the distributed optimizer (config.py:1064-1196).
+// DistributedInitConfig: Megatron-FSDP replaces DDP and the distributed optimizer (config.py:1064-1196).
 void Converter::dist() {
   const json* s = d.doc.contains("dist") ? &d.doc["dist"] : nullptr;
   if (!s || !s->is_object()) return;
-  for (const char* key : {"use_megatron_fsdp", "use_torch_fsdp2"})
-    if (detail::is_true(*s, key))
-      error(std::string("dist.") + key, "fsdp_not_simulated",
-            std::string(key) + " wraps the model in FSDP instead of Megatron's DDP and distributed optimizer; not simulated");
-  result.ignored.push_back("dist (process-group settings; FSDP off)");
+  if (detail::is_true(*s, "use_torch_fsdp2"))
+    error("dist.use_torch_fsdp2", "fsdp_not_simulated",
+          "use_torch_fsdp2 wraps the model in PyTorch FSDP2 instead of Megatron's DDP and distributed optimizer; not simulated");
+  // _validate_and_apply_megatron_fsdp_configs sets ddp.use_megatron_fsdp (config.py:1064-1068).
+  if (detail::is_true(*s, "use_megatron_fsdp")) put("ddp", "use_megatron_fsdp", json(true), "dist.use_megatron_fsdp");
+  result.ignored.push_back("dist (process-group settings)");
 }
 
 // env_vars are set before training (config.py:1982-1987); PYTORCH_CUDA_ALLOC_CONF configures the

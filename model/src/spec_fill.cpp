@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "layer_plan_internal.hpp"
 #include "peakcast/model/caching_allocator.hpp"
@@ -79,6 +80,26 @@ void fill_ddp(const Reader& r, DdpSpec& d, ModelSpec& m) {
   bool fp8_param_gather = false;
   r.read("fp8_param_gather", fp8_param_gather);
   if (fp8_param_gather) m.fp8_param = true;
+  // Megatron-FSDP (static_memory_fsdp.cpp). A null dtype is Megatron's "auto" (the parameter dtype).
+  r.read("use_megatron_fsdp", d.use_megatron_fsdp);
+  r.read("data_parallel_sharding_strategy", d.data_parallel_sharding_strategy);
+  r.read("outer_dp_sharding_strategy", d.outer_dp_sharding_strategy);
+  r.read("suggested_communication_unit_size", d.suggested_communication_unit_size);
+  for (auto [key, dst] : {std::pair{"megatron_fsdp_main_params_dtype", &d.megatron_fsdp_main_params_dtype},
+                          std::pair{"megatron_fsdp_main_grads_dtype", &d.megatron_fsdp_main_grads_dtype},
+                          std::pair{"megatron_fsdp_grad_comm_dtype", &d.megatron_fsdp_grad_comm_dtype}}) {
+    const json* v = r.find(key);
+    if (v == nullptr) continue;
+    if (v->is_null()) {
+      dst->reset();
+      continue;
+    }
+    DType t = DType::fp32;
+    read_dtype(r, key, t);
+    *dst = t;
+  }
+  r.read("megatron_fsdp_use_decoupled_grad", d.megatron_fsdp_use_decoupled_grad);
+  r.read("megatron_fsdp_cuda_graph_mode", d.megatron_fsdp_cuda_graph_mode);
 }
 
 // cluster.pytorch_cuda_alloc_conf: what torch would refuse is an error; the options the allocator

@@ -205,7 +205,6 @@ void fill_optimizer_checks(const Reader& r, OptimizerSpec& o) {
 
 void fill_ddp_checks(const Reader& r, DdpSpec& d) {
   r.read("num_buckets", d.num_buckets);
-  r.read("use_megatron_fsdp", d.use_megatron_fsdp);
   r.read("megatron_fsdp_version", d.megatron_fsdp_version);
   r.read("reuse_grad_buf_for_mxfp8_param_ag", d.reuse_grad_buf_for_mxfp8_param_ag);
   r.read("fp8_param_gather", d.fp8_param_gather);

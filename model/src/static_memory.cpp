@@ -99,6 +99,10 @@ Bytes ddp_init_transient(const StageBuffers& sb, bool distopt) {
   return Bytes{peak - running};
 }
 
+}  // namespace
+
+namespace detail {
+
 Bytes fp8_weight_cache(const RunSpec& spec, std::int64_t gemm_numel) {
   const ModelSpec& m = spec.model;
   if (!m.fp8) return Bytes{0};
@@ -114,6 +118,13 @@ std::int64_t moe_layers_on_stage(const PipelineStage& stage) {
     for (const auto& l : c.layers) n += l.ffn == FfnKind::moe ? 1 : 0;
   return n;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::fp8_weight_cache;
+using detail::moe_layers_on_stage;
 
 // Everything that does not depend on which DistOpt shard the rank owns.
 StaticMemory shard_independent(const PipelineStage& stage, const StageBuffers& sb, const RunSpec& spec, const Derived& d) {
@@ -243,6 +254,7 @@ std::vector<std::int64_t> candidate_indices(const std::vector<std::vector<detail
 }  // namespace
 
 std::vector<RankStatic> static_memory_per_rank(const RunSpec& spec, const Derived& d, const LayerPlan& plan) {
+  if (spec.ddp.use_megatron_fsdp) return detail::fsdp_static_memory_per_rank(spec, d, plan);
   const detail::DdpSettings settings = detail::ddp_settings(spec, d);
   const ShardMap map = shard_map(d, settings);
   const std::int64_t dp_cp = std::max<std::int64_t>(1, d.dp * d.cp);

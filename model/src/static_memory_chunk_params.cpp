@@ -22,8 +22,12 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
   };
   auto append = [&out, &frozen](ParamList more) {
     const ParamList& kept = out.storage.emplace_back(frozen(std::move(more)));
-    for (const auto& t : kept) out.tensors.push_back(&t);
+    for (const auto& t : kept) {
+      out.tensors.push_back(&t);
+      out.layer_of.push_back(-1);
+    }
   };
+  std::int32_t next_layer = 0;
   // A layer's tensors depend only on its mixer and FFN kind (names carry no layer index), so
   // layers of one kind share one list instead of building thousands of identical tensors.
   // A BF16 edge layer (first_last_layers_bf16) has the same tensors, none of them FP8-quantised. A DSA layer
@@ -41,7 +45,11 @@ ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Der
       }
       list = &out.storage.emplace_back(std::move(params));
     }
-    for (const auto& t : *list) out.tensors.push_back(&t);
+    for (const auto& t : *list) {
+      out.tensors.push_back(&t);
+      out.layer_of.push_back(next_layer);
+    }
+    ++next_layer;
   };
 
   // The embedding lives on the pre-process chunk; an MTP chunk without it keeps a duplicate

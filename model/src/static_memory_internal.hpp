@@ -20,6 +20,10 @@ namespace peakcast::model::detail {
 struct ChunkParams {
   std::deque<ParamList> storage;  // a deque: adding a list never moves the ones already pointed to
   std::vector<const ParamTensor*> tensors;
+  // Per tensor: the index of the TransformerLayer / MambaLayer (decoder or MTP inner layer) that
+  // registers it, in registration order, or -1 (embedding, norms, MTP wrapper, output layer). These
+  // layers are Megatron-FSDP's default units (mcore_fsdp_adapter.py:171-172).
+  std::vector<std::int32_t> layer_of;
 };
 ChunkParams chunk_params(const ModelChunk& chunk, const RunSpec& spec, const Derived& d);
 
@@ -74,6 +78,14 @@ ShardOwnership shard_ownership(const DdpBuffer& buffer);
 
 // static_memory_per_rank as it was first written: every DistOpt shard index built and compared
 // (O(DP x CP) per stage). Kept as the reference the O(1)-in-DP version is tested against.
+// TE's FP8 weight copies for `gemm_numel` GEMM weight elements, and the MoE layers (router buffers) of a stage
+// (static_memory.cpp).
+Bytes fp8_weight_cache(const RunSpec& spec, std::int64_t gemm_numel);
+std::int64_t moe_layers_on_stage(const PipelineStage& stage);
+
+// Megatron-FSDP v1's model state per rank shape (static_memory_fsdp.cpp).
+std::vector<RankStatic> fsdp_static_memory_per_rank(const RunSpec& spec, const Derived& d, const LayerPlan& plan);
+
 std::vector<RankStatic> static_memory_per_rank_all_shards(const RunSpec& spec, const Derived& d, const LayerPlan& plan);
 
 // Optimizer bytes per element it owns, and the step transients (§ optimizer rules in

@@ -88,6 +88,58 @@ void ddp_wrap(const RunSpec& spec, RuleSink& sink) {
   }
 }
 
+// What static_memory_fsdp.cpp simulates of Megatron-FSDP v1, and what it refuses by name
+// (docs/research/megatron-fsdp-memory-facts.md section 5).
+void fsdp_v1_simulated(const RunSpec& spec, RuleSink& sink) {
+  const ModelSpec& m = spec.model;
+  const DdpSpec& d = spec.ddp;
+  const std::string& strategy = d.data_parallel_sharding_strategy;
+  if (strategy != "no_shard" && strategy != "optim" && strategy != "optim_grads" && strategy != "optim_grads_params")
+    sink.error("ddp.data_parallel_sharding_strategy", "fsdp_sharding_strategy",
+               "Invalid data_parallel_sharding_strategy: " + strategy.substr(0, 40) +
+                   " (param_and_grad_buffer.py:2338-2341: no_shard, optim, optim_grads or optim_grads_params)");
+  if (d.outer_dp_sharding_strategy != "no_shard" && d.outer_dp_sharding_strategy != "optim")
+    sink.error("ddp.outer_dp_sharding_strategy", "fsdp_outer_sharding_strategy",
+               "outer_dp_sharding_strategy must be no_shard or optim (arguments.py:3031-3037)");
+  const bool hfsdp = d.num_distributed_optimizer_instances > 1 && d.outer_dp_sharding_strategy != "no_shard";
+  if (hfsdp && strategy != "optim_grads_params")
+    sink.error("ddp.outer_dp_sharding_strategy", "hfsdp_needs_optim_grads_params",
+               "[Megatron-FSDP] Optimizer fully-sharded HFSDP is only supported with full-sharding on DP-Shard. "
+               "(param_and_grad_buffer.py:2482-2493)");
+  if (d.megatron_fsdp_version != 1) return;  // v2: refused above
+  const char* rule = "megatron_fsdp_not_simulated";
+  if (hfsdp)
+    sink.error("ddp.outer_dp_sharding_strategy", rule,
+               "outer_dp_sharding_strategy optim (HFSDP helper buffers, param_and_grad_buffer.py:2390-2480) is not simulated");
+  if (d.fsdp_double_buffer || d.nccl_ub)
+    sink.error(d.nccl_ub ? "ddp.nccl_ub" : "ddp.fsdp_double_buffer", rule,
+               "Megatron-FSDP's double-buffer pools (FixedPoolAllocator / MaxPoolAllocator, param_and_grad_buffer.py:2518-2550; "
+               "nccl_ub turns them on) are not simulated");
+  if (m.fp8_param || d.fp8_param_gather || m.fp4_param)
+    sink.error("model.fp8_param", rule,
+               "FP8 / FP4 parameters under Megatron-FSDP (uint8 weight buffers and MXFP8 transpose buffers, "
+               "param_and_grad_buffer.py:2625-2638) are not simulated");
+  if (!d.megatron_fsdp_main_params_dtype)
+    sink.error("ddp.megatron_fsdp_main_params_dtype", rule,
+               "megatron_fsdp_main_params_dtype auto (the model weight buffer as the optimizer's weights, "
+               "param_and_grad_buffer.py:3241-3268) is not simulated");
+  const std::optional<DType> grad_dtype = d.megatron_fsdp_main_grads_dtype;
+  // With sharded grads the temporary full bucket is allocated in the communication dtype (get_main_grad,
+  // param_and_grad_buffer.py:3099-3103: simulated); unsharded or HSDP grads get extra copies.
+  const bool sharded_grads = strategy == "optim_grads" || strategy == "optim_grads_params";
+  if (d.megatron_fsdp_grad_comm_dtype && d.megatron_fsdp_grad_comm_dtype != grad_dtype &&
+      (!sharded_grads || d.num_distributed_optimizer_instances > 1))
+    sink.error("ddp.megatron_fsdp_grad_comm_dtype", rule,
+               "a gradient communication dtype other than the main grads dtype with unsharded or HSDP gradients "
+               "(extra communication buckets, param_and_grad_buffer.py:4035-4048, :2752-2790) is not simulated");
+  if (spec.peft.enabled)
+    sink.error("peft", rule, "PEFT under Megatron-FSDP (frozen parameter groups, param_and_grad_buffer.py:2640-2645) is not simulated");
+  if (m.cuda_graph_impl != CudaGraphImpl::none || d.megatron_fsdp_cuda_graph_mode)
+    sink.error("model.cuda_graph_impl", rule, "CUDA graphs under Megatron-FSDP (megatron_fsdp_cuda_graph_mode) are not simulated");
+  if (spec.optimizer.optimizer_cpu_offload)
+    sink.error("optimizer.optimizer_cpu_offload", rule, "optimizer CPU offload under Megatron-FSDP is not simulated");
+}
+
 // Megatron FSDP (distributed/fsdp/mcore_fsdp_adapter.py, optimizer/__init__.py:1054, Bridge config.py:1075-1196).
 void megatron_fsdp(const RunSpec& spec, RuleSink& sink) {
   const ModelSpec& m = spec.model;
@@ -121,10 +173,7 @@ void megatron_fsdp(const RunSpec& spec, RuleSink& sink) {
     if (spec.bridge_training && (!m.bf16 || !spec.optimizer.bf16))
       sink.error("model.bf16", rule, "MFSDP V2 requires BF16 training (model.bf16=True and optimizer.bf16=True). (Bridge config.py:1133)");
   }
-  if (spec.bridge_training && d.megatron_fsdp_version == 1 && (!d.use_distributed_optimizer || d.average_in_collective || d.reuse_grad_buf_for_mxfp8_param_ag))
-    sink.warning("ddp.use_megatron_fsdp", rule,
-                 "Megatron-FSDP v1 under Bridge forces use_distributed_optimizer on and average_in_collective and "
-                 "reuse_grad_buf_for_mxfp8_param_ag off (Bridge config.py:1081-1098); Megatron FSDP itself is not simulated");
+  fsdp_v1_simulated(spec, sink);
 }
 
 void optimizer_rules(const RunSpec& spec, RuleSink& sink) {

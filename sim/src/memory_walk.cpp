@@ -24,6 +24,9 @@ struct Walker {
   std::vector<TimelineEvent>* timeline = nullptr;
   AllocRecorder* recorder = nullptr;
 
+  // Megatron-FSDP: the unit weights gathered through a chunk's forward or backward, and what a
+  // backward ends with (model::StaticMemory).
+  Bytes fsdp_window, fsdp_backward_end;
   Bytes base;         // everything outside activations at this moment
   Bytes activations;  // saved activations and the flowing tensors
   Bytes peak;
@@ -114,7 +117,10 @@ Walker::Run Walker::forward_begin(int c, int mb) {
   // backward), or the token ids the data loader put on the GPU.
   // A layout's empty virtual stage hands the received hidden state straight on: nothing is kept
   // (deallocate_output_tensor frees the one tensor it received and sent).
-  if (!f.whole) activations += cm.segments.front().input_bytes;
+  if (!f.whole) {
+    activations += cm.segments.front().input_bytes;
+    base += fsdp_window;
+  }
   return f;
 }
 
@@ -159,6 +165,7 @@ void Walker::forward_end(Run& f) {
     const Bytes out = cm.segments.back().output_bytes;
     if (cm.sends_output && !deallocate_outputs) f.kept.extra = out;
     else activations -= out;  // deallocate_output_tensor after the send; the loss is reduced at once
+    base -= fsdp_window;
   }
   kept_at(f.c, f.mb) = std::move(f.kept);
   touch(
@@ -232,6 +239,7 @@ Walker::Run Walker::backward_begin(int c, int mb) {
   // Gradient of the chunk output: received from the next stage (the loss gradient is tiny).
   if (!b.whole && cm.sends_output) b.carry = cm.segments.back().output_bytes;
   activations += b.carry;
+  if (!b.whole) base += fsdp_window;
   return b;
 }
 
@@ -261,6 +269,12 @@ void Walker::backward_module(Run& b, std::size_t i) {
 void Walker::backward_end(Run& b) {
   activations -= b.kept.extra;
   activations -= b.carry;  // sent to the previous stage (nothing at the embedding)
+  if (!b.whole) {
+    base -= fsdp_window;
+    if (fsdp_backward_end.value > 0)
+      touch(
+          fsdp_backward_end, Phase::backward, [&] { return "chunk" + std::to_string(b.c) + ".fsdp_reduce_scatter_buckets"; }, -1, b.mb, b.c);
+  }
   touch(
       Bytes{}, Phase::backward, [&] { return "chunk" + std::to_string(b.c) + ".backward_done"; }, -1, b.mb, b.c);
 }
@@ -305,6 +319,8 @@ Breakdown breakdown_at_peak(const Walker& w, const model::StaticMemory& sm, Byte
 RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<ScheduleStep>& steps,
                    const model::StaticMemory& sm, const WalkSetup& setup) {
   Walker w(chunks, setup);
+  w.fsdp_window = sm.fsdp_gather_window;
+  w.fsdp_backward_end = sm.fsdp_backward_end;
   RankWalk out;
   out.graph_pool = setup.plan.full_graph ? Bytes{} : setup.graphs.pool;
   // Without DistOpt, per-parameter tensors carry the caching allocator's slack (static_memory.hpp).

@@ -366,9 +366,10 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
   }
   std::optional<detail::AllocRecorder> recorder;
   model::StaticAllocations static_tensors;
-  // The replay's module scripts do not follow fine-grained offloading's copies to the host yet
-  // (docs/status.md): with it on, the verdict takes the measured reservation ratio instead.
-  if (options.replay_allocator && !policy.model.fine_grained_activation_offloading) {
+  // The replay's module scripts do not follow fine-grained offloading's copies to the host yet, and its
+  // static blocks are DDP's buffers, not Megatron-FSDP's shards and gather window (docs/status.md): with
+  // either on, the verdict takes the measured reservation ratio instead.
+  if (options.replay_allocator && !policy.model.fine_grained_activation_offloading && !policy.ddp.use_megatron_fsdp) {
     static_tensors = model::static_allocations(policy, pd, plan_stage, rs.rank);
     detail::ReplaySetup rsetup = replay_setup(policy, pd, setup, sm, static_tensors, capacity, ws);
     rsetup.rotary_caches = rotary_caches;

@@ -169,14 +169,18 @@ TEST_CASE("with the replay the reservation decides: over the device does not fit
   CHECK(v.cause == sim::FitCause::reservation);
 }
 
-TEST_CASE("with fine-grained offloading the verdict takes the reservation ratio, not the replay", "[sim][verdict][offload]") {
-  // The replay's module scripts do not follow the copies to the host (simulator.cpp): a replay would
-  // reserve for saves the walk has sent away.
-  const auto spec = spec_from(kMoe, {"model.fine_grained_activation_offloading=true", "model.offload_modules=[\"moe_act\"]"});
-  const auto p = sim::predict(spec);
-  for (const auto& r : p.ranks) {
-    CHECK_FALSE(r.allocator.has_value());
-    const auto v = sim::rank_verdict(r, p.capacity);
-    CHECK(v.margin == std::min(p.capacity.value - r.peak_with_graph_pool.value, p.capacity.value - r.estimated_peak_reserved_p90.value));
+TEST_CASE("with fine-grained offloading or Megatron-FSDP the verdict takes the reservation ratio, not the replay", "[sim][verdict][offload][fsdp]") {
+  // The replay's module scripts do not follow the copies to the host, and its static blocks are DDP's
+  // buffers (simulator.cpp): a replay would reserve for what the walk has sent away or sharded.
+  const std::vector<std::pair<const char*, std::vector<std::string>>> cases{
+      {kMoe, {"model.fine_grained_activation_offloading=true", "model.offload_modules=[\"moe_act\"]"}},
+      {kDense, {"ddp.use_megatron_fsdp=true", "ddp.data_parallel_sharding_strategy=\"optim_grads_params\""}}};
+  for (const auto& [text, sets] : cases) {
+    const auto p = sim::predict(spec_from(text, sets));
+    for (const auto& r : p.ranks) {
+      CHECK_FALSE(r.allocator.has_value());
+      const auto v = sim::rank_verdict(r, p.capacity);
+      CHECK(v.margin == std::min(p.capacity.value - r.peak_with_graph_pool.value, p.capacity.value - r.estimated_peak_reserved_p90.value));
+    }
   }
 }

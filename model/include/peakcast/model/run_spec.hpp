@@ -395,6 +395,16 @@ struct DdpSpec {
   bool reduce_scatter_with_fp32_accumulation = false;
   bool fsdp_double_buffer = false;
   bool fsdp_manual_registration = false;
+  // Megatron-FSDP v1 (docs/research/megatron-fsdp-memory-facts.md): which buffers are sharded, the
+  // all-gather / reduce-scatter window, the buffers' dtypes (null: "auto", the parameter dtype).
+  std::string data_parallel_sharding_strategy = "no_shard";  // distributed_data_parallel_config.py:103
+  std::string outer_dp_sharding_strategy = "no_shard";       // distributed_data_parallel_config.py:165
+  std::optional<std::int64_t> suggested_communication_unit_size;
+  std::optional<DType> megatron_fsdp_main_params_dtype = DType::fp32;  // distributed_data_parallel_config.py:188
+  std::optional<DType> megatron_fsdp_main_grads_dtype;                 // :195
+  std::optional<DType> megatron_fsdp_grad_comm_dtype;                  // :201
+  bool megatron_fsdp_use_decoupled_grad = false;
+  bool megatron_fsdp_cuda_graph_mode = false;
 
   bool operator==(const DdpSpec&) const = default;
 };

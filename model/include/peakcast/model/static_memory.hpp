@@ -53,6 +53,11 @@ struct StaticMemory {
   Bytes ddp_init_transient;     // duplicate params while DDP copies them into its buffer
   Bytes buffers;                // module buffers that are not parameters (fp32 router expert bias + token counts)
   AllocatorSlack slack;         // without DistOpt only
+  // Megatron-FSDP's temporary full buckets (docs/research/megatron-fsdp-memory-facts.md section 4),
+  // zero without it. The walk holds `fsdp_gather_window` through every forward and backward of a
+  // chunk and, at each backward's end, `fsdp_backward_end` in its place.
+  Bytes fsdp_gather_window;  // unit weight buckets all-gathered at once (the unit run plus its prefetch)
+  Bytes fsdp_backward_end;   // the last unit's gathered weights plus every full gradient bucket not yet freed
 };
 
 struct RankStatic {

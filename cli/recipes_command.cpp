@@ -7,11 +7,18 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "peakcast/model/recipes.hpp"
 #include "peakcast/sim/catalogue.hpp"
 
 namespace peakcast::cli {
 
 namespace {
+
+// One recipe's catalogue fields (RecipeInfo), the same in `recipes --json` and `recipes --predict --json`.
+nlohmann::json recipe_json(const model::RecipeInfo& r) {
+  return {{"name", r.name}, {"source", r.source}, {"gpu", r.gpu}, {"num_gpus", r.num_gpus}, {"task", r.task}, {"model", r.model}};
+}
+
 struct RecipesArgs {
   bool predict = false, json = false;
 };
@@ -31,7 +38,7 @@ Runner add_recipes_command(CLI::App& app) {
       if (args->json) {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& r : list)
-          j.push_back({{"name", r.name}, {"source", r.source}, {"gpu", r.gpu}, {"num_gpus", r.num_gpus}, {"task", r.task}, {"model", r.model}});
+          j.push_back(recipe_json(r));
         std::cout << j.dump(2) << "\n";
         return kExitOk;
       }
@@ -44,7 +51,8 @@ Runner add_recipes_command(CLI::App& app) {
     if (args->json) {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& r : rows) {
-        nlohmann::json x = {{"name", r.recipe.name}, {"gpu", r.recipe.gpu}, {"num_gpus", r.recipe.num_gpus}, {"predicted", r.predicted}};
+        nlohmann::json x = recipe_json(r.recipe);  // the list's fields, as docs/interface.md says
+        x["predicted"] = r.predicted;
         if (r.predicted) {
           x["layout"] = r.layout;
           x["precision"] = r.precision;

@@ -15,7 +15,15 @@ struct Walker {
   Walker(const std::vector<ChunkModel>& c, const WalkSetup& s)
       : chunks(c), microbatches(s.microbatches), deallocate_outputs(s.deallocate_outputs), deferral_limit(s.deferral_limit), timeline(s.timeline), recorder(s.recorder) {
     kept_by_microbatch.resize(chunks.size() * static_cast<std::size_t>(microbatches));
+    for (const auto& cm : chunks) {
+      int last = -1;
+      for (std::size_t i = 0; i < cm.segments.size(); ++i)
+        if (cm.segments[i].offload_kept) last = static_cast<int>(i);
+      last_offloading.push_back(last);
+    }
   }
+  // Each chunk's last layer whose fine-grained offloading moves bytes (-1: none).
+  std::vector<int> last_offloading;
 
   const std::vector<ChunkModel>& chunks;
   int microbatches = 1;
@@ -70,6 +78,7 @@ struct Walker {
   struct Kept {
     std::vector<Bytes> segments;
     Bytes extra;
+    bool last_on_gpu = false;  // its last offloading layer kept its groups on the GPU (after the warm-up)
   };
   std::vector<Kept> kept_by_microbatch;  // index chunk * microbatches + microbatch
   // Bytes each (chunk, segment) still holds after its backward (Segment::retained_after_backward);
@@ -97,22 +106,30 @@ struct Walker {
     Kept kept;
     Bytes carry;  // forward: an offloaded layer's saved set in flight to the host; backward: the flowing gradient
   };
-  Run forward_begin(int c, int mb);
+  Run forward_begin(int c, int mb, bool last_on_gpu = false);
+  // The segment a module runs as: its own, or with its offload groups kept on the GPU.
+  const Segment& module_at(const Kept& k, int c, std::size_t i, Segment& scratch) const {
+    const Segment& s = chunks[c].segments[i];
+    if (!k.last_on_gpu || static_cast<int>(i) != last_offloading[static_cast<std::size_t>(c)]) return s;
+    scratch = s.kept_on_gpu();
+    return scratch;
+  }
   void forward_module(Run& f, std::size_t i);
   void forward_end(Run& f);
   Run backward_begin(int c, int mb);
   void backward_module(Run& b, std::size_t i);
   void backward_end(Run& b);
-  void forward(int c, int mb);
+  void forward(int c, int mb, bool last_on_gpu = false);
   void backward(int c, int mb);
-  void combined(const ScheduleStep& f, const ScheduleStep& b);
+  void combined(const ScheduleStep& f, const ScheduleStep& b, bool last_on_gpu = false);
   void backward_replay_group(const Segment& s, Bytes kept_bytes, int mb, int c);
   void backward_plain(const Segment& s, std::size_t i, Bytes kept_bytes, int mb, int c);
 };
 
-Walker::Run Walker::forward_begin(int c, int mb) {
+Walker::Run Walker::forward_begin(int c, int mb, bool last_on_gpu) {
   const ChunkModel& cm = chunks[c];
   Run f{c, mb, cm.segments.empty() || (graphed && whole_graph), {}, {}};
+  f.kept.last_on_gpu = last_on_gpu;
   // The first module's input: received from the previous stage (the schedule keeps it until the
   // backward), or the token ids the data loader put on the GPU.
   // A layout's empty virtual stage hands the received hidden state straight on: nothing is kept
@@ -127,7 +144,8 @@ Walker::Run Walker::forward_begin(int c, int mb) {
 void Walker::forward_module(Run& f, std::size_t i) {
   if (f.whole) return;
   const ChunkModel& cm = chunks[f.c];
-  const Segment& s = cm.segments[i];
+  Segment scratch;
+  const Segment& s = module_at(f.kept, f.c, i, scratch);
   if (graphed && s.graph_captured) {
     clock += s.forward_s;
     f.kept.segments.push_back(Bytes{});
@@ -172,9 +190,9 @@ void Walker::forward_end(Run& f) {
       Bytes{}, Phase::forward, [&] { return "chunk" + std::to_string(f.c) + ".forward_done"; }, -1, f.mb, f.c);
 }
 
-void Walker::forward(int c, int mb) {
+void Walker::forward(int c, int mb, bool last_on_gpu) {
   if (recorder) recorder->forward(c, mb);
-  Run f = forward_begin(c, mb);
+  Run f = forward_begin(c, mb, last_on_gpu);
   for (std::size_t i = 0; !f.whole && i < chunks[c].segments.size(); ++i) forward_module(f, i);
   forward_end(f);
 }
@@ -251,7 +269,8 @@ void Walker::backward_module(Run& b, std::size_t i) {
     const Segment& s = cm.segments[j];
     return s.offloaded ? (s.input_held ? s.held : s.held + s.input_bytes) : Bytes{};
   };
-  const Segment& s = cm.segments[i];
+  Segment scratch;
+  const Segment& s = module_at(b.kept, b.c, i, scratch);
   if (i + 1 == cm.segments.size()) activations += offloaded_bytes(i);
   if (i > 0) activations += offloaded_bytes(i - 1);
   // The loss's backward peaks (the logits' gradient beside the saved softmax) before the output
@@ -288,9 +307,9 @@ void Walker::backward(int c, int mb) {
 
 // The combined 1F1B step: one micro-batch's forward and another's backward, module by module in
 // combined_order's interleaving.
-void Walker::combined(const ScheduleStep& f, const ScheduleStep& b) {
+void Walker::combined(const ScheduleStep& f, const ScheduleStep& b, bool last_on_gpu) {
   if (recorder) recorder->combined(f.chunk, f.microbatch, b.chunk, b.microbatch);
-  Run fr = forward_begin(f.chunk, f.microbatch);
+  Run fr = forward_begin(f.chunk, f.microbatch, last_on_gpu);
   Run br = backward_begin(b.chunk, b.microbatch);
   for (const CombinedOp& op : combined_order(chunks[f.chunk], chunks[b.chunk], fr.whole, br.whole)) {
     if (op.kind == CombinedOp::forward) forward_module(fr, op.module);
@@ -298,6 +317,33 @@ void Walker::combined(const ScheduleStep& f, const ScheduleStep& b) {
     else backward_end(br);
   }
   forward_end(fr);
+}
+
+// Fine-grained offloading after the warm-up keeps the last group of each name on the GPU
+// (docs/research/fine-grained-offloading-memory-facts.md section 4): in the first (chunk, micro-batch) of
+// the backward order that offloads (post_warmup_callback's margin, fine_grained_activation_offload.py:579-596),
+// and in a forward whose (chunk, micro-batch) is the next to run its backward (the commit's skip, :1077-1085).
+// True at the forward steps where either holds.
+std::vector<bool> offload_kept_steps(const std::vector<ScheduleStep>& steps, const std::vector<int>& last_offloading) {
+  std::vector<bool> kept(steps.size(), false);
+  const auto offloads = [&](int c) { return last_offloading[static_cast<std::size_t>(c)] >= 0; };
+  const auto forward_of = [&](const ScheduleStep& b) {
+    for (std::size_t k = 0; k < steps.size(); ++k)
+      if (steps[k].forward && steps[k].chunk == b.chunk && steps[k].microbatch == b.microbatch) return k;
+    return steps.size();
+  };
+  for (const ScheduleStep& b : steps)
+    if (!b.forward && offloads(b.chunk)) {
+      if (const std::size_t k = forward_of(b); k < steps.size()) kept[k] = true;
+      break;
+    }
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    if (!steps[k].forward || !offloads(steps[k].chunk)) continue;
+    std::size_t j = k + 1;
+    while (j < steps.size() && steps[j].forward) ++j;
+    if (j < steps.size() && steps[j].chunk == steps[k].chunk && steps[j].microbatch == steps[k].microbatch) kept[k] = true;
+  }
+  return kept;
 }
 
 // What the rank holds at a pass's peak, by kind; the rest of `base` (the framework's fixed bytes,
@@ -319,6 +365,7 @@ Breakdown breakdown_at_peak(const Walker& w, const model::StaticMemory& sm, Byte
 RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<ScheduleStep>& steps,
                    const model::StaticMemory& sm, const WalkSetup& setup) {
   Walker w(chunks, setup);
+  const std::vector<bool> kept_steps = offload_kept_steps(steps, w.last_offloading);
   w.fsdp_window = sm.fsdp_gather_window;
   w.fsdp_backward_end = sm.fsdp_backward_end;
   RankWalk out;
@@ -347,8 +394,9 @@ RankWalk walk_rank(const std::vector<ChunkModel>& chunks, const std::vector<Sche
         w.pending_backward_workspaces = setup.backward_workspaces + setup.dummy_wgrads;
         backward_seen = true;
       }
-      if (pair) w.combined(st, steps[++k]);
-      else if (st.forward) w.forward(st.chunk, st.microbatch);
+      const bool last_on_gpu = !first && kept_steps[k];  // the warm-up (iteration 1) offloads every group
+      if (pair) w.combined(st, steps[++k], last_on_gpu);
+      else if (st.forward) w.forward(st.chunk, st.microbatch, last_on_gpu);
       else w.backward(st.chunk, st.microbatch);
     }
     w.take_pending_workspaces();

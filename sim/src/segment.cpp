@@ -37,6 +37,10 @@ Segment plain_segment(ProfileCache& cache, const LayerGraph& g, const Checkpoint
   s.replay_work = p.replay_work;
   s.backward_flops = p.backward_flops;
   s.replay_flops = p.replay_flops;
+  if (offload && offload->offloaded != 0) {
+    const ModuleProfile& on_gpu = cached_profile(cache, g, ckpt, nullptr);
+    if (on_gpu.held != p.held) s.offload_kept = Segment::OnGpu{on_gpu.held, on_gpu.forward_peak_excess, on_gpu.backward_peak_excess, on_gpu.input_held};
+  }
   return s;
 }
 

@@ -4,6 +4,7 @@
 // A model chunk is the segments it runs in order. Private to peakcast_sim.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -64,6 +65,27 @@ struct Segment {
   // (calibration/data/h200_defer.jsonl: 7 of 8 and 3 of 3).
   Bytes deferred_graph;
   bool is_output = false, is_embedding = false;  // the loss head / the token embedding (set at build)
+  // Fine-grained offloading after the warm-up iteration: the layer as it runs when its offload groups stay
+  // on the GPU (its profile without the OffloadContext). Set on every layer whose offloading moves bytes;
+  // the walk uses it for a chunk's last such layer where Megatron keeps the last group of each name
+  // (docs/research/fine-grained-offloading-memory-facts.md section 4).
+  struct OnGpu {
+    Bytes held, forward_peak_excess, backward_excess;
+    bool input_held = false;
+  };
+  std::optional<OnGpu> offload_kept;
+  // This segment as it runs with its offload groups kept on the GPU (offload_kept set).
+  Segment kept_on_gpu() const {
+    Segment k = *this;
+    k.held = offload_kept->held;
+    k.forward_peak_excess = offload_kept->forward_peak_excess;
+    k.input_held = offload_kept->input_held;
+    k.input_released = false;  // a group kept on the GPU commits nothing, so forces no release
+    k.parts.front().held = offload_kept->held;
+    k.parts.front().backward_excess = offload_kept->backward_excess;
+    k.offload_kept.reset();
+    return k;
+  }
   ModuleProfile::Work forward_work, replay_work;
   double backward_flops = 0, replay_flops = 0;
   double forward_s = 0, backward_s = 0, replay_s = 0;  // from the time model, for the timeline clock

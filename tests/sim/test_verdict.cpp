@@ -43,6 +43,21 @@ const char* kExpandable = R"({"model": {"preset": "llama3-8b", "num_layers": 4, 
         "train": {"micro_batch_size": 1, "global_batch_size": 8},
         "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb", "expandable_segments": true}})";
 
+// The dense layout under Megatron-FSDP, and the MoE one with fine-grained offloading: paths where the verdict
+// takes the reservation ratio even when the replay is asked for (simulator.cpp).
+const char* kFsdp = R"({"model": {"preset": "llama3-8b", "num_layers": 4, "tensor_model_parallel_size": 2, "sequence_parallel": true,
+                  "seq_length": 4096, "bf16": true, "recompute_granularity": "selective", "recompute_modules": ["core_attn"]},
+        "train": {"micro_batch_size": 1, "global_batch_size": 8},
+        "optimizer": {"use_distributed_optimizer": true},
+        "ddp": {"use_distributed_optimizer": true, "use_megatron_fsdp": true, "data_parallel_sharding_strategy": "optim_grads_params"},
+        "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})";
+const char* kOffload = R"({"model": {"preset": "moonlight-16b", "num_layers": 4, "moe_layer_freq": [0, 1, 1, 1], "expert_model_parallel_size": 2,
+                  "seq_length": 4096, "bf16": true, "recompute_granularity": "selective", "recompute_modules": ["moe_act"],
+                  "fine_grained_activation_offloading": true, "offload_modules": ["attn_norm", "core_attn", "expert_fc1"]},
+        "train": {"micro_batch_size": 1, "global_batch_size": 8},
+        "optimizer": {"use_distributed_optimizer": true}, "ddp": {"use_distributed_optimizer": true},
+        "cluster": {"num_gpus": 8, "gpu": "h100-sxm-80gb"}})";
+
 std::string gpu_with(std::int64_t bytes) {
   return "cluster.gpu={\"name\": \"h100-sxm-80gb\", \"memory_bytes\": " + std::to_string(bytes) + "}";
 }
@@ -62,7 +77,7 @@ sim::RecomputeChoice own_choice(const model::RunSpec& s) {
 }  // namespace
 
 TEST_CASE("predict, sweep and rank agree on the verdict", "[sim][verdict][property]") {
-  for (const char* text : {kDense, kPipelined, kMoe, kExpandable}) {
+  for (const char* text : {kDense, kPipelined, kMoe, kExpandable, kFsdp, kOffload}) {
     for (const bool replay : {false, true}) {
       sim::PredictOptions opt;
       opt.replay_allocator = replay;

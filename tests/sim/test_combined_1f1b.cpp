@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "combined_step.hpp"
-#include "memory_walk.hpp"
+#include "hand_chunks.hpp"
 #include "peakcast/sim/schedule.hpp"
 
 using namespace peakcast::sim;
@@ -17,37 +17,24 @@ using peakcast::sim::detail::Segment;
 
 namespace {
 
-Segment module(const std::string& name, std::int64_t input, std::int64_t held, std::int64_t output) {
-  Segment s;
-  s.name = name;
-  s.input_bytes = Bytes{input};
-  s.held = Bytes{held};
-  s.output_bytes = Bytes{output};
-  s.parts.push_back({Bytes{held}, Bytes{}, Bytes{input}, Bytes{}, true, nullptr, {}});
-  return s;
-}
-
 // One stage's whole model: the embedding (token ids of I bytes in, the hidden state of X out, nothing
 // saved), two layers saving H each, the loss head saving O.
 constexpr std::int64_t I = 1, X = 10, H = 100, O = 50;
 
 ChunkModel whole_model() {
   ChunkModel cm;
-  cm.segments.push_back(module("embedding", I, 0, X));
+  cm.segments.push_back(test::hand_module("embedding", I, 0, X));
   cm.segments.back().is_embedding = true;
   cm.segments.back().parts.back().input_requires_grad = false;
-  cm.segments.push_back(module("L0", X, H, X));
-  cm.segments.push_back(module("L1", X, H, X));
-  cm.segments.push_back(module("output", X, O, 0));
+  cm.segments.push_back(test::hand_module("L0", X, H, X));
+  cm.segments.push_back(test::hand_module("L1", X, H, X));
+  cm.segments.push_back(test::hand_module("output", X, O, 0));
   cm.segments.back().is_output = true;
   return cm;
 }
 
 Bytes first_iteration_peak(const std::vector<ScheduleStep>& steps, int microbatches) {
-  detail::WalkSetup setup;
-  setup.microbatches = microbatches;
-  setup.plan = detail::plan_passes(peakcast::model::CudaGraphImpl::none, 0, false);
-  return detail::walk_rank({whole_model()}, steps, peakcast::model::StaticMemory{}, setup).first.peak;
+  return test::walk_hand_chunks({whole_model()}, steps, microbatches).first.peak;
 }
 
 }  // namespace

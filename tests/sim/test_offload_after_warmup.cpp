@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "memory_walk.hpp"
+#include "hand_chunks.hpp"
 #include "peakcast/sim/schedule.hpp"
 
 using namespace peakcast::sim;
@@ -20,12 +20,7 @@ namespace {
 constexpr std::int64_t X = 10, H_off = 20, H_on = 100;
 
 Segment offloading_layer(const std::string& name) {
-  Segment s;
-  s.name = name;
-  s.input_bytes = Bytes{X};
-  s.output_bytes = Bytes{X};
-  s.held = Bytes{H_off};
-  s.parts.push_back({Bytes{H_off}, Bytes{}, Bytes{X}, Bytes{}, true, nullptr, {}});
+  Segment s = test::hand_module(name, X, H_off, X);
   s.offload_kept = Segment::OnGpu{Bytes{H_on}, Bytes{}, Bytes{}, false};
   return s;
 }
@@ -33,10 +28,7 @@ Segment offloading_layer(const std::string& name) {
 detail::RankWalk walk(const std::vector<ScheduleStep>& steps, int microbatches) {
   ChunkModel cm;
   cm.segments = {offloading_layer("L0"), offloading_layer("L1")};
-  detail::WalkSetup setup;
-  setup.microbatches = microbatches;
-  setup.plan = detail::plan_passes(peakcast::model::CudaGraphImpl::none, 0, false);
-  return detail::walk_rank({cm}, steps, peakcast::model::StaticMemory{}, setup);
+  return test::walk_hand_chunks({cm}, steps, microbatches);
 }
 
 }  // namespace

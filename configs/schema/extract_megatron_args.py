@@ -1441,30 +1441,291 @@ TOKENIZER_TABLE = {
                   "(https://ai.google.dev/frame/gemma/docs/get_started_...frame)",
         "caveat": "Keras/KerasNLP tokenizer; the HF tokenizer of google/gemma-7b is the same SentencePiece model"},
 }
-NOT_SOURCED = {
-    "meta-llama/Llama-2-7b-hf": "32000 SentencePiece pieces is widely stated but no citable tokenizer file was found here",
-    "mistralai/Mistral-7B-v0.1": "not sourced (v0.1 and v0.3 tokenizers differ: 32000 vs 32768 are both quoted)",
-    "mistralai/Mixtral-8x7B-v0.1": "not sourced",
-    "mistralai/Mixtral-8x22B-v0.1": "not sourced (base and Instruct tokenizers are said to differ)",
-    "deepseek-ai/DeepSeek-V3": "not sourced: config.json vocab_size is 129280 (embedding rows), len(tokenizer) was not found; "
-                               "vllm-project/vllm#51727 shows DeepSeek-V4's token count equals its config 129280 "
-                               "(different model)",
-    "openai/gpt-oss-20b": "not sourced; Megatron-LM's own gpt-oss configs bypass the tokenizer size with "
-                          "--padded-vocab-size 201088 (24bad8e6 examples/post_training/modelopt/conf/openai/gpt-oss-20b.sh:45, "
-                          "tests/functional_tests/test_cases/moe/gpt_dynamic_inference_tp2_pp2_ep2_gptoss_20b_swa/model_config.yaml:71)",
-    "google/gemma-2-9b": "not sourced; Megatron-Bridge 600d069b recipes/gemma/h100/gemma2.py:295 says the model vocab "
-                         "is smaller than the tokenizer's, so config.json is not a safe stand-in",
-    "google/gemma-3-4b-it": "not sourced (Bridge gemma3.py:148 same remark as Gemma 2)",
-    "nvidia/Nemotron-H-8B-Base-8K": "not sourced",
-    "nvidia/NVIDIA-Nemotron-Nano-9B-v2": "not sourced",
-}
+NOT_SOURCED = {'meta-llama/Llama-2-7b-hf': '32000 SentencePiece pieces is widely stated but no citable tokenizer file was found '
+                             'here',
+ 'mistralai/Mistral-7B-v0.1': 'not sourced (v0.1 and v0.3 tokenizers differ: 32000 vs 32768 are both quoted)',
+ 'mistralai/Mixtral-8x7B-v0.1': 'not sourced',
+ 'mistralai/Mixtral-8x22B-v0.1': 'not sourced (base and Instruct tokenizers are said to differ)',
+ 'deepseek-ai/DeepSeek-V3': 'not sourced: config.json vocab_size is 129280 (embedding rows), len(tokenizer) was not '
+                            "found; vllm-project/vllm#51727 shows DeepSeek-V4's token count equals its config 129280 "
+                            '(different model)',
+ 'openai/gpt-oss-20b': "not sourced; Megatron-LM's own gpt-oss configs bypass the tokenizer size with "
+                       '--padded-vocab-size 201088 (24bad8e6 '
+                       'examples/post_training/modelopt/conf/openai/gpt-oss-20b.sh:45, '
+                       'tests/functional_tests/test_cases/moe/gpt_dynamic_inference_tp2_pp2_ep2_gptoss_20b_swa/model_config.yaml:71)',
+ 'google/gemma-3-4b-it': 'not sourced (Bridge gemma3.py:148 same remark as Gemma 2)',
+ 'nvidia/Nemotron-H-4B-Base-8K': 'not sourced: no copy of the tokenizer or a statement of len(tokenizer) was found; '
+                                 "Bridge's docs give no vocabulary for Nemotron-H (docs/models/nemotron/nemotronh.md "
+                                 'at 600d069b). Its SFT/PEFT recipes build HybridModelProvider without a vocab_size '
+                                 '(recipes/nemotronh/h100/nemotronh.py), so setup() takes len(tokenizer) and they '
+                                 "stay refused (recipe_vocab_unknown); searched in session 'catalogue' too: "
+                                 'exact-string searches of public GitHub files for len(tokenizer) assertions (131072 '
+                                 'hits only Tekken-converted and Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H '
+                                 'family page (its 131072-token statement is about the Nemotron 3 Nano 4B reference '
+                                 'checkpoint), third-party Nemotron-H tokenizer wrappers and model-card copies; none '
+                                 "states this repository's len(tokenizer)",
+ 'nvidia/Nemotron-H-8B-Base-8K': 'not sourced: no copy of the tokenizer or a statement of len(tokenizer) was found; '
+                                 "Bridge's docs give no vocabulary for Nemotron-H (docs/models/nemotron/nemotronh.md "
+                                 'at 600d069b). Its SFT/PEFT recipes build HybridModelProvider without a vocab_size '
+                                 '(recipes/nemotronh/h100/nemotronh.py), so setup() takes len(tokenizer) and they '
+                                 "stay refused (recipe_vocab_unknown); searched in session 'catalogue' too: "
+                                 'exact-string searches of public GitHub files for len(tokenizer) assertions (131072 '
+                                 'hits only Tekken-converted and Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H '
+                                 'family page (its 131072-token statement is about the Nemotron 3 Nano 4B reference '
+                                 'checkpoint), third-party Nemotron-H tokenizer wrappers and model-card copies; none '
+                                 "states this repository's len(tokenizer)",
+ 'nvidia/Nemotron-H-47B-Base-8K': 'not sourced: no copy of the tokenizer or a statement of len(tokenizer) was found; '
+                                  "Bridge's docs give no vocabulary for Nemotron-H "
+                                  '(docs/models/nemotron/nemotronh.md at 600d069b). Its SFT/PEFT recipes build '
+                                  'HybridModelProvider without a vocab_size (recipes/nemotronh/h100/nemotronh.py), '
+                                  'so setup() takes len(tokenizer) and they stay refused (recipe_vocab_unknown); '
+                                  "searched in session 'catalogue' too: exact-string searches of public GitHub files "
+                                  'for len(tokenizer) assertions (131072 hits only Tekken-converted and Nemotron 3 / '
+                                  '3.5 tokenizers), the nnterp Nemotron-H family page (its 131072-token statement is '
+                                  'about the Nemotron 3 Nano 4B reference checkpoint), third-party Nemotron-H '
+                                  "tokenizer wrappers and model-card copies; none states this repository's "
+                                  'len(tokenizer)',
+ 'nvidia/Nemotron-H-56B-Base-8K': 'not sourced: no copy of the tokenizer or a statement of len(tokenizer) was found; '
+                                  "Bridge's docs give no vocabulary for Nemotron-H "
+                                  '(docs/models/nemotron/nemotronh.md at 600d069b). Its SFT/PEFT recipes build '
+                                  'HybridModelProvider without a vocab_size (recipes/nemotronh/h100/nemotronh.py), '
+                                  'so setup() takes len(tokenizer) and they stay refused (recipe_vocab_unknown); '
+                                  "searched in session 'catalogue' too: exact-string searches of public GitHub files "
+                                  'for len(tokenizer) assertions (131072 hits only Tekken-converted and Nemotron 3 / '
+                                  '3.5 tokenizers), the nnterp Nemotron-H family page (its 131072-token statement is '
+                                  'about the Nemotron 3 Nano 4B reference checkpoint), third-party Nemotron-H '
+                                  "tokenizer wrappers and model-card copies; none states this repository's "
+                                  'len(tokenizer)',
+ 'nvidia/NVIDIA-Nemotron-Nano-9B-v2-Base': "not sourced: Bridge's docs give the model vocabulary 131,072 (600d069b "
+                                           "docs/models/nemotron/nemotronh.md:96, :109), which is the embedding's "
+                                           'size, not len(tokenizer); no copy of the tokenizer or a statement of its '
+                                           'length was found. The SFT/PEFT recipes take len(tokenizer) '
+                                           '(setup.py:761-765) and stay refused (recipe_vocab_unknown); searched in '
+                                           "session 'catalogue' too: exact-string searches of public GitHub files "
+                                           'for len(tokenizer) assertions (131072 hits only Tekken-converted and '
+                                           'Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H family page (its '
+                                           '131072-token statement is about the Nemotron 3 Nano 4B reference '
+                                           'checkpoint), third-party Nemotron-H tokenizer wrappers and model-card '
+                                           "copies; none states this repository's len(tokenizer)",
+ 'nvidia/NVIDIA-Nemotron-Nano-12B-v2-Base': "not sourced: Bridge's docs give the model vocabulary 131,072 (600d069b "
+                                            "docs/models/nemotron/nemotronh.md:96, :109), which is the embedding's "
+                                            'size, not len(tokenizer); no copy of the tokenizer or a statement of '
+                                            'its length was found. The SFT/PEFT recipes take len(tokenizer) '
+                                            '(setup.py:761-765) and stay refused (recipe_vocab_unknown); searched in '
+                                            "session 'catalogue' too: exact-string searches of public GitHub files "
+                                            'for len(tokenizer) assertions (131072 hits only Tekken-converted and '
+                                            'Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H family page (its '
+                                            '131072-token statement is about the Nemotron 3 Nano 4B reference '
+                                            'checkpoint), third-party Nemotron-H tokenizer wrappers and model-card '
+                                            "copies; none states this repository's len(tokenizer)",
+ 'allenai/OLMoE-1B-7B-0924': "not sourced, and not needed by Bridge's recipes: OlMoEModelProvider has vocab_size "
+                             '50304 (bridge:src/megatron/bridge/models/olmoe/olmoe_provider.py:61), which setup() '
+                             'keeps (should_pad_vocab False) unless the tokenizer is larger (setup.py:766-780); that '
+                             'check is not made here',
+ 'nemotron_2_256k.model': 'nemotron_2_256k.model (the 15B release tests, gpt/gpt3_15b_8t_release*, and the '
+                          "Mixtral/DeepSeek proxy release tests) and Mixtral's tokenizer.model: looked for in "
+                          "session 'nemotron-hf' (third-party run scripts and Megatron-LM's own "
+                          'tests/unit_tests/test_tokenizer.py, which loads nemotron_2_256k.model without stating its '
+                          'size); no citable piece count found',
+ 'LGAI-EXAONE/EXAONE-4.0-1.2B': 'not sourced: config.json vocab_size is 102400 (embedding rows); no copy of the '
+                                'tokenizer and no statement of len(tokenizer) was found (searched in session '
+                                "'exaone-qwen35' by exact strings of its special tokens and by the repository name); "
+                                'its pretrain recipe takes len(tokenizer) (use_tokenizer_vocab_size) and stays '
+                                'refused (recipe_vocab_unknown)',
+ 'LGAI-EXAONE/K-EXAONE-236B-A23B': "not sourced (session 'exaone-qwen35'); its pretrain recipe takes len(tokenizer)",
+ 'LGAI-EXAONE/K-EXAONE-2.0-750B-A37B': "not sourced (session 'exaone-qwen35'); its pretrain recipe takes "
+                                       'len(tokenizer)'}
+# Entries curated after the table above was first written (later sessions' searches; each source says what
+# was found), in the order configs/tokenizers.json has them. A same_as entry that carries its own vocab_size
+# is kept as written (resolved_table).
+TOKENIZER_TABLE.update({'google/gemma-2-2b': {'vocab_size': 256000,
+                       'kind': 'third-party test assertion',
+                       'source': 'a Gemma-2-2B-base preflight check (search index file id 68679834304, the index '
+                                 "names no repository): it loads the checkpoint's tokenizer with AutoTokenizer and "
+                                 "requires 'config_and_tokenizer_vocab_are_256000': int(config.vocab_size) == 256000 "
+                                 "and len(tokenizer) == 256000, its report noting 'Config and tokenizer both report "
+                                 "256000 entries'; len(tokenizer) is what Megatron's HuggingFaceTokenizer reports "
+                                 "(rule.by_tokenizer_type). Consistent with google/gemma-7b's 256,000 above, the "
+                                 'tokenizer Gemma 2 keeps (Gemma 2 technical report, arXiv 2408.00118, section 2: '
+                                 'the same SentencePiece tokenizer as Gemma 1 and Gemini, a 256k vocabulary; '
+                                 'summarized at emergentmind.com/topics/gemma-2-tokenizer), and with '
+                                 'configs/hf/google--gemma-2-2b.json vocab_size 256000',
+                       'caveat': 'a ModelScope snapshot of Gemma-2-2B base whose revision the check does not record; '
+                                 'whether the check passed is not in the copy'},
+ 'google/gemma-2-9b': {'vocab_size': 256000,
+                       'kind': 'derived',
+                       'same_as': 'google/gemma-2-2b',
+                       'source': 'the Gemma 2 models, 2B to 27B, share one tokenizer (Gemma 2 technical report, '
+                                 'arXiv 2408.00118, section 2: the Gemma 1 / Gemini SentencePiece tokenizer, 256k '
+                                 'entries; emergentmind.com/topics/gemma-2-tokenizer); '
+                                 'configs/hf/google--gemma-2-9b.json gives the same vocab_size 256000; number from '
+                                 'google/gemma-2-2b',
+                       'caveat': "not checked against google/gemma-2-9b's own tokenizer.json"},
+ 'google/gemma-2-27b': {'vocab_size': 256000,
+                        'kind': 'derived',
+                        'same_as': 'google/gemma-2-2b',
+                        'source': 'the Gemma 2 models, 2B to 27B, share one tokenizer (Gemma 2 technical report, '
+                                  'arXiv 2408.00118, section 2: the Gemma 1 / Gemini SentencePiece tokenizer, 256k '
+                                  'entries; emergentmind.com/topics/gemma-2-tokenizer); '
+                                  'configs/hf/google--gemma-2-27b.json gives the same vocab_size 256000; number from '
+                                  'google/gemma-2-2b',
+                        'caveat': "not checked against google/gemma-2-27b's own tokenizer.json"},
+ 'google/gemma-3-1b-pt': {'vocab_size': 262145,
+                          'kind': 'derived',
+                          'source': 'the Gemma 3 tokenizer: a 262,144-piece SentencePiece vocabulary (config '
+                                    'vocab_size 262144, configs/hf/google--gemma-3-1b-pt.json) plus the added '
+                                    '<image_soft_token> at id 262144 (google/gemma-3-4b-it tokenizer.json and '
+                                    'added_tokens.json, quoted in ggml-org/llama.cpp#12876); measured on the 1B '
+                                    "sibling google/gemma-3-1b-it: 'Config: arch=gemma3_text, dim=1152, layers=26, "
+                                    "heads=4, vocab=262144 ... Tokenizer: 262145 tokens (tokenizer.json)' (a rustml "
+                                    'inference report, search index file id 10185029062, the index names no '
+                                    'repository), and huggingface/transformers#37011 finds <image_soft_token> in '
+                                    "gemma-3-1b-it's tokenizer beyond the 262144 embedding rows; "
+                                    "unslothai/unsloth-zoo#121 shows gemma-3-12b-it's len(tokenizer) 262149 after "
+                                    "adding 4 tokens, so 262145. Megatron-Bridge says the same of the 1B recipes' "
+                                    "google/gemma-3-1b-pt: _adjust_gemma3_vocab_size ('model vocab < tokenizer "
+                                    "vocab', bridge:src/megatron/bridge/recipes/gemma/h100/gemma3.py:147-158)",
+                          'caveat': 'the tokenizer of google/gemma-3-1b-pt itself was not found; the number is the '
+                                    "-it sibling's (same tokenizer files are assumed across the Gemma 3 pt / it "
+                                    "releases, which Bridge's remark supports but does not state). One third-party "
+                                    "model table calls 262144 the 'actual size from google/gemma-3-1b-pt tokenizer' "
+                                    '(search index file id 7112631492), which is the SentencePiece vocab_size, not '
+                                    'len(tokenizer)'},
+ 'nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16': {'vocab_size': 131072,
+                                                'kind': 'from the model config',
+                                                'source': 'configs/models/nemotron-3-nano-30b-a3b.json vocab_size '
+                                                          '(HF config.json of the same repository, via the Bridge '
+                                                          "recipe's HybridModelProvider; the run_config.yaml "
+                                                          "fixture's setup() gives the same 131072); len(tokenizer) "
+                                                          'assumed equal to it, not checked against tokenizer.json'},
+ 'Qwen/Qwen3-0.6B': {'vocab_size': 151669,
+                     'kind': 'assumed same as Qwen/Qwen3-8B',
+                     'same_as': 'Qwen/Qwen3-8B',
+                     'source': 'ASSUMED: the Qwen3 releases ship one tokenizer (the same special tokens through '
+                               '</think> = 151668); size taken from Qwen/Qwen3-8B, not checked against this '
+                               "repository's tokenizer.json"},
+ 'Qwen/Qwen3-1.7B': {'vocab_size': 151669,
+                     'kind': 'assumed same as Qwen/Qwen3-8B',
+                     'same_as': 'Qwen/Qwen3-8B',
+                     'source': 'ASSUMED: the Qwen3 releases ship one tokenizer (the same special tokens through '
+                               '</think> = 151668); size taken from Qwen/Qwen3-8B, not checked against this '
+                               "repository's tokenizer.json"},
+ 'Qwen/Qwen3-4B': {'vocab_size': 151669,
+                   'kind': 'assumed same as Qwen/Qwen3-8B',
+                   'same_as': 'Qwen/Qwen3-8B',
+                   'source': 'ASSUMED: the Qwen3 releases ship one tokenizer (the same special tokens through '
+                             '</think> = 151668); size taken from Qwen/Qwen3-8B, not checked against this '
+                             "repository's tokenizer.json"},
+ 'Qwen/Qwen3-14B': {'vocab_size': 151669,
+                    'kind': 'assumed same as Qwen/Qwen3-8B',
+                    'same_as': 'Qwen/Qwen3-8B',
+                    'source': 'ASSUMED: the Qwen3 releases ship one tokenizer (the same special tokens through '
+                              '</think> = 151668); size taken from Qwen/Qwen3-8B, not checked against this '
+                              "repository's tokenizer.json"},
+ 'Qwen/Qwen3-32B': {'vocab_size': 151669,
+                    'kind': 'assumed same as Qwen/Qwen3-8B',
+                    'same_as': 'Qwen/Qwen3-8B',
+                    'source': 'ASSUMED: the Qwen3 releases ship one tokenizer (the same special tokens through '
+                              '</think> = 151668); size taken from Qwen/Qwen3-8B, not checked against this '
+                              "repository's tokenizer.json"},
+ 'Qwen/Qwen3-30B-A3B': {'vocab_size': 151669,
+                        'kind': 'assumed same as Qwen/Qwen3-8B',
+                        'same_as': 'Qwen/Qwen3-8B',
+                        'source': 'ASSUMED: the Qwen3 releases ship one tokenizer (the same special tokens through '
+                                  '</think> = 151668); size taken from Qwen/Qwen3-8B, not checked against this '
+                                  "repository's tokenizer.json"},
+ 'Qwen/Qwen3-235B-A22B': {'vocab_size': 151669,
+                          'kind': 'assumed same as Qwen/Qwen3-8B',
+                          'same_as': 'Qwen/Qwen3-8B',
+                          'source': 'ASSUMED: the Qwen3 releases ship one tokenizer (the same special tokens through '
+                                    '</think> = 151668); size taken from Qwen/Qwen3-8B, not checked against this '
+                                    "repository's tokenizer.json"},
+ 'Qwen/Qwen3-Next-80B-A3B-Instruct': {'vocab_size': 151669,
+                                      'kind': 'assumed same as Qwen/Qwen3-8B',
+                                      'same_as': 'Qwen/Qwen3-8B',
+                                      'source': 'ASSUMED: the Qwen3 releases ship one tokenizer (the same special '
+                                                'tokens through </think> = 151668); size taken from Qwen/Qwen3-8B, '
+                                                "not checked against this repository's tokenizer.json"},
+ 'nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16': {'vocab_size': 131072,
+                                                       'kind': 'third-party test assertion',
+                                                       'source': 'RavindraTarunokusumo/BPF-FT-Project@db22f27254fade0771e7770a9efe2330d87ba50e '
+                                                                 'tests/test_model_profiles.py '
+                                                                 '(test_nemotron_tokenizer_and_renderer: assert '
+                                                                 'len(tokenizer) == 131072) on '
+                                                                 "training/model_profiles.py's NEMOTRON_PROFILE "
+                                                                 '(AutoTokenizer.from_pretrained("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16")); '
+                                                                 "len(tokenizer) is what Megatron's "
+                                                                 'HuggingFaceTokenizer reports '
+                                                                 '(rule.by_tokenizer_type)',
+                                                       'caveat': "loaded at the repository's default revision, not "
+                                                                 "the recipes' pinned b3caaabe "
+                                                                 '(bridge:src/megatron/bridge/recipes/nemotronh/h100/nemotron_3_nano.py:37); '
+                                                                 'whether that test ran green is not recorded in the '
+                                                                 'copy. The same ids as the Nemotron 3 Nano 30B '
+                                                                 'config (vocab_size 131072, '
+                                                                 'configs/hf/nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json)'},
+ 'nvidia/NVIDIA-Nemotron-3-Nano-4B-BF16': {'vocab_size': 131072,
+                                           'kind': 'third-party documentation',
+                                           'source': 'an nnterp family page for NemotronHForCausalLM whose reference '
+                                                     "checkpoint is nvidia/NVIDIA-Nemotron-3-Nano-4B-BF16 ('The "
+                                                     "vocabulary is a 131072-token byte-level BPE'; search index "
+                                                     'file id 71120947898, the index names no repository; '
+                                                     'ndif-team/nnterp keeps the module as '
+                                                     "nnterp/families/nemotron_h.py). Consistent with Bridge's own "
+                                                     'recipe, which gives this model vocab_size 131072 with '
+                                                     'should_pad_vocab False '
+                                                     '(bridge:src/megatron/bridge/recipes/nemotronh/h100/nemotron_3_nano_4b.py:51-52), '
+                                                     'a value setup() accepts only when len(tokenizer) is not larger '
+                                                     '(bridge:src/megatron/bridge/training/setup.py:766-771), and '
+                                                     "Bridge's verification card lists that SFT as verified on H100 "
+                                                     '(examples/model_verification_cards/nemotron-3-nano-4b/card.yaml:19-21)',
+                                           'caveat': 'the page states the vocabulary, not len(AutoTokenizer) itself'},
+ 'Qwen/Qwen3.5-9B-Base': {'vocab_size': 248077,
+                          'kind': 'third-party statement (Qwen3.5 / 3.6 family tokenizer)',
+                          'source': 'third-party statements of len(tokenizer) for the Qwen3.5 / Qwen3.6 tokenizer: a '
+                                    "Qwen3.6 text loader's notes (search index file id 59280268263: 248,044 base "
+                                    'ids, the 26 tokenizer.json added tokens 248044-248069, and seven audio / TTS '
+                                    'tokens that tokenizer_config.json adds under transformers from_pretrained, '
+                                    "'making len(tokenizer) == 248077'), a run log (file id 61364761037: "
+                                    "'<|audio_start|> is 248070, and len(tokenizer) == 248077') and a test (file id "
+                                    "69070837594: 'len(tokenizer) == 248077 both sides, while the padded LM-head has "
+                                    "248320 rows')",
+                          'caveat': "the statements name the Qwen3.5 / 3.6 tokenizer, not this Base repository's "
+                                    'files; ASSUMED the same (the Qwen3.5 releases share one vocabulary: config.json '
+                                    'vocab_size 248320 and the same special-token ids in every copy found)'},
+ 'Qwen/Qwen3.5-35B-A3B-Base': {'vocab_size': 248077,
+                               'kind': 'third-party statement (Qwen3.5 / 3.6 family tokenizer)',
+                               'source': 'third-party statements of len(tokenizer) for the Qwen3.5 / Qwen3.6 '
+                                         "tokenizer: a Qwen3.6 text loader's notes (search index file id "
+                                         '59280268263: 248,044 base ids, the 26 tokenizer.json added tokens '
+                                         '248044-248069, and seven audio / TTS tokens that tokenizer_config.json '
+                                         "adds under transformers from_pretrained, 'making len(tokenizer) == "
+                                         "248077'), a run log (file id 61364761037: '<|audio_start|> is 248070, and "
+                                         "len(tokenizer) == 248077') and a test (file id 69070837594: "
+                                         "'len(tokenizer) == 248077 both sides, while the padded LM-head has 248320 "
+                                         "rows')",
+                               'caveat': 'as Qwen/Qwen3.5-9B-Base: ASSUMED the same tokenizer'},
+ 'zai-org/GLM-5.2': {'vocab_size': 154880,
+                     'kind': 'bound, exact after padding (not the exact length)',
+                     'source': "len(tokenizer) itself was not found. It lies in [154830, 154880]: GLM-5.2's "
+                               '<|endoftext|>, <|user|>, <|assistant|>, <|observation|> are ids 154820, 154827, '
+                               '154828, 154829 (a third-party GLM-5.2 generator, search index file id 69237656402; '
+                               'the same eos / pad ids in the config.json, configs/hf/zai-org--GLM-5.2.json), and '
+                               "every id indexes the model's 154880 embedding rows (config.json vocab_size). setup() "
+                               'pads len(tokenizer) to a multiple of make_vocab_size_divisible_by x TP = 1280 x TP '
+                               "(GLM5Bridge's 1280, glm5_bridge.py:110; "
+                               'bridge:src/megatron/bridge/training/setup.py:761-765): 153600 and 154880 are '
+                               'consecutive multiples of 1280, so every length in the interval pads to exactly what '
+                               '154880 pads to, at any TP. The pretraining recipes (use_tokenizer_vocab_size, '
+                               'recipes/common.py:114) therefore get the embedding Megatron builds; the SFT / PEFT '
+                               "recipes keep the model's 154880 (the recipe grows nothing)."}})
 
 
 def resolved_table():
     out = {}
     for name, e in TOKENIZER_TABLE.items():
         e = dict(e)
-        if "same_as" in e:
+        if "same_as" in e and "vocab_size" not in e:
             base = TOKENIZER_TABLE[e["same_as"]]
             e = {"vocab_size": base["vocab_size"], "kind": base["kind"], "same_as": e["same_as"],
                  "source": e["source"] + "; number from " + e["same_as"]}

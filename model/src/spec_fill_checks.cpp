@@ -33,14 +33,13 @@ std::vector<std::string> strings_of(const json& v) {
 }
 
 void fill_attention_checks(const Reader& r, ModelSpec& m) {
-  if (auto n = r.name("activation_func")) m.activation_func_name = *n;
   r.read("fused_residual_rmsnorm", m.fused_residual_rmsnorm);
   r.read("use_transformer_engine_op_fuser", m.use_transformer_engine_op_fuser);
   r.read("rotary_interleaved", m.rotary_interleaved);
   r.read("rope_type", m.rope_type);
   r.read("qk_l2_norm", m.qk_l2_norm);
   r.read("cache_mla_latents", m.cache_mla_latents);
-  r.read("mla_down_proj_fusion", m.mla_down_proj_fusion);
+  r.read("mla_down_proj_fusion", m.mla_down_proj_fusion);  // also read by one stage (classify_memory_effect.py PARTIAL_READS)
   r.read("apply_query_key_layer_scaling", m.apply_query_key_layer_scaling);
   r.read("dsa_indexer_scoring_relu", m.dsa_indexer_scoring_relu);
   r.read("qk_clip", m.qk_clip);
@@ -83,8 +82,8 @@ void fill_attention_checks(const Reader& r, ModelSpec& m) {
 }
 
 void fill_precision_checks(const Reader& r, ModelSpec& m) {
-  r.read("fp4", m.fp4);
-  r.read("fp4_recipe", m.fp4_recipe);
+  r.read("fp4", m.fp4);                // also read by one stage (classify_memory_effect.py PARTIAL_READS)
+  r.read("fp4_recipe", m.fp4_recipe);  // likewise
   r.read("fp4_param", m.fp4_param);
   r.read("fp4_quantizer_factory", m.fp4_quantizer_factory);
   r.read("fp8_output_proj", m.fp8_output_proj);

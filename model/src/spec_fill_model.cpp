@@ -38,6 +38,7 @@ void fill_shape(const Reader& r, ModelSpec& m) {
   if (auto n = r.name("normalization")) m.normalization = *n == "RMSNorm" ? Normalization::rms_norm : Normalization::layer_norm;
   r.read("gated_linear_unit", m.gated_linear_unit);
   if (auto n = r.name("activation_func")) {
+    m.activation_func_name = *n;  // the name itself: quick_gelu's clamp has no fused kernel (module_common.cpp)
     if (*n == "silu") m.activation_func = Activation::silu;
     else if (*n == "squared_relu") m.activation_func = Activation::squared_relu;
     else if (*n == "relu") m.activation_func = Activation::relu;

@@ -1441,100 +1441,63 @@ TOKENIZER_TABLE = {
                   "(https://ai.google.dev/frame/gemma/docs/get_started_...frame)",
         "caveat": "Keras/KerasNLP tokenizer; the HF tokenizer of google/gemma-7b is the same SentencePiece model"},
 }
-NOT_SOURCED = {'meta-llama/Llama-2-7b-hf': '32000 SentencePiece pieces is widely stated but no citable tokenizer file was found '
-                             'here',
- 'mistralai/Mistral-7B-v0.1': 'not sourced (v0.1 and v0.3 tokenizers differ: 32000 vs 32768 are both quoted)',
- 'mistralai/Mixtral-8x7B-v0.1': 'not sourced',
- 'mistralai/Mixtral-8x22B-v0.1': 'not sourced (base and Instruct tokenizers are said to differ)',
- 'deepseek-ai/DeepSeek-V3': 'not sourced: config.json vocab_size is 129280 (embedding rows), len(tokenizer) was not '
-                            "found; vllm-project/vllm#51727 shows DeepSeek-V4's token count equals its config 129280 "
-                            '(different model)',
- 'openai/gpt-oss-20b': "not sourced; Megatron-LM's own gpt-oss configs bypass the tokenizer size with "
-                       '--padded-vocab-size 201088 (24bad8e6 '
-                       'examples/post_training/modelopt/conf/openai/gpt-oss-20b.sh:45, '
-                       'tests/functional_tests/test_cases/moe/gpt_dynamic_inference_tp2_pp2_ep2_gptoss_20b_swa/model_config.yaml:71)',
- 'google/gemma-3-4b-it': 'not sourced (Bridge gemma3.py:148 same remark as Gemma 2)',
- 'nvidia/Nemotron-H-4B-Base-8K': 'not sourced: no copy of the tokenizer or a statement of len(tokenizer) was found; '
-                                 "Bridge's docs give no vocabulary for Nemotron-H (docs/models/nemotron/nemotronh.md "
-                                 'at 600d069b). Its SFT/PEFT recipes build HybridModelProvider without a vocab_size '
-                                 '(recipes/nemotronh/h100/nemotronh.py), so setup() takes len(tokenizer) and they '
-                                 "stay refused (recipe_vocab_unknown); searched in session 'catalogue' too: "
-                                 'exact-string searches of public GitHub files for len(tokenizer) assertions (131072 '
-                                 'hits only Tekken-converted and Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H '
-                                 'family page (its 131072-token statement is about the Nemotron 3 Nano 4B reference '
-                                 'checkpoint), third-party Nemotron-H tokenizer wrappers and model-card copies; none '
-                                 "states this repository's len(tokenizer)",
- 'nvidia/Nemotron-H-8B-Base-8K': 'not sourced: no copy of the tokenizer or a statement of len(tokenizer) was found; '
-                                 "Bridge's docs give no vocabulary for Nemotron-H (docs/models/nemotron/nemotronh.md "
-                                 'at 600d069b). Its SFT/PEFT recipes build HybridModelProvider without a vocab_size '
-                                 '(recipes/nemotronh/h100/nemotronh.py), so setup() takes len(tokenizer) and they '
-                                 "stay refused (recipe_vocab_unknown); searched in session 'catalogue' too: "
-                                 'exact-string searches of public GitHub files for len(tokenizer) assertions (131072 '
-                                 'hits only Tekken-converted and Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H '
-                                 'family page (its 131072-token statement is about the Nemotron 3 Nano 4B reference '
-                                 'checkpoint), third-party Nemotron-H tokenizer wrappers and model-card copies; none '
-                                 "states this repository's len(tokenizer)",
- 'nvidia/Nemotron-H-47B-Base-8K': 'not sourced: no copy of the tokenizer or a statement of len(tokenizer) was found; '
-                                  "Bridge's docs give no vocabulary for Nemotron-H "
-                                  '(docs/models/nemotron/nemotronh.md at 600d069b). Its SFT/PEFT recipes build '
-                                  'HybridModelProvider without a vocab_size (recipes/nemotronh/h100/nemotronh.py), '
-                                  'so setup() takes len(tokenizer) and they stay refused (recipe_vocab_unknown); '
-                                  "searched in session 'catalogue' too: exact-string searches of public GitHub files "
-                                  'for len(tokenizer) assertions (131072 hits only Tekken-converted and Nemotron 3 / '
-                                  '3.5 tokenizers), the nnterp Nemotron-H family page (its 131072-token statement is '
-                                  'about the Nemotron 3 Nano 4B reference checkpoint), third-party Nemotron-H '
-                                  "tokenizer wrappers and model-card copies; none states this repository's "
-                                  'len(tokenizer)',
- 'nvidia/Nemotron-H-56B-Base-8K': 'not sourced: no copy of the tokenizer or a statement of len(tokenizer) was found; '
-                                  "Bridge's docs give no vocabulary for Nemotron-H "
-                                  '(docs/models/nemotron/nemotronh.md at 600d069b). Its SFT/PEFT recipes build '
-                                  'HybridModelProvider without a vocab_size (recipes/nemotronh/h100/nemotronh.py), '
-                                  'so setup() takes len(tokenizer) and they stay refused (recipe_vocab_unknown); '
-                                  "searched in session 'catalogue' too: exact-string searches of public GitHub files "
-                                  'for len(tokenizer) assertions (131072 hits only Tekken-converted and Nemotron 3 / '
-                                  '3.5 tokenizers), the nnterp Nemotron-H family page (its 131072-token statement is '
-                                  'about the Nemotron 3 Nano 4B reference checkpoint), third-party Nemotron-H '
-                                  "tokenizer wrappers and model-card copies; none states this repository's "
-                                  'len(tokenizer)',
- 'nvidia/NVIDIA-Nemotron-Nano-9B-v2-Base': "not sourced: Bridge's docs give the model vocabulary 131,072 (600d069b "
-                                           "docs/models/nemotron/nemotronh.md:96, :109), which is the embedding's "
-                                           'size, not len(tokenizer); no copy of the tokenizer or a statement of its '
-                                           'length was found. The SFT/PEFT recipes take len(tokenizer) '
-                                           '(setup.py:761-765) and stay refused (recipe_vocab_unknown); searched in '
-                                           "session 'catalogue' too: exact-string searches of public GitHub files "
-                                           'for len(tokenizer) assertions (131072 hits only Tekken-converted and '
-                                           'Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H family page (its '
-                                           '131072-token statement is about the Nemotron 3 Nano 4B reference '
-                                           'checkpoint), third-party Nemotron-H tokenizer wrappers and model-card '
-                                           "copies; none states this repository's len(tokenizer)",
- 'nvidia/NVIDIA-Nemotron-Nano-12B-v2-Base': "not sourced: Bridge's docs give the model vocabulary 131,072 (600d069b "
-                                            "docs/models/nemotron/nemotronh.md:96, :109), which is the embedding's "
-                                            'size, not len(tokenizer); no copy of the tokenizer or a statement of '
-                                            'its length was found. The SFT/PEFT recipes take len(tokenizer) '
-                                            '(setup.py:761-765) and stay refused (recipe_vocab_unknown); searched in '
-                                            "session 'catalogue' too: exact-string searches of public GitHub files "
-                                            'for len(tokenizer) assertions (131072 hits only Tekken-converted and '
-                                            'Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H family page (its '
-                                            '131072-token statement is about the Nemotron 3 Nano 4B reference '
-                                            'checkpoint), third-party Nemotron-H tokenizer wrappers and model-card '
-                                            "copies; none states this repository's len(tokenizer)",
- 'allenai/OLMoE-1B-7B-0924': "not sourced, and not needed by Bridge's recipes: OlMoEModelProvider has vocab_size "
-                             '50304 (bridge:src/megatron/bridge/models/olmoe/olmoe_provider.py:61), which setup() '
-                             'keeps (should_pad_vocab False) unless the tokenizer is larger (setup.py:766-780); that '
-                             'check is not made here',
- 'nemotron_2_256k.model': 'nemotron_2_256k.model (the 15B release tests, gpt/gpt3_15b_8t_release*, and the '
-                          "Mixtral/DeepSeek proxy release tests) and Mixtral's tokenizer.model: looked for in "
-                          "session 'nemotron-hf' (third-party run scripts and Megatron-LM's own "
-                          'tests/unit_tests/test_tokenizer.py, which loads nemotron_2_256k.model without stating its '
-                          'size); no citable piece count found',
- 'LGAI-EXAONE/EXAONE-4.0-1.2B': 'not sourced: config.json vocab_size is 102400 (embedding rows); no copy of the '
-                                'tokenizer and no statement of len(tokenizer) was found (searched in session '
-                                "'exaone-qwen35' by exact strings of its special tokens and by the repository name); "
-                                'its pretrain recipe takes len(tokenizer) (use_tokenizer_vocab_size) and stays '
-                                'refused (recipe_vocab_unknown)',
- 'LGAI-EXAONE/K-EXAONE-236B-A23B': "not sourced (session 'exaone-qwen35'); its pretrain recipe takes len(tokenizer)",
- 'LGAI-EXAONE/K-EXAONE-2.0-750B-A37B': "not sourced (session 'exaone-qwen35'); its pretrain recipe takes "
-                                       'len(tokenizer)'}
+# The note of nvidia/Nemotron-H-4B-Base-8K, nvidia/Nemotron-H-8B-Base-8K, nvidia/Nemotron-H-47B-Base-8K, nvidia/Nemotron-H-56B-Base-8K.
+_NEMOTRON_H_NOTE = (
+    "not sourced: no copy of the tokenizer or a statement of len(tokenizer) was found; Bridge's docs give "
+    "no vocabulary for Nemotron-H (docs/models/nemotron/nemotronh.md at 600d069b). Its SFT/PEFT recipes "
+    "build HybridModelProvider without a vocab_size (recipes/nemotronh/h100/nemotronh.py), so setup() "
+    "takes len(tokenizer) and they stay refused (recipe_vocab_unknown); searched in session 'catalogue' "
+    "too: exact-string searches of public GitHub files for len(tokenizer) assertions (131072 hits only "
+    "Tekken-converted and Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H family page (its "
+    "131072-token statement is about the Nemotron 3 Nano 4B reference checkpoint), third-party Nemotron-H "
+    "tokenizer wrappers and model-card copies; none states this repository's len(tokenizer)"
+)
+# The note of nvidia/NVIDIA-Nemotron-Nano-9B-v2-Base, nvidia/NVIDIA-Nemotron-Nano-12B-v2-Base.
+_NEMOTRON_NANO_V2_NOTE = (
+    "not sourced: Bridge's docs give the model vocabulary 131,072 (600d069b "
+    "docs/models/nemotron/nemotronh.md:96, :109), which is the embedding's size, not len(tokenizer); no "
+    "copy of the tokenizer or a statement of its length was found. The SFT/PEFT recipes take "
+    "len(tokenizer) (setup.py:761-765) and stay refused (recipe_vocab_unknown); searched in session "
+    "'catalogue' too: exact-string searches of public GitHub files for len(tokenizer) assertions (131072 "
+    "hits only Tekken-converted and Nemotron 3 / 3.5 tokenizers), the nnterp Nemotron-H family page (its "
+    "131072-token statement is about the Nemotron 3 Nano 4B reference checkpoint), third-party Nemotron-H "
+    "tokenizer wrappers and model-card copies; none states this repository's len(tokenizer)"
+)
+# The note of LGAI-EXAONE/K-EXAONE-236B-A23B, LGAI-EXAONE/K-EXAONE-2.0-750B-A37B.
+_K_EXAONE_NOTE = (
+    "not sourced (session 'exaone-qwen35'); its pretrain recipe takes len(tokenizer)"
+)
+NOT_SOURCED = {
+    "meta-llama/Llama-2-7b-hf": '32000 SentencePiece pieces is widely stated but no citable tokenizer file was found here',
+    "mistralai/Mistral-7B-v0.1": 'not sourced (v0.1 and v0.3 tokenizers differ: 32000 vs 32768 are both quoted)',
+    "mistralai/Mixtral-8x7B-v0.1": 'not sourced',
+    "mistralai/Mixtral-8x22B-v0.1": 'not sourced (base and Instruct tokenizers are said to differ)',
+    "deepseek-ai/DeepSeek-V3": ('not sourced: config.json vocab_size is 129280 (embedding rows), len(tokenizer) was not found; '
+     "vllm-project/vllm#51727 shows DeepSeek-V4's token count equals its config 129280 (different model)"),
+    "openai/gpt-oss-20b": ("not sourced; Megatron-LM's own gpt-oss configs bypass the tokenizer size with --padded-vocab-size 201088 "
+     '(24bad8e6 examples/post_training/modelopt/conf/openai/gpt-oss-20b.sh:45, '
+     'tests/functional_tests/test_cases/moe/gpt_dynamic_inference_tp2_pp2_ep2_gptoss_20b_swa/model_config.yaml:71)'),
+    "google/gemma-3-4b-it": 'not sourced (Bridge gemma3.py:148 same remark as Gemma 2)',
+    "nvidia/Nemotron-H-4B-Base-8K": _NEMOTRON_H_NOTE,
+    "nvidia/Nemotron-H-8B-Base-8K": _NEMOTRON_H_NOTE,
+    "nvidia/Nemotron-H-47B-Base-8K": _NEMOTRON_H_NOTE,
+    "nvidia/Nemotron-H-56B-Base-8K": _NEMOTRON_H_NOTE,
+    "nvidia/NVIDIA-Nemotron-Nano-9B-v2-Base": _NEMOTRON_NANO_V2_NOTE,
+    "nvidia/NVIDIA-Nemotron-Nano-12B-v2-Base": _NEMOTRON_NANO_V2_NOTE,
+    "allenai/OLMoE-1B-7B-0924": ("not sourced, and not needed by Bridge's recipes: OlMoEModelProvider has vocab_size 50304 "
+     '(bridge:src/megatron/bridge/models/olmoe/olmoe_provider.py:61), which setup() keeps (should_pad_vocab '
+     'False) unless the tokenizer is larger (setup.py:766-780); that check is not made here'),
+    "nemotron_2_256k.model": ('nemotron_2_256k.model (the 15B release tests, gpt/gpt3_15b_8t_release*, and the Mixtral/DeepSeek proxy '
+     "release tests) and Mixtral's tokenizer.model: looked for in session 'nemotron-hf' (third-party run scripts "
+     "and Megatron-LM's own tests/unit_tests/test_tokenizer.py, which loads nemotron_2_256k.model without "
+     'stating its size); no citable piece count found'),
+    "LGAI-EXAONE/EXAONE-4.0-1.2B": ('not sourced: config.json vocab_size is 102400 (embedding rows); no copy of the tokenizer and no statement '
+     "of len(tokenizer) was found (searched in session 'exaone-qwen35' by exact strings of its special tokens "
+     'and by the repository name); its pretrain recipe takes len(tokenizer) (use_tokenizer_vocab_size) and stays '
+     'refused (recipe_vocab_unknown)'),
+    "LGAI-EXAONE/K-EXAONE-236B-A23B": _K_EXAONE_NOTE,
+    "LGAI-EXAONE/K-EXAONE-2.0-750B-A37B": _K_EXAONE_NOTE,
+}
 # Entries curated after the table above was first written (later sessions' searches; each source says what
 # was found), in the order configs/tokenizers.json has them. A same_as entry that carries its own vocab_size
 # is kept as written (resolved_table).

@@ -92,6 +92,7 @@ Runner add_predict_command(CLI::App& app) {
     opt.record_held_tensors = args->explain;
     opt.replay_allocator = args->allocator_replay || !args->allocator_trace.empty();
     opt.record_allocator_trace = !args->allocator_trace.empty();
+    opt.routing_band_samples = sim::kPredictRoutingBandSamples;  // MoE: the reservation under sampled routings
     sim::Prediction p = sim::predict(spec, opt);
     // The spec's validation warnings first, then what the simulation itself found (fragmentation risk).
     const model::Diagnostics found = p.warnings;

@@ -92,6 +92,13 @@ bool write_predict_html(const std::string& path, const model::RunSpec& spec, con
        << "</b> (" << html::escape(v.reason) << "). Step " << num(p.step_time_s, "%.3f")
        << " s, of which replay " << num(p.replay_time_s, "%.4f") << " s. Calibration profile: "
        << html::escape(p.calibration_profile) << ".</p>";
+  for (const auto& r : p.ranks)
+    if (r.allocator && r.allocator->routing_band) {
+      const auto& band = *r.allocator->routing_band;
+      body << "<p>pp_rank " << r.rank.pp_rank << " under " << band.samples << " sampled routings (expert load 1 &plusmn; "
+           << num(band.sigma, "%.3f") << "): reserved " << gb(band.min) << " to " << gb(band.max) << " GB, median "
+           << gb(band.median) << " GB (the verdict takes balanced routing's " << gb(r.allocator->peak_reserved) << " GB).</p>";
+    }
   body << prediction_sections(p, Bytes{});
   return write(path, page("peakcast predict", run_subtitle(spec), body.str()));
 }

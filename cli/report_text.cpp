@@ -71,6 +71,15 @@ void print_prediction_table(std::ostream& os, const model::RunSpec& spec, const 
                   a.first_failure ? (", FIRST FAILING REQUEST " + gb3(a.first_failure->request) + " GB at " + a.first_failure->where).c_str()
                                   : "");
     os << line;
+    if (a.routing_band) {
+      const auto& band = *a.routing_band;
+      std::snprintf(line, sizeof line,
+                    "  under %d sampled routings (expert load 1 +- %.3f, the untrained router's spread): reserved %s to %s GB, "
+                    "median %s GB%s\n",
+                    band.samples, band.sigma, gb3(band.min).c_str(), gb3(band.max).c_str(), gb3(band.median).c_str(),
+                    band.max > p.capacity ? " (some routings reserve more than the GPU)" : "");
+      os << line;
+    }
   }
   // The allocator's reserved memory at the largest peak, as our measured runs reserved over allocated.
   const sim::RankPrediction* largest = nullptr;

@@ -69,7 +69,9 @@ std::string predict_json(const std::string& name, const std::string& text, const
   const Checked c = check_input(name, text, overrides);
   if (!c.spec) raise_errors(c.diagnostics);
   try {
-    sim::Prediction p = sim::predict(*c.spec);
+    sim::PredictOptions opt;
+    opt.routing_band_samples = sim::kPredictRoutingBandSamples;  // as `peakcast predict` (cli/predict_command.cpp)
+    sim::Prediction p = sim::predict(*c.spec, opt);
     const model::Diagnostics found = p.warnings;
     p.warnings = c.diagnostics;  // only warnings are left
     p.warnings.insert(p.warnings.end(), found.begin(), found.end());

@@ -3,6 +3,8 @@
 // alloc_recorder_walk.cpp.
 #include "alloc_recorder.hpp"
 
+#include <algorithm>
+
 namespace peakcast::sim::detail {
 
 const ModuleScript& ScriptCache::get(const LayerGraph& g, const CheckpointSet& ckpt) {
@@ -48,7 +50,9 @@ int AllocRecorder::alloc(Bytes bytes) {
   handle_.push_back(h);
   bytes_.push_back(bytes);
   if (setup_.trace) setup_.trace->push_back(bytes.value);
-  return static_cast<int>(handle_.size()) - 1;
+  const int id = static_cast<int>(handle_.size()) - 1;
+  if (setup_.routing_sigma > 0) routed_.push_back({bytes.value, id, row_group_, row_groups_, instance_});
+  return id;
 }
 
 void AllocRecorder::free(int id) {
@@ -58,6 +62,7 @@ void AllocRecorder::free(int id) {
   alloc_.release(h);
   h = -1;
   if (setup_.trace) setup_.trace->push_back(-static_cast<std::int64_t>(id) - 1);
+  if (setup_.routing_sigma > 0) routed_.push_back({0, id});
   requested_ -= bytes_[static_cast<std::size_t>(id)].value;
 }
 
@@ -77,6 +82,7 @@ void AllocRecorder::free_param_grad(int id) {
   alloc_.release_deferred(h);
   h = -1;
   if (setup_.trace) setup_.trace->push_back(-static_cast<std::int64_t>(id) - 1);
+  if (setup_.routing_sigma > 0) routed_.push_back({0, id});
   requested_ -= bytes_[static_cast<std::size_t>(id)].value;
 }
 
@@ -87,7 +93,7 @@ void AllocRecorder::free_all(std::vector<int>& ids) {
 
 namespace {
 
-// A module script over slot -> id, through `allocate(bytes) -> id` and `release(id, param_grad)` (which
+// A module script over slot -> id, through `allocate(step) -> id` and `release(id, param_grad)` (which
 // ignores id < 0); a free of `keep_slot` or `also_keep` is skipped (the caller keeps that tensor).
 template <class Allocate, class Release, class Workspaces>
 void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep,
@@ -101,7 +107,7 @@ void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>&
     switch (st.kind) {
       case ModuleScript::Kind::alloc:
         release(s, false);
-        s = allocate(Bytes{st.bytes});
+        s = allocate(st);
         break;
       case ModuleScript::Kind::free:
         if (st.slot == keep_slot || st.slot == also_keep) break;
@@ -125,7 +131,15 @@ void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>&
 // A script over slot -> tensor id.
 void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep) {
   play_script(
-      steps, slots, keep_slot, also_keep, [this](Bytes b) { return alloc(b); },
+      steps, slots, keep_slot, also_keep,
+      [this](const ModuleScript::Step& st) {
+        row_group_ = st.row_group;
+        row_groups_ = st.row_groups;
+        const int id = alloc(Bytes{st.bytes});
+        row_group_ = -1;
+        row_groups_ = 0;
+        return id;
+      },
       [this](int id, bool param_grad) { param_grad ? free_param_grad(id) : free(id); }, [this] { backward_started(); });
 }
 
@@ -205,7 +219,7 @@ void AllocRecorder::begin_pass(int iteration, bool first, bool graphed, bool who
 // A module script over slot -> pool handle (-1: not in the pool, e.g. a static input buffer).
 void AllocRecorder::play_in_pool(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots) {
   play_script(
-      steps, slots, -1, -1, [this](Bytes b) { return pool_.allocate(b); },
+      steps, slots, -1, -1, [this](const ModuleScript::Step& st) { return pool_.allocate(Bytes{st.bytes}); },
       [this](int h, bool) {
         if (h >= 0) pool_.release(h);
       },
@@ -348,6 +362,20 @@ AllocatorReplay AllocRecorder::result() const {
   }
   r.segments = alloc_.segments();
   return r;
+}
+
+std::optional<AllocatorReplay::RoutingBand> AllocRecorder::routing_band(int samples) const {
+  const bool routed = std::any_of(routed_.begin(), routed_.end(), [](const RoutedRequest& r) { return r.row_group >= 0; });
+  if (setup_.routing_sigma <= 0 || samples <= 0 || !routed) return std::nullopt;
+  std::vector<Bytes> peaks = routing_band_peaks(routed_, setup_.settings, setup_.routing_sigma, samples);
+  std::sort(peaks.begin(), peaks.end());
+  AllocatorReplay::RoutingBand band;
+  band.min = peaks.front();
+  band.median = peaks[peaks.size() / 2];
+  band.max = peaks.back();
+  band.samples = samples;
+  band.sigma = setup_.routing_sigma;
+  return band;
 }
 
 }  // namespace peakcast::sim::detail

@@ -5,6 +5,7 @@
 // is stored: the cost is O(requests), and the walk already covers the schedule with the fewest
 // micro-batches that repeat its steady state). Private to peakcast_sim.
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "peakcast/model/static_memory.hpp"
 #include "peakcast/sim/allocator_replay.hpp"
 #include "peakcast/sim/framework_fixed.hpp"
+#include "routing_band.hpp"
 #include "segment.hpp"
 
 namespace peakcast::sim::detail {
@@ -47,6 +49,7 @@ struct ReplaySetup {
   std::int64_t deferral_limit = 0;
   ScriptCache* scripts = nullptr;
   std::vector<std::int64_t>* trace = nullptr;  // RankPrediction::allocator_trace, when recorded
+  double routing_sigma = 0;                    // > 0: keep the routed request stream for routing_band()
 };
 
 class AllocRecorder {
@@ -60,6 +63,9 @@ class AllocRecorder {
   void flush(bool first);                                       // the deferred output-layer wgrad's pipeline flush
   void optimizer(bool first);
   AllocatorReplay result() const;
+  // The reserved peak over `samples` sampled routings of the recorded stream (routing_band.hpp); absent
+  // without routing_sigma or without a routed request.
+  std::optional<AllocatorReplay::RoutingBand> routing_band(int samples) const;
 
  private:
   // What one segment of one (chunk, micro-batch) keeps from its forward to its backward.
@@ -104,6 +110,12 @@ class AllocRecorder {
   int backward_group(const Segment& s, int grad, Kept& k);
   int backward_part(const Segment::Part& part, std::vector<int>& slots, int grad, std::vector<int>* deferred = nullptr);
   void prefetch(Kept& k);
+  // The layer instance the next requests belong to (routing_band.hpp).
+  void at(int c, int mb, std::size_t module) {
+    at_ = {c, mb, module};
+    at_part(0);
+  }
+  void at_part(std::size_t part) { instance_ = routing_instance(iteration_, at_.c, at_.mb, at_.module, part); }
   void note(const std::string* name, const char* phase) {
     where_name_ = name;
     where_phase_ = phase;
@@ -133,6 +145,13 @@ class AllocRecorder {
   const char* where_phase_ = "setup";
   std::int64_t requested_ = 0;
   AllocatorReplay out_;
+  std::vector<RoutedRequest> routed_;             // with routing_sigma: every request and free, in order
+  std::int16_t row_group_ = -1, row_groups_ = 0;  // the script step being played (ModuleScript::Step)
+  struct At {
+    int c = 0, mb = 0;
+    std::size_t module = 0;
+  } at_;
+  std::uint64_t instance_ = 0;
 };
 
 }  // namespace peakcast::sim::detail

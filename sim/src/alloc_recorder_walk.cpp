@@ -54,6 +54,7 @@ void AllocRecorder::forward_group(const Segment& s, int& flow, Kept& k) {
   for (std::size_t p = 0; p < s.parts.size(); ++p) {
     const Segment::Part& part = s.parts[p];
     if (!part.graph) break;
+    at_part(p);
     CheckpointSet whole{};
     whole.whole_module = true;
     const ModuleScript& sc = setup_.scripts->get(*part.graph, whole);
@@ -103,6 +104,7 @@ void AllocRecorder::forward_module(Run& f, std::size_t i) {
     retained_[static_cast<std::size_t>(f.c)][i] = -1;
   }
   const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
+  at(f.c, f.mb, i);
   if (s.replay_group) forward_group(s, f.flow, k);
   else forward_plain(s, i, input_kept, f.flow, k);
   free_all(f.in_flight);  // the previous layer's copy to the host completes with this layer
@@ -227,13 +229,17 @@ int AllocRecorder::backward_group(const Segment& s, int grad, Kept& k) {
     auto& slots = k.parts[p];
     slots.assign(static_cast<std::size_t>(sc.slots()), -1);
     if (!sc.inputs.empty()) slots[static_cast<std::size_t>(sc.inputs.front())] = cur;
+    at_part(p);
     play(sc.forward, slots, -1);
     cur = sc.output >= 0 ? slots[static_cast<std::size_t>(sc.output)] : -1;
     if (sc.output >= 0) slots[static_cast<std::size_t>(sc.output)] = -1;
   }
   free(cur);  // the replay's output: only its gradient matters now
   int g = grad;
-  for (std::size_t p = s.parts.size(); p-- > 0;) g = backward_part(s.parts[p], k.parts[p], g);
+  for (std::size_t p = s.parts.size(); p-- > 0;) {
+    at_part(p);
+    g = backward_part(s.parts[p], k.parts[p], g);
+  }
   free_all(k.owned);
   if (s.carried_weight_grad.value > 0) carried_.push_back(alloc(s.carried_weight_grad));
   return g;
@@ -257,6 +263,7 @@ void AllocRecorder::backward_module(Run& b, std::size_t i) {
   if (i > 0) prefetch(b.kc.segments[i - 1]);
   if (!s.is_output) backward_started();
   note(&s.name, "backward");
+  at(b.c, b.mb, i);
   int out = -1;
   if (graphed_ && s.graph_captured) out = b.flow;  // the graph's replay hands the gradient through
   else if (s.replay_group) out = backward_group(s, b.flow, k);

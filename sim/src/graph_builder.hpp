@@ -24,7 +24,15 @@ class GraphBuilder {
   int tensor(const std::string& name, Bytes b, bool requires_grad = true, std::int32_t element_bytes = 0) {
     const int t = g_.add_tensor(prefix_ + name, b, requires_grad);
     g_.tensors.back().element_bytes = element_bytes;
+    g_.tensors.back().row_group = row_group_;
+    g_.tensors.back().row_groups = row_groups_;
     return t;
+  }
+  // Tensors made from here on have routed rows (TensorNode::row_group): local expert `group` of `groups`, or all
+  // of them with group == groups; routed_rows(-1, 0) ends it.
+  void routed_rows(std::int16_t group, std::int16_t groups) {
+    row_group_ = group;
+    row_groups_ = groups;
   }
 
   // Fine-grained activation offloading: the ops from `first` on ran inside group `group`'s saved-tensor hooks
@@ -80,6 +88,7 @@ class GraphBuilder {
   LayerGraph& g_;
   const ShapeContext& c_;
   std::string prefix_;
+  std::int16_t row_group_ = -1, row_groups_ = 0;
 };
 
 }  // namespace peakcast::sim::detail

@@ -25,7 +25,14 @@ struct Writer {
   std::int32_t sum() const { return 2 * n + 1; }
 
   void alloc(std::int32_t slot, std::int64_t bytes) {
-    if (bytes > 0) out->push_back({Kind::alloc, slot, -1, bytes});
+    if (bytes <= 0) return;
+    ModuleScript::Step st{Kind::alloc, slot, -1, bytes};
+    if (slot < 2 * n) {  // a tensor's value or gradient, not an op's scratch
+      const TensorNode& t = g.tensors[static_cast<std::size_t>(slot < n ? slot : slot - n)];
+      st.row_group = t.row_group;
+      st.row_groups = t.row_groups;
+    }
+    out->push_back(st);
   }
   void free(std::int32_t slot) { out->push_back({Kind::free, slot, -1, 0}); }
   void move(std::int32_t slot, std::int32_t from) { out->push_back({Kind::move, slot, from, 0}); }

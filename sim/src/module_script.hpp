@@ -26,6 +26,9 @@ struct ModuleScript {
     // free only: the block is a parameter's gradient the DDP hook drops (OpNode::param_grad); under
     // Megatron's local CUDA graphs its release waits for the host's next sync (alloc_recorder.cpp).
     bool param_grad = false;
+    // alloc only: the tensor's routed rows (TensorNode::row_group, row_groups), -1 when not routed
+    std::int16_t row_group = -1;
+    std::int16_t row_groups = 0;
   };
   std::vector<Step> forward, backward;
   std::int32_t tensors = 0;          // n

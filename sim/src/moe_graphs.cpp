@@ -107,16 +107,18 @@ int sequential_mlp(GraphBuilder& b, const model::ModelSpec& m, int rows_in, int 
     const int a = activation(b, name + ".activation", f1, rows, Fe, gated, m.bias_activation_fusion, kMoe, o);
     return b.linear(name + ".linear_fc2", a, Fe, h, Parallel::none, kMoe, rows);
   };
-  if (L == 1) return expert("experts.local_experts.0", rows_in, probs, R);
+  if (L == 1) return expert("experts.local_experts.0", rows_in, probs, R);         // the caller's routed_rows(1, 1)
   const auto share = [&](std::int64_t e) { return R / L + (e < R % L ? 1 : 0); };  // expert e's rows
   LayerGraph& g = b.graph();
   const bool split_probs = !m.moe_apply_probs_on_input;
   std::vector<int> pieces, prob_pieces;
   std::vector<int> split_in{rows_in};
   if (split_probs) split_in.push_back(probs);
+  const auto groups = static_cast<std::int16_t>(L);
   for (std::int64_t e = 0; e < L; ++e) {
     const std::int64_t rows = share(e);
     const std::string name = "experts.local_experts." + std::to_string(e);
+    b.routed_rows(static_cast<std::int16_t>(e), groups);
     pieces.push_back(b.tensor(name + ".input", Bytes{0}));
     g.tensors.back().grad_block = b.act(rows, h);
     if (split_probs) {
@@ -131,8 +133,10 @@ int sequential_mlp(GraphBuilder& b, const model::ModelSpec& m, int rows_in, int 
   const std::size_t first_op = g.ops.size();
   for (std::int64_t e = 0; e < L; ++e) {
     const auto u = static_cast<std::size_t>(e);
+    b.routed_rows(static_cast<std::int16_t>(e), groups);
     outs.push_back(expert("experts.local_experts." + std::to_string(e), pieces[u], split_probs ? prob_pieces[u] : probs, share(e)));
   }
+  b.routed_rows(groups, groups);  // the cat: all the rank's rows
   // A saved piece keeps its base.
   for (std::size_t i = first_op; i < g.ops.size(); ++i) {
     auto& saves = g.ops[i].saves;
@@ -191,6 +195,10 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
     gather_ws = b.act(T * c.ep * c.etp, w);  // hidden states gathered over the EP x ETP group (tp_ep_group)
   }
+  // From here to the combine's all-to-all, tensors have the rows the rank receives (TensorNode::row_group).
+  const auto local_groups = static_cast<std::int16_t>(local_experts);
+  const std::size_t first_routed = g.tensors.size();
+  b.routed_rows(local_groups, local_groups);
   const int received = b.tensor("dispatch.received", b.act(R, w));
   const int recv_probs = b.tensor("dispatch.received_probs", Bytes{R * kFp32}, true, kFp32);
   const double dispatch_comm = dispatch_wire_bytes(b, m, R_ep, R, gather_ws, w);
@@ -245,6 +253,9 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     back = b.tensor("combine.unsorted", b.act(R, w));
     b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region, .movement = true});
   }
+  b.routed_rows(-1, 0);
+  if (m.moe_expert_capacity_factor && m.moe_pad_expert_input_to_capacity)  // padded to capacity: rows fixed
+    for (std::size_t t = first_routed; t < g.tensors.size(); ++t) g.tensors[t].row_group = -1;
   const int returned = b.tensor("combine.returned", b.act(T * k, w));
   b.op("combine.all_to_all", {.in = {back}, .out = {returned}, .region = moe_region, .ws = gather_ws, .bws = gather_ws, .bytes_moved = 0, .comm = dispatch_comm});
   const int unpermuted = b.tensor("combine.unpermuted", b.act(T, w));

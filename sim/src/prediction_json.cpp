@@ -21,6 +21,8 @@ nlohmann::json breakdown_json(const Breakdown& b) {
 nlohmann::json replay_json(const AllocatorReplay& a) {
   nlohmann::json j{{"peak_reserved_bytes", a.peak_reserved.value}, {"peak_allocated_bytes", a.peak_allocated.value}, {"peak_requested_bytes", a.peak_requested.value}, {"largest_free_block_at_peak_bytes", a.largest_free_at_peak.value}, {"reserved_at_peak_bytes", a.reserved_at_peak.value}, {"requests", a.requests}, {"segments", a.segments}};
   if (a.graph_pool_replayed.value > 0) j["graph_pool_replayed_bytes"] = a.graph_pool_replayed.value;
+  if (a.routing_band)
+    j["routing_band"] = {{"samples", a.routing_band->samples}, {"expert_load_sigma", a.routing_band->sigma}, {"min_reserved_bytes", a.routing_band->min.value}, {"median_reserved_bytes", a.routing_band->median.value}, {"max_reserved_bytes", a.routing_band->max.value}};
   if (a.first_failure)
     j["first_failure"] = {{"request_bytes", a.first_failure->request.value}, {"allocated_bytes", a.first_failure->allocated.value}, {"reserved_bytes", a.first_failure->reserved.value}, {"where", a.first_failure->where}};
   return j;

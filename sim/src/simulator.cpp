@@ -18,6 +18,7 @@
 #include "peakcast/sim/fitted_constants.hpp"
 #include "peakcast/sim/framework_fixed.hpp"
 #include "peakcast/sim/module_graphs.hpp"
+#include "peakcast/sim/moe_routing.hpp"
 #include "peakcast/sim/prediction.hpp"
 #include "peakcast/sim/reserved_estimate.hpp"
 #include "peakcast/sim/schedule.hpp"
@@ -375,6 +376,10 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
     rsetup.rotary_caches = rotary_caches;
     if (options.record_allocator_trace) rsetup.trace = &rp.allocator_trace;
     rsetup.captured = &stage.captured;
+    // The routing band replays the eager stream alone: not under CUDA graphs, whose pools the recorder keeps apart.
+    const bool graphs = setup.graphs.any_captured || setup.plan.full_graph || policy.model.cuda_graph_impl != model::CudaGraphImpl::none;
+    if (options.routing_band_samples > 0 && !graphs && policy.model.num_moe_experts)
+      rsetup.routing_sigma = untrained_expert_load_sigma(policy.model.moe_router_score_function).value_or(0.0);
     recorder.emplace(chunks, rsetup);
     setup.recorder = &*recorder;
   }
@@ -406,6 +411,7 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
     rp.allocator = recorder->result();
     // The graph pool, reserved beside the cache: replayed capture by capture, or the simulator's sum.
     if (rp.allocator->graph_pool_replayed.value == 0) rp.allocator->peak_reserved += rp.reserved_outside_allocated;
+    rp.allocator->routing_band = recorder->routing_band(options.routing_band_samples);
   }
   // One verdict for every output (verdict.hpp): the same as allocated <= capacity and the
   // p90 reservation <= capacity when no replay was asked for.

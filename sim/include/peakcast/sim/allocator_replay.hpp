@@ -33,6 +33,17 @@ struct AllocatorReplay {
     std::string where;          // "<op> (<phase>, iteration <n>)"
   };
   std::optional<Failure> first_failure;
+  // MoE: the reserved peak of the same stream under sampled routings (sim/src/routing_band.hpp): in each of
+  // `samples` draws every local expert's rows in every layer instance are its balanced rows times a load
+  // 1 + sigma z (z standard normal, at least 0), sigma the router's untrained_expert_load_sigma (the calibration
+  // profile); peak_reserved above is balanced routing's. Absent without routed tensors, under CUDA graphs, with
+  // fine-grained offloading or Megatron-FSDP (no replay), or when the profile has no sigma for the router.
+  struct RoutingBand {
+    Bytes min, median, max;
+    int samples = 0;
+    double sigma = 0;
+  };
+  std::optional<RoutingBand> routing_band;
 };
 
 }  // namespace peakcast::sim

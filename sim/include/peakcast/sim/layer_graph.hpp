@@ -63,6 +63,12 @@ struct TensorNode {
   // Bytes per element (min_offloaded_tensor_size counts elements, fine_grained_activation_offload.py:993);
   // 0: the activation dtype's (LayerGraph::act_bytes).
   std::int32_t element_bytes = 0;
+  // MoE rows under routing: a tensor whose rows are local expert `row_group`'s of `row_groups` local experts
+  // (SequentialMLP's per-expert tensors), or with row_group == row_groups the rows all of them receive (the
+  // dispatcher's received rows, grouped experts). Its bytes are those of balanced routing; the allocator
+  // replay's routing band (routing_band.hpp) redraws the rows. -1: not routed.
+  std::int16_t row_group = -1;
+  std::int16_t row_groups = 0;
 };
 
 struct OpNode {

@@ -134,7 +134,12 @@ struct PredictOptions {
   // (verdict.hpp) then judges the reservation the allocator would make, in every command.
   bool replay_allocator = true;
   bool record_allocator_trace = false;  // with replay_allocator: fill RankPrediction::allocator_trace
+  // With replay_allocator and routed MoE rows: also replay the stream under this many sampled routings
+  // (AllocatorReplay::routing_band; `predict` and the Python module ask for kPredictRoutingBandSamples).
+  // Reported beside the verdict, which stays balanced routing's in every command.
+  int routing_band_samples = 0;
 };
+inline constexpr int kPredictRoutingBandSamples = 8;
 
 // Assumes a spec that parsed and validated without errors.
 Prediction predict(const model::RunSpec& spec, const PredictOptions& options = {});

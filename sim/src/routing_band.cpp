@@ -1,0 +1,80 @@
+#include "routing_band.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace peakcast::sim::detail {
+
+namespace {
+
+// splitmix64 (Steele, Lea, Flood 2014): a well-mixed 64-bit hash of a counter.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A uniform in (0, 1) from the top 53 bits.
+double unit(std::uint64_t x) { return (static_cast<double>(x >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+
+}  // namespace
+
+std::uint64_t routing_instance(int iteration, int chunk, int microbatch, std::size_t module, std::size_t part) {
+  std::uint64_t k = mix(static_cast<std::uint64_t>(iteration));
+  k = mix(k ^ static_cast<std::uint64_t>(chunk));
+  k = mix(k ^ static_cast<std::uint64_t>(microbatch));
+  k = mix(k ^ static_cast<std::uint64_t>(module));
+  return mix(k ^ static_cast<std::uint64_t>(part));
+}
+
+double expert_load(std::uint64_t sample, std::uint64_t instance, int expert, double sigma) {
+  const std::uint64_t k = mix(mix(sample) ^ instance ^ mix(static_cast<std::uint64_t>(expert) + 0x5bd1e995ULL));
+  // Box-Muller from two uniforms of the one key.
+  const double pi = 3.14159265358979323846;
+  const double z = std::sqrt(-2.0 * std::log(unit(mix(k)))) * std::cos(2.0 * pi * unit(mix(k ^ 0xa5a5a5a5a5a5a5a5ULL)));
+  return std::max(0.0, 1.0 + sigma * z);
+}
+
+std::int64_t routed_bytes(const RoutedRequest& r, std::uint64_t sample, double sigma) {
+  if (r.bytes <= 0 || r.row_group < 0 || r.row_groups <= 0) return r.bytes;
+  double load = 0;
+  if (r.row_group < r.row_groups) {
+    load = expert_load(sample, r.instance, r.row_group, sigma);
+  } else {
+    for (int e = 0; e < r.row_groups; ++e) load += expert_load(sample, r.instance, e, sigma);
+    load /= r.row_groups;
+  }
+  return static_cast<std::int64_t>(std::llround(static_cast<double>(r.bytes) * load));
+}
+
+std::vector<Bytes> routing_band_peaks(const std::vector<RoutedRequest>& stream, const model::AllocatorSettings& settings,
+                                      double sigma, int samples) {
+  std::vector<Bytes> peaks;
+  for (int s = 1; s <= samples; ++s) {
+    model::CachingAllocatorModel alloc(settings);
+    std::unordered_map<std::int32_t, int> live;  // id -> handle
+    for (const RoutedRequest& r : stream) {
+      if (r.bytes <= 0) {
+        const auto it = live.find(r.id);
+        if (it == live.end()) continue;  // never allocated (no rows) or already freed
+        alloc.release(it->second);
+        live.erase(it);
+        continue;
+      }
+      const std::int64_t bytes = routed_bytes(r, static_cast<std::uint64_t>(s), sigma);
+      if (bytes <= 0) continue;
+      auto h = alloc.allocate(Bytes{bytes});
+      if (h == model::CachingAllocatorModel::kFailed) {
+        alloc.set_capacity(0);
+        h = alloc.allocate(Bytes{bytes});
+      }
+      live[r.id] = h;
+    }
+    peaks.push_back(alloc.peak_reserved());
+  }
+  return peaks;
+}
+
+}  // namespace peakcast::sim::detail

@@ -66,6 +66,16 @@ void BM_predict_replay_deepseek_v3(benchmark::State& state) {
 }
 BENCHMARK(BM_predict_replay_deepseek_v3)->Arg(1024)->Unit(benchmark::kMillisecond);
 
+// What `predict` adds for a MoE run: the replayed stream again under kPredictRoutingBandSamples sampled
+// routings (AllocatorReplay::routing_band), next to the balanced replay above.
+void BM_predict_routing_band_deepseek_v3(benchmark::State& state) {
+  const model::RunSpec spec = parse_or_throw(deepseek_v3_text(static_cast<int>(state.range(0))));
+  sim::PredictOptions opt;
+  opt.routing_band_samples = sim::kPredictRoutingBandSamples;
+  for (auto _ : state) benchmark::DoNotOptimize(sim::predict(spec, opt));
+}
+BENCHMARK(BM_predict_routing_band_deepseek_v3)->Arg(1024)->Unit(benchmark::kMillisecond);
+
 void BM_predict_moonlight(benchmark::State& state) {
   const model::RunSpec spec = parse_or_throw(std::string(model::default_run_spec_text()));
   sim::PredictOptions opt;

@@ -1,8 +1,10 @@
 #include "routing_band.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
-#include <unordered_map>
+
+#include "worker_pool.hpp"
 
 namespace peakcast::sim::detail {
 
@@ -51,29 +53,35 @@ std::int64_t routed_bytes(const RoutedRequest& r, std::uint64_t sample, double s
 
 std::vector<Bytes> routing_band_peaks(const std::vector<RoutedRequest>& stream, const model::AllocatorSettings& settings,
                                       double sigma, int samples) {
-  std::vector<Bytes> peaks;
-  for (int s = 1; s <= samples; ++s) {
+  std::int32_t ids = 0;
+  for (const RoutedRequest& r : stream) ids = std::max(ids, r.id + 1);
+  const auto replay = [&](int s) {
     model::CachingAllocatorModel alloc(settings);
-    std::unordered_map<std::int32_t, int> live;  // id -> handle
+    std::vector<int> live(static_cast<std::size_t>(ids), -1);  // id -> handle, -1: not allocated
     for (const RoutedRequest& r : stream) {
+      if (r.id < 0) continue;
+      int& h = live[static_cast<std::size_t>(r.id)];
       if (r.bytes <= 0) {
-        const auto it = live.find(r.id);
-        if (it == live.end()) continue;  // never allocated (no rows) or already freed
-        alloc.release(it->second);
-        live.erase(it);
+        if (h >= 0) alloc.release(h);  // else never allocated (no rows) or already freed
+        h = -1;
         continue;
       }
       const std::int64_t bytes = routed_bytes(r, static_cast<std::uint64_t>(s), sigma);
       if (bytes <= 0) continue;
-      auto h = alloc.allocate(Bytes{bytes});
+      h = alloc.allocate(Bytes{bytes});
       if (h == model::CachingAllocatorModel::kFailed) {
         alloc.set_capacity(0);
         h = alloc.allocate(Bytes{bytes});
       }
-      live[r.id] = h;
     }
-    peaks.push_back(alloc.peak_reserved());
-  }
+    return alloc.peak_reserved();
+  };
+  // The draws are independent: one per worker thread at a time (worker_pool.hpp).
+  std::vector<Bytes> peaks(static_cast<std::size_t>(std::max(0, samples)));
+  std::atomic<int> next{0};
+  run_on_workers(worker_count(0, peaks.size()), [&] {
+    for (int i = next++; i < samples; i = next++) peaks[static_cast<std::size_t>(i)] = replay(i + 1);
+  });
   return peaks;
 }
 

@@ -13,6 +13,7 @@
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
+#include "sequential_mlp_spec.hpp"
 #include "spec_layer.hpp"
 
 using namespace peakcast;
@@ -21,16 +22,7 @@ namespace {
 
 constexpr std::int64_t kRows = 4096 * 6, kHidden = 2048, kBf16 = 2;
 
-const char* kSpec = R"({
-  "model": {"num_layers": 2, "moe_layer_freq": [0, 1], "hidden_size": 2048, "num_attention_heads": 16,
-            "ffn_hidden_size": 11264, "num_moe_experts": 64, "moe_ffn_hidden_size": 1408, "moe_router_topk": 6,
-            "moe_router_dtype": "fp32", "vocab_size": 163840, "seq_length": 4096, "bf16": true,
-            "transformer_impl": "local", "attention_backend": "unfused", "moe_grouped_gemm": false,
-            "expert_model_parallel_size": 8, "normalization": "RMSNorm", "gated_linear_unit": true,
-            "activation_func": "silu", "add_bias_linear": false, "hidden_dropout": 0.0, "attention_dropout": 0.0,
-            "position_embedding_type": "rope"},
-  "train": {"micro_batch_size": 1, "global_batch_size": 16},
-  "cluster": {"num_gpus": 8, "gpu": "h200-141gb", "transformer_engine_available": false}})";
+const char* const kSpec = test::kSequentialMlpSpec;
 
 sim::LayerGraph moe_layer(const std::vector<std::string>& sets = {}) { return test::spec_layer(kSpec, sets, {1, model::MixerKind::attention, model::FfnKind::moe, false}); }
 

@@ -22,7 +22,7 @@ AllocRecorder::AllocRecorder(const std::vector<ChunkModel>& chunks, const Replay
   for (std::size_t c = 0; c < chunks.size(); ++c) retained_[c].assign(chunks[c].segments.size(), -1);
 }
 
-int AllocRecorder::alloc(Bytes bytes) {
+int AllocRecorder::alloc(Bytes bytes, std::int16_t row_group, std::int16_t row_groups) {
   if (bytes.value <= 0) return -1;
   auto h = alloc_.allocate(bytes, stream_);
   if (h == model::CachingAllocatorModel::kFailed) {
@@ -51,7 +51,7 @@ int AllocRecorder::alloc(Bytes bytes) {
   bytes_.push_back(bytes);
   if (setup_.trace) setup_.trace->push_back(bytes.value);
   const int id = static_cast<int>(handle_.size()) - 1;
-  if (setup_.routing_sigma > 0) routed_.push_back({bytes.value, id, row_group_, row_groups_, instance_});
+  if (setup_.routing_sigma > 0) routed_.push_back({bytes.value, id, row_group, row_groups, instance_});
   return id;
 }
 
@@ -132,14 +132,7 @@ void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>&
 void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep) {
   play_script(
       steps, slots, keep_slot, also_keep,
-      [this](const ModuleScript::Step& st) {
-        row_group_ = st.row_group;
-        row_groups_ = st.row_groups;
-        const int id = alloc(Bytes{st.bytes});
-        row_group_ = -1;
-        row_groups_ = 0;
-        return id;
-      },
+      [this](const ModuleScript::Step& st) { return alloc(Bytes{st.bytes}, st.row_group, st.row_groups); },
       [this](int id, bool param_grad) { param_grad ? free_param_grad(id) : free(id); }, [this] { backward_started(); });
 }
 

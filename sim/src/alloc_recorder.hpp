@@ -80,7 +80,8 @@ class AllocRecorder {
     int extra = -1;
   };
 
-  int alloc(Bytes bytes);
+  // `row_group`, `row_groups`: the request's routed rows (ModuleScript::Step), kept for routing_band().
+  int alloc(Bytes bytes, std::int16_t row_group = -1, std::int16_t row_groups = 0);
   void free(int id);
   void free_param_grad(int id);
   void free_all(std::vector<int>& ids);
@@ -145,8 +146,7 @@ class AllocRecorder {
   const char* where_phase_ = "setup";
   std::int64_t requested_ = 0;
   AllocatorReplay out_;
-  std::vector<RoutedRequest> routed_;             // with routing_sigma: every request and free, in order
-  std::int16_t row_group_ = -1, row_groups_ = 0;  // the script step being played (ModuleScript::Step)
+  std::vector<RoutedRequest> routed_;  // with routing_sigma: every request and free, in order
   struct At {
     int c = 0, mb = 0;
     std::size_t module = 0;

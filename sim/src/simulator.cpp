@@ -377,7 +377,7 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
     if (options.record_allocator_trace) rsetup.trace = &rp.allocator_trace;
     rsetup.captured = &stage.captured;
     // The routing band replays the eager stream alone: not under CUDA graphs, whose pools the recorder keeps apart.
-    const bool graphs = setup.graphs.any_captured || setup.plan.full_graph || policy.model.cuda_graph_impl != model::CudaGraphImpl::none;
+    const bool graphs = policy.model.cuda_graph_impl != model::CudaGraphImpl::none;
     if (options.routing_band_samples > 0 && !graphs && policy.model.num_moe_experts)
       rsetup.routing_sigma = untrained_expert_load_sigma(policy.model.moe_router_score_function).value_or(0.0);
     recorder.emplace(chunks, rsetup);

@@ -29,4 +29,12 @@ inline bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// The first of a layer graph's ops or tensors (LayerGraph::ops, ::tensors) whose name ends with `tail`; nullptr if none.
+template <class Node>
+const Node* named(const std::vector<Node>& nodes, const std::string& tail) {
+  for (const auto& n : nodes)
+    if (ends_with(n.name, tail)) return &n;
+  return nullptr;
+}
+
 }  // namespace peakcast::test

@@ -47,12 +47,6 @@ Built build(const std::vector<std::string>& sets = {}) {
   return {*r.spec, d, sim::make_shape_context(*r.spec, d)};
 }
 
-const sim::OpNode* op_named(const sim::LayerGraph& g, const std::string& tail) {
-  for (const auto& op : g.ops)
-    if (test::ends_with(op.name, tail)) return &op;
-  return nullptr;
-}
-
 std::string held_names(const sim::ModuleProfile& p) {
   std::string out;
   for (const auto& t : p.held_tensors) out += t.name + " ";
@@ -68,16 +62,16 @@ TEST_CASE("BERT, TE unfused: each layer builds the full padding mask, saves it f
   // causal layer (the fused ScaledMaskedSoftmax saves only its output, as the causal kernel does).
   const std::int64_t mask = kB * kS * kS;
   CHECK((sim::profile_module(bert, {}).held - sim::profile_module(gpt, {}).held).value == mask);
-  const sim::OpNode* full = op_named(bert, "get_full_mask");
+  const sim::OpNode* full = test::named(bert.ops, "get_full_mask");
   REQUIRE(full != nullptr);
   // Beside it while it runs: the OR-ed mask and its negation (bool), the int64 left and right window bounds, three
   // bool comparisons, and the int32 [s, s] position difference.
   CHECK(full->forward_workspace.value == mask * (1 + 1 + 8 + 8 + 3 - 1) + kS * kS * 4);
-  const sim::OpNode* fill = op_named(bert, "probs_masked_fill");
+  const sim::OpNode* fill = test::named(bert.ops, "probs_masked_fill");
   REQUIRE(fill != nullptr);
   const std::int64_t scores = kB * kHeads * kS * kS * 2;  // bf16 [b, np, s, s]
   CHECK(bert.tensors.at(static_cast<std::size_t>(fill->outputs.front())).bytes.value == scores);
-  CHECK(op_named(gpt, "probs_masked_fill") == nullptr);
+  CHECK(test::named(gpt.ops, "probs_masked_fill") == nullptr);
 }
 
 TEST_CASE("BERT, local spec: the padding kernel asks sq, not b x np, to fill whole blocks", "[sim][graph][bert]") {
@@ -103,9 +97,9 @@ TEST_CASE("BERT's embedding: positions, token types, their sums and the [s, b] c
   const std::int64_t n = kB * kS;
   CHECK(p.held.value == n * 8 + kS * 8 + n * 8 + n * kH);
   // Forward, beyond the ids: at the token-type sum the transposed copy, the token-type rows and their sum live.
-  CHECK(op_named(g, "add_position") != nullptr);
-  CHECK(op_named(g, "transpose_contiguous") != nullptr);
-  const sim::OpNode* types = op_named(g, "tokentype_embeddings");
+  CHECK(test::named(g.ops, "add_position") != nullptr);
+  CHECK(test::named(g.ops, "transpose_contiguous") != nullptr);
+  const sim::OpNode* types = test::named(g.ops, "tokentype_embeddings");
   REQUIRE(types != nullptr);
   CHECK(types->backward_workspace.value == 2 * kH * 2);  // the dense [2, h] bf16 gradient
   // --bert-no-binary-head: no token types.
@@ -124,7 +118,7 @@ TEST_CASE("BERT's head: pooler, LM head, output layer with a bias, binary head, 
     // output layer's input), the loss's fp32 softmax and mask, and the sentence-order log_softmax [b, 2] fp32.
     const std::int64_t expected = act + stats + act + kB * kH * 2 + act + act + stats + act + ce + kB * 2 * 4;
     CHECK(sim::profile_module(g, {}).held.value == expected);
-    const sim::OpNode* out = op_named(g, "output_layer");
+    const sim::OpNode* out = test::named(g.ops, "output_layer");
     REQUIRE(out != nullptr);
     CHECK(out->forward_workspace.value == n * kV * 2);  // the GEMM's [s, b, V] before `+ bias`
     CHECK(out->backward_takes_workspaces);
@@ -133,7 +127,7 @@ TEST_CASE("BERT's head: pooler, LM head, output layer with a bias, binary head, 
     const Built b = build({"model.bert_binary_head=false"});
     const sim::LayerGraph g = sim::build_output_graph(b.spec, b.d, b.ctx);
     CHECK(sim::profile_module(g, {}).held.value == act + stats + act + act + act + stats + act + ce);
-    CHECK(op_named(g, "pooler.dense") == nullptr);
-    CHECK(op_named(g, "binary_head") == nullptr);
+    CHECK(test::named(g.ops, "pooler.dense") == nullptr);
+    CHECK(test::named(g.ops, "binary_head") == nullptr);
   }
 }

@@ -54,12 +54,6 @@ constexpr std::int64_t kCommon = kT * kH * kBf16 + kT * kFp32 + kT * kH * kBf16 
 // indexer gradients the loss computes in the forward: [T, 32 x 128], [T, 128], [T, 32].
 constexpr std::int64_t kIndexer = kT * kDi * kBf16 + 2 * kT * kFp32 + kT * kHi * kDi * kBf16 + kT * kDi * kBf16 + kT * kHi * kBf16;
 
-const sim::OpNode* op_named(const sim::LayerGraph& g, const std::string& tail) {
-  for (const auto& o : g.ops)
-    if (test::ends_with(o.name, tail)) return &o;
-  return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE("DSA: one layer's saved bytes per micro-batch, with and without an indexer", "[sim][graph][dsa]") {
@@ -102,20 +96,20 @@ TEST_CASE("DSA: the ops follow AbsorbedMLA and the cuDNN path", "[sim][graph][ds
   const std::string text = spec_text("D");
   const auto g = test::spec_layer(text.c_str(), {}, {0, model::MixerKind::dsa, model::FfnKind::none, false});
   // The absorbed query: 2 T np qk r FLOPs (absorbed_mla.py:624); the V up-projection 2 T np r v (dsa.py:173).
-  const sim::OpNode* absorb = op_named(g, ".q_absorb");
-  const sim::OpNode* v_up = op_named(g, ".v_up_projection");
+  const sim::OpNode* absorb = test::named(g.ops, ".q_absorb");
+  const sim::OpNode* v_up = test::named(g.ops, ".v_up_projection");
   REQUIRE(absorb);
   REQUIRE(v_up);
   CHECK(absorb->forward_flops == Approx(2.0 * kT * kNp * kDn * kR));
   CHECK(v_up->forward_flops == Approx(2.0 * kT * kNp * kR * kDv));
   // The indexer's linears see detached inputs: their backward is the weight gradient alone (dsa.py:1887-1888).
-  const sim::OpNode* wq_b = op_named(g, ".indexer.linear_wq_b");
+  const sim::OpNode* wq_b = test::named(g.ops, ".indexer.linear_wq_b");
   REQUIRE(wq_b);
   CHECK(wq_b->forward_flops == Approx(2.0 * kT * kRq * kHi * kDi));
   CHECK(wq_b->backward_flops == Approx(wq_b->forward_flops));
   // One autograd node scores, selects, attends and computes the loss; its scratch holds at least the fp32 [T, T]
   // score chunk (one chunk: 4 MiB < 1 GiB, dsa_cudnn_kernels.py:503-510) and the top-k wrapper's 2 x int32 per key.
-  const sim::OpNode* fused = op_named(g, ".dsa_fused_indexer_sparse_attention");
+  const sim::OpNode* fused = test::named(g.ops, ".dsa_fused_indexer_sparse_attention");
   REQUIRE(fused);
   CHECK(fused->forward_workspace.value >= kT * kT * kFp32 + kT * kT * kI32 * 2);
   CHECK(fused->is_fused_attention);

@@ -44,18 +44,12 @@ sim::LayerGraph moe_graph(bool latent) {
   return test::spec_layer(spec_text(latent).c_str(), {}, {1, model::MixerKind::none, model::FfnKind::moe, false});
 }
 
-const sim::OpNode* op_named(const sim::LayerGraph& g, const std::string& tail) {
-  for (const auto& o : g.ops)
-    if (test::ends_with(o.name, tail)) return &o;
-  return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE("latent MoE: the routed path is latent wide between fc1_latent_proj and fc2_latent_proj", "[sim][graph][moe]") {
   const auto g = moe_graph(true);
-  const sim::OpNode* fc1 = op_named(g, "fc1_latent_proj");
-  const sim::OpNode* fc2 = op_named(g, "fc2_latent_proj");
+  const sim::OpNode* fc1 = test::named(g.ops, "fc1_latent_proj");
+  const sim::OpNode* fc2 = test::named(g.ops, "fc2_latent_proj");
   REQUIRE(fc1);
   REQUIRE(fc2);
   // Both are TE linears on the rank's T tokens: 2 T h l FLOPs forward, twice that backward (dgrad + wgrad).
@@ -66,26 +60,27 @@ TEST_CASE("latent MoE: the routed path is latent wide between fc1_latent_proj an
   CHECK(g.tensors.at(static_cast<std::size_t>(fc2->outputs.front())).bytes.value == kT * kH * kBf16);
   // fc1_latent_proj runs after the router and before the permute (moe_layer.py:655-656, :481-486), which
   // takes its output; fc2_latent_proj takes the unpermuted output (:583-585).
-  const sim::OpNode* permute = op_named(g, "dispatch.permute");
-  const sim::OpNode* unpermute = op_named(g, "combine.unpermute");
+  const sim::OpNode* permute = test::named(g.ops, "dispatch.permute");
+  const sim::OpNode* unpermute = test::named(g.ops, "combine.unpermute");
   REQUIRE(permute);
   REQUIRE(unpermute);
   CHECK(permute->inputs.front() == fc1->outputs.front());
   CHECK(fc2->inputs.front() == unpermute->outputs.front());
   CHECK(fc1 < permute);
   // The experts' GEMMs: fc1 [R, l] -> [R, F], fc2 [R, F] -> [R, l] (experts.py:216-251).
-  const sim::OpNode* e1 = op_named(g, ".experts.linear_fc1");  // not shared_experts.linear_fc1
-  const sim::OpNode* e2 = op_named(g, ".experts.linear_fc2");
+  const sim::OpNode* e1 = test::named(g.ops, ".experts.linear_fc1");  // not shared_experts.linear_fc1
+  const sim::OpNode* e2 = test::named(g.ops, ".experts.linear_fc2");
   REQUIRE(e1);
   REQUIRE(e2);
   CHECK(e1->forward_flops == Approx(2.0 * kR * kL * kF));
   CHECK(e2->forward_flops == Approx(2.0 * kR * kF * kL));
   CHECK(g.tensors.at(static_cast<std::size_t>(e1->inputs.front())).bytes.value == kR * kL * kBf16);
   // The shared experts stay on the full width (mlp.py:215-217).
-  const sim::OpNode* s1 = op_named(g, "shared_experts.linear_fc1");
+  const sim::OpNode* s1 = test::named(g.ops, "shared_experts.linear_fc1");
   REQUIRE(s1);
   CHECK(s1->forward_flops == Approx(2.0 * kT * kH * kShared));
-  CHECK(op_named(moe_graph(false), "fc1_latent_proj") == nullptr);
+  const auto plain = moe_graph(false);
+  CHECK(test::named(plain.ops, "fc1_latent_proj") == nullptr);
 }
 
 TEST_CASE("latent MoE: one layer's saved bytes per micro-batch", "[sim][graph][moe]") {

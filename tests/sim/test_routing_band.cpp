@@ -25,20 +25,14 @@ const char* const kSpec = test::kSequentialMlpSpec;
 
 constexpr std::int64_t kMiB = 1 << 20;
 
-const sim::TensorNode* tensor(const sim::LayerGraph& g, const std::string& tail) {
-  for (const auto& t : g.tensors)
-    if (test::ends_with(t.name, tail)) return &t;
-  return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE("Routed rows: each local expert's tensors are its own group, the received rows all of them", "[sim][moe][allocator]") {
   const auto g = test::spec_layer(kSpec, {}, {1, model::MixerKind::attention, model::FfnKind::moe, false});
-  const auto* received = tensor(g, "dispatch.received");
-  const auto* fc1 = tensor(g, "experts.local_experts.3.linear_fc1.out");
-  const auto* cat = tensor(g, "experts.cat");
-  const auto* permuted = tensor(g, "dispatch.permuted_tokens");  // the rank's own tokens x top-k: not routed
+  const auto* received = test::named(g.tensors, "dispatch.received");
+  const auto* fc1 = test::named(g.tensors, "experts.local_experts.3.linear_fc1.out");
+  const auto* cat = test::named(g.tensors, "experts.cat");
+  const auto* permuted = test::named(g.tensors, "dispatch.permuted_tokens");  // the rank's own tokens x top-k: not routed
   REQUIRE(received);
   REQUIRE(fc1);
   REQUIRE(cat);

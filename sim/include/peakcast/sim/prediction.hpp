@@ -139,6 +139,8 @@ struct PredictOptions {
   // Reported beside the verdict, which stays balanced routing's in every command.
   int routing_band_samples = 0;
 };
+// A choice, not a fitted value: 8 draws show the modes on the traced fake-EP8 stream (docs/caching-allocator.md)
+// at the cost of 8 replays (bench BM_predict_routing_band_deepseek_v3).
 inline constexpr int kPredictRoutingBandSamples = 8;
 
 // Assumes a spec that parsed and validated without errors.

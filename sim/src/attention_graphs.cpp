@@ -25,6 +25,21 @@ int causal_mask(GraphBuilder& b, std::int64_t seq, std::int64_t cols) {
   return mask;
 }
 
+// Megatron's get_default_causal_mask (utils.py:37-39, called by FusedScaleMaskSoftmax, fused_softmax.py:327):
+// torch.triu(torch.ones(sq, sq), diagonal=1).bool(): the fp32 ones, triu's fp32 copy of them (the ones go
+// when triu returns), and the bool mask made from the copy (traced on layout_fake_ep8_moonlight4_moe_r0:
+// +64 +64 -64 +16 -64 MiB at s 4096).
+int default_causal_mask(GraphBuilder& b, std::int64_t seq) {
+  const Bytes square{checked_mul(checked_mul(seq, seq), kFp32)};
+  const int ones = b.tensor("causal_mask.ones", square, false, kFp32);
+  b.op("causal_mask.ones", {.out = {ones}, .region = kCoreAttn});
+  const int upper = b.tensor("causal_mask.triu", square, false, kFp32);
+  b.op("causal_mask.triu", {.in = {ones}, .out = {upper}, .region = kCoreAttn});
+  const int mask = b.tensor("causal_mask", Bytes{checked_mul(seq, seq)}, false, 1);
+  b.op("causal_mask.bool", {.in = {upper}, .out = {mask}, .region = kCoreAttn});
+  return mask;
+}
+
 // forward_torch_softmax (fused_softmax.py:299-342) with softmax_in_fp32: an fp32 copy of the
 // scores (kept by a local until the function returns), the mask filled in place, the fp32 softmax
 // (saved), and the cast back to the activation dtype (saved by the context bmm). Each cast is an
@@ -107,7 +122,7 @@ int sink_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double
   const ShapeContext& c = b.ctx();
   const double E1 = E + double(c.batch) * np * c.seq;  // one more column a row
   const auto e = [](double n, std::int64_t bytes) { return Bytes{checked_count(n)} * bytes; };
-  const int mask = causal_mask(b, c.seq, !c.megatron_attention ? c.seq + 1 : c.seq);
+  const int mask = c.megatron_attention ? default_causal_mask(b, c.seq) : causal_mask(b, c.seq, c.seq + 1);
   const bool fp32 = spec.model.attention_softmax_in_fp32;
   const std::int64_t sm_bytes = fp32 ? kFp32 : c.act_bytes;
   int in = scores;
@@ -198,7 +213,11 @@ int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, d
   if (c.padding_mask) return padding_softmax(b, spec, scores, E, np, c.seq, c.seq);
   if (fused_softmax_kernel(spec, c, np, false)) return fused_softmax(b, scores, E);
   // T5's decoder under the local spec is given the batch's causal mask, so none is built (fused_softmax.py:323-327).
-  const int mask = c.causal_mask_given ? b.tensor("given_attention_mask", Bytes{}, false) : causal_mask(b, c.seq, c.seq);
+  // TE's UnfusedDotProductAttention keeps one bool mask per shape in a dict (TE 2.16 softmax.py:21-35); it is
+  // still modelled as the per-forward fp32 scratch here.
+  const int mask = c.causal_mask_given ? b.tensor("given_attention_mask", Bytes{}, false)
+                   : c.megatron_attention ? default_causal_mask(b, c.seq)
+                                          : causal_mask(b, c.seq, c.seq);
   return torch_softmax(b, spec, scores, E, mask, double(c_seq_sq(b)));
 }
 

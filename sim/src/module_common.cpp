@@ -101,6 +101,10 @@ int activation_ops(GraphBuilder& b, const std::string& name, int fc1, std::int64
   // clamped out of place first (mlp.py:322-324, experts.py:865-867): the clamps save fc1's halves, the
   // activation saves the clamped x0, and the clamped x1 lives until the offset is added.
   // Each of the two reads one half of fc1's output and writes a tensor of that half's size.
+  // glu(x)'s argument keeps fc1's output until the product is made, and the caller's variable until glu
+  // returns (mlp.py:322-332, experts.py:859-873): without grad (a recomputed module's first forward) it
+  // is freed after the product, not after its last reader (measured on layout_fake_ep8_moonlight4_moe_r0's
+  // trace: fc1's output, silu's, the offset sum and the product alive together, then two frees and fc1's).
   int x0 = fc1, x1 = fc1;
   if (o.clamped) {
     x0 = b.tensor(name + ".clamp_glu", b.act(rows, ffn));
@@ -113,11 +117,11 @@ int activation_ops(GraphBuilder& b, const std::string& name, int fc1, std::int64
   const int lin = b.tensor(name + ".linear_plus_offset", b.act(rows, ffn));
   b.op(name + ".linear_offset", {.in = {x1}, .out = {lin}, .region = region, .flops = 1.0 * rows * ffn, .bytes_moved = half_traffic});
   if (o.probs < 0) {
-    b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {out}, .save = {act0, lin}, .region = region, .flops = 1.0 * rows * ffn});
+    b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {out}, .save = {act0, lin}, .keep = {fc1}, .region = region, .flops = 1.0 * rows * ffn});
     return out;
   }
   const int glu = b.tensor(name + ".glu", b.act(rows, ffn));
-  b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {glu}, .save = {act0, lin}, .region = region, .flops = 1.0 * rows * ffn});
+  b.op(name + ".glu_mul", {.in = {act0, lin}, .out = {glu}, .save = {act0, lin}, .keep = {fc1}, .region = region, .flops = 1.0 * rows * ffn});
   // MLP.forward(per_token_scale=probs) multiplies by the router probabilities and saves both; probs of
   // ones (moe_apply_probs_on_input) need no gradient, so the product keeps only them (measured).
   if (o.probs_need_grad) {

@@ -240,6 +240,9 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     const int a = activation(b, "experts.activation", f1, R, Fe, gated, fused_activation(m), moe_region | kMoeAct, o);
     const std::size_t act_end = g.ops.size();
     expert_out = b.linear("experts.linear_fc2", a, Fe, w, Parallel::none, moe_region, R);
+    // TEGroupedMLP.forward's local fc1_output holds fc1's output until the forward returns (experts.py:795-905):
+    // without grad (a recomputed layer's first forward) it outlives the activation until after linear_fc2.
+    g.ops.back().keeps_alive.push_back(f1);
     g.discards.push_back({kMoeAct, {a}, static_cast<int>(g.ops.size()) - 1});
     // moe_act's hooks cover the activation (or its checkpoint); it commits after linear_fc2, so that fc1's output is
     // back before the recompute, and force-frees fc1's output (experts.py:881-901).

@@ -105,3 +105,69 @@ TEST_CASE("SequentialMLP with one local expert runs it on the rows as they are: 
   CHECK(count_ops(g, "experts.split") == 0);
   CHECK(count_ops(g, "experts.cat") == 0);
 }
+
+TEST_CASE("SequentialMLP under moe recompute: an expert's fc1 output lives until glu's product, beside silu's and the offset sum", "[sim][moe]") {
+  // Without grad nothing is saved, so a tensor goes when Python drops its last reference: glu(x)'s argument
+  // holds fc1's output until act(x0) * (x1 + 0.0) is made (mlp.py:322-332), then the two factors go with the
+  // expression, then fc1's output when the caller's variable is rebound (traced: layout_fake_ep8_moonlight4_moe_r0).
+  const auto g = moe_layer();
+  constexpr std::int64_t kShare = kRows / 8, kFfn = 1408;
+  const auto index = [&g](const std::string& tail) {
+    const auto* t = test::named(g.tensors, tail);
+    REQUIRE(t);
+    return static_cast<std::int32_t>(t - g.tensors.data());
+  };
+  const std::int32_t fc1 = index("local_experts.0.linear_fc1.out"), silu = index("local_experts.0.activation.silu"),
+                     sum = index("local_experts.0.activation.linear_plus_offset"), glu = index("local_experts.0.activation.glu");
+  CHECK(g.tensors[static_cast<std::size_t>(fc1)].bytes.value == kShare * 2 * kFfn * kBf16);
+  for (const std::int32_t t : {silu, sum, glu}) CHECK(g.tensors[static_cast<std::size_t>(t)].bytes.value == kShare * kFfn * kBf16);
+  sim::CheckpointSet moe;
+  moe.keep_inputs = sim::kMoe;
+  const auto script = sim::detail::module_script(g, moe);
+  std::vector<bool> live(static_cast<std::size_t>(script.slots()), false);
+  bool glu_made = false;
+  for (const auto& st : script.forward) {
+    if (st.kind == sim::detail::ModuleScript::Kind::alloc) {
+      live[static_cast<std::size_t>(st.slot)] = true;
+      if (st.slot == glu) {
+        glu_made = true;
+        CHECK(live[static_cast<std::size_t>(fc1)]);
+        CHECK(live[static_cast<std::size_t>(silu)]);
+        CHECK(live[static_cast<std::size_t>(sum)]);
+      }
+    } else if (st.kind == sim::detail::ModuleScript::Kind::free) {
+      live[static_cast<std::size_t>(st.slot)] = false;
+    }
+  }
+  REQUIRE(glu_made);
+  // Nothing of the expert is held for backward: the checkpoint keeps only the layer's inputs.
+  for (const std::int32_t t : {fc1, silu, sum, glu}) CHECK(std::find(script.held.begin(), script.held.end(), t) == script.held.end());
+}
+
+TEST_CASE("TEGroupedMLP under moe recompute: fc1's output outlives the activation until linear_fc2 is done", "[sim][moe]") {
+  // TEGroupedMLP.forward's local fc1_output keeps fc1's output until the forward returns (experts.py:795-905);
+  // without grad that is after linear_fc2 has made its output.
+  const auto g = moe_layer({"model.transformer_impl=\"transformer_engine\"", "model.moe_grouped_gemm=true",
+                            "model.attention_backend=\"auto\"", "cluster.transformer_engine_available=true"});
+  const auto index = [&g](const std::string& tail) {
+    const auto* t = test::named(g.tensors, tail);
+    REQUIRE(t);
+    return static_cast<std::int32_t>(t - g.tensors.data());
+  };
+  const std::int32_t fc1 = index("experts.linear_fc1.out"), fc2 = index("experts.linear_fc2.out");
+  CHECK(g.tensors[static_cast<std::size_t>(fc1)].bytes.value == kRows * 2 * 1408 * kBf16);
+  CHECK(g.tensors[static_cast<std::size_t>(fc2)].bytes.value == kRows * kHidden * kBf16);
+  sim::CheckpointSet moe;
+  moe.keep_inputs = sim::kMoe;
+  const auto script = sim::detail::module_script(g, moe);
+  bool fc1_live = false, fc2_made = false;
+  for (const auto& st : script.forward) {
+    if (st.slot == fc1) fc1_live = st.kind == sim::detail::ModuleScript::Kind::alloc;
+    if (st.slot == fc2 && st.kind == sim::detail::ModuleScript::Kind::alloc) {
+      fc2_made = true;
+      CHECK(fc1_live);
+    }
+  }
+  CHECK(fc2_made);
+  CHECK_FALSE(fc1_live);  // and freed before the layer's forward ends
+}

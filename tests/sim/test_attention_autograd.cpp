@@ -76,3 +76,32 @@ TEST_CASE("the masked scores' view costs three score-sized blocks ahead of the b
   // Neither the fp32 softmax (its input is a new fp32 tensor, not a view) nor TE's modules do this.
   CHECK(baddbmm(layer({"model.attention_softmax_in_fp32=true"})).backward_blocks.empty());
 }
+
+TEST_CASE("Megatron's default causal mask: fp32 ones and triu's fp32 copy alive together, then the bool mask", "[sim][attention]") {
+  // get_default_causal_mask (utils.py:37-39): torch.triu(torch.ones(s, s), diagonal=1).bool() on every forward.
+  constexpr std::int64_t kSquare = 2048LL * 2048 * 4, kMask = 2048LL * 2048;
+  const auto g = layer({});
+  const auto index = [&g](const std::string& tail) {
+    const auto* t = test::named(g.tensors, tail);
+    REQUIRE(t);
+    return static_cast<std::int32_t>(t - g.tensors.data());
+  };
+  const std::int32_t ones = index("causal_mask.ones"), upper = index("causal_mask.triu"), mask = index("causal_mask");
+  CHECK(g.tensors[static_cast<std::size_t>(ones)].bytes.value == kSquare);
+  CHECK(g.tensors[static_cast<std::size_t>(upper)].bytes.value == kSquare);
+  CHECK(g.tensors[static_cast<std::size_t>(mask)].bytes.value == kMask);
+  const auto script = sim::detail::module_script(g, sim::CheckpointSet{});
+  // The order of the five requests: +ones +triu -ones +mask -triu.
+  std::vector<std::string> seen;
+  for (const auto& st : script.forward) {
+    const char* name = st.slot == ones ? "ones" : st.slot == upper ? "triu" : st.slot == mask ? "mask" : nullptr;
+    if (name == nullptr) continue;
+    if (st.kind == sim::detail::ModuleScript::Kind::alloc) seen.push_back(std::string("+") + name);
+    if (st.kind == sim::detail::ModuleScript::Kind::free) seen.push_back(std::string("-") + name);
+  }
+  CHECK(seen == std::vector<std::string>{"+ones", "+triu", "-ones", "+mask", "-triu"});
+  // The mask is saved for the backward (masked_fill_), the two fp32 squares are not.
+  CHECK(std::find(script.held.begin(), script.held.end(), mask) != script.held.end());
+  CHECK(std::find(script.held.begin(), script.held.end(), ones) == script.held.end());
+  CHECK(std::find(script.held.begin(), script.held.end(), upper) == script.held.end());
+}

@@ -253,8 +253,10 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   }
   int back = expert_out;
   if (sorts) {
+    // routed_experts_compute's local dispatched_input (the sorted rows) lives until it returns, after
+    // combine_preprocess has sorted the output back (moe_layer.py:532-570).
     back = b.tensor("combine.unsorted", b.act(R, w));
-    b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .region = moe_region, .movement = true});
+    b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .keep = {expert_in}, .region = moe_region, .movement = true});
   }
   b.routed_rows(-1, 0);
   if (m.moe_expert_capacity_factor && m.moe_pad_expert_input_to_capacity)  // padded to capacity: rows fixed
@@ -266,9 +268,17 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   // postprocess (moe_layer.py:583-585): fc2_latent_proj, TELinear(latent, h) duplicated over TP (:285-296),
   // back to [T, h]; it saves the unpermuted [T, latent] for its wgrad.
   const int out = m.moe_latent_size ? b.linear("fc2_latent_proj", unpermuted, w, h, Parallel::none, moe_region, T) : unpermuted;
-  if (shared_out < 0) return out;
+  // custom_forward's locals hidden_states (rebound to preprocess's permuted rows) and dispatched_input (the
+  // dispatch's received rows) hold both until the layer's forward returns (moe_layer.py:651-692), with or
+  // without grad (traced: layout_fake_ep8_moonlight4_moe_r0, both freed after the shared experts' sum).
+  const auto hold_locals = [&] { g.ops.back().keeps_alive.insert(g.ops.back().keeps_alive.end(), {permuted, received}); };
+  if (shared_out < 0) {
+    hold_locals();
+    return out;
+  }
   const int sum = b.tensor("moe.output", b.act(T, h));
   b.op("moe.add_shared", {.in = {out, shared_out}, .out = {sum}, .region = moe_region, .passthrough = true});
+  hold_locals();
   return sum;
 }
 

@@ -171,3 +171,45 @@ TEST_CASE("TEGroupedMLP under moe recompute: fc1's output outlives the activatio
   CHECK(fc2_made);
   CHECK_FALSE(fc1_live);  // and freed before the layer's forward ends
 }
+
+TEST_CASE("MoE layer: custom_forward's locals keep the permuted and received rows to the layer's end, the sorted rows to the sort back", "[sim][moe]") {
+  // moe_layer.py:651-692: hidden_states is rebound to preprocess's permuted rows and dispatched_input to the
+  // dispatch's received rows; routed_experts_compute's dispatched_input (the rows sorted by expert) lives until it
+  // returns after combine_preprocess. Sizes: 24576 rows x 2048 bf16 each.
+  const auto g = moe_layer();
+  const auto index = [&g](const std::string& tail) {
+    const auto* t = test::named(g.tensors, tail);
+    REQUIRE(t);
+    return static_cast<std::int32_t>(t - g.tensors.data());
+  };
+  const std::int32_t permuted = index("dispatch.permuted_tokens"), received = index("dispatch.received"), sorted = index("dispatch.sorted"),
+                     unsorted = index("combine.unsorted"), unpermuted = index("combine.unpermuted");
+  for (const std::int32_t t : {permuted, received, sorted}) CHECK(g.tensors[static_cast<std::size_t>(t)].bytes.value == kRows * kHidden * kBf16);
+  for (const bool recompute : {false, true}) {
+    sim::CheckpointSet ckpt;
+    if (recompute) ckpt.keep_inputs = sim::kMoe;
+    const auto script = sim::detail::module_script(g, ckpt);
+    std::vector<bool> live(static_cast<std::size_t>(script.slots()), false);
+    bool checked_unsorted = false, checked_unpermuted = false;
+    for (const auto& st : script.forward) {
+      if (st.kind == sim::detail::ModuleScript::Kind::alloc) {
+        live[static_cast<std::size_t>(st.slot)] = true;
+        if (st.slot == unsorted) {
+          checked_unsorted = true;
+          CHECK(live[static_cast<std::size_t>(sorted)]);
+        }
+        if (st.slot == unpermuted) {
+          checked_unpermuted = true;
+          CHECK(live[static_cast<std::size_t>(permuted)]);
+          CHECK(live[static_cast<std::size_t>(received)]);
+          // Without grad it went when routed_experts_compute returned; with grad the experts' fc1 saved views of it.
+          CHECK(live[static_cast<std::size_t>(sorted)] == !recompute);
+        }
+      } else if (st.kind == sim::detail::ModuleScript::Kind::free) {
+        live[static_cast<std::size_t>(st.slot)] = false;
+      }
+    }
+    CHECK(checked_unsorted);
+    CHECK(checked_unpermuted);
+  }
+}

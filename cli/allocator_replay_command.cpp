@@ -19,6 +19,7 @@ struct ReplayArgs {
   std::string trace;
   std::optional<std::string> alloc_conf;
   bool json = false;
+  bool segments = false;
 };
 
 double gb(Bytes b) { return static_cast<double>(b.value) / 1e9; }
@@ -46,6 +47,32 @@ void print_text(const std::string& trace, const calibration::MeasuredStreamRepla
     std::printf("note: %lld frees of blocks allocated before the recording began were skipped\n", static_cast<long long>(r.unmatched_frees));
   for (const auto& u : r.unmodelled) std::printf("note: option %s is accepted by torch but not modelled\n", u.c_str());
 }
+
+double mib(Bytes b) { return static_cast<double>(b.value) / (1 << 20); }
+
+// One line per allocation that made a segment in the model or in the recorded run, in stream order.
+void print_segments(const calibration::MeasuredStreamReplay& r) {
+  std::printf("\nallocation  request MiB   model segment MiB   recorded segment MiB\n");
+  std::size_t i = 0, j = 0;
+  const auto& m = r.model_segments;
+  const auto& t = r.recorded_segments;
+  while (i < m.size() || j < t.size()) {
+    const std::int64_t a = std::min(i < m.size() ? m[i].allocation : INT64_MAX, j < t.size() ? t[j].allocation : INT64_MAX);
+    const bool in_model = i < m.size() && m[i].allocation == a, in_run = j < t.size() && t[j].allocation == a;
+    const Bytes request = in_model ? m[i].request : t[j].request;
+    std::printf("%10lld  %11.2f   ", static_cast<long long>(a), mib(request));
+    if (in_model) std::printf("%17.2f   ", mib(m[i++].segment));
+    else std::printf("%17s   ", "-");
+    if (in_run) std::printf("%20.2f\n", mib(t[j++].segment));
+    else std::printf("%20s\n", "-");
+  }
+}
+
+nlohmann::json segments_json(const std::vector<calibration::MeasuredStreamReplay::NewSegment>& v) {
+  auto out = nlohmann::json::array();
+  for (const auto& s : v) out.push_back({{"allocation", s.allocation}, {"request_bytes", s.request.value}, {"segment_bytes", s.segment.value}});
+  return out;
+}
 }  // namespace
 
 Runner add_allocator_replay_command(CLI::App& app) {
@@ -54,6 +81,8 @@ Runner add_allocator_replay_command(CLI::App& app) {
   sub->add_option("TRACE", args->trace, "calibration/harness/alloc_trace.py's JSON document (decompressed)")->required()->check(kSpecPath);
   sub->add_option("--alloc-conf", args->alloc_conf, "PYTORCH_CUDA_ALLOC_CONF to replay under (default: the recorded run's)");
   sub->add_flag("--json", args->json, "Print the result as JSON");
+  sub->add_flag("--segments", args->segments,
+                "Also list the allocations that made a segment, the model's beside the recorded run's (the trace's \"s\" events)");
   return [args] {
     const auto text = read_input("allocator-replay", args->trace, kMaxDataBytes);
     if (!text) return kExitInvalidInput;
@@ -69,9 +98,10 @@ Runner add_allocator_replay_command(CLI::App& app) {
     }
     if (!args->json) {
       print_text(args->trace, *r);
+      if (args->segments) print_segments(*r);
       return kExitOk;
     }
-    const nlohmann::json j = {{"trace", args->trace},
+    nlohmann::json j = {{"trace", args->trace},
                               {"case", r->case_name},
                               {"alloc_conf", r->alloc_conf},
                               {"recorded_alloc_conf", r->recorded_alloc_conf},
@@ -83,6 +113,10 @@ Runner add_allocator_replay_command(CLI::App& app) {
                               {"recorded_reserved_peak_bytes", r->measured_reserved_peak.value},
                               {"recorded_segments_end", r->measured_segments_end},
                               {"unmodelled_alloc_conf_options", r->unmodelled}};
+    if (args->segments) {
+      j["model_segments"] = segments_json(r->model_segments);
+      j["recorded_segments"] = segments_json(r->recorded_segments);
+    }
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   };

@@ -37,6 +37,7 @@ std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& tr
   model::CachingAllocatorModel allocator(conf.settings);
   std::unordered_map<std::int64_t, model::CachingAllocatorModel::Handle> live;
   std::unordered_map<std::int64_t, int> streams;  // torch's stream handles, numbered in order of appearance
+  Bytes pending_segment{0};                        // a recorded segment waiting for the request it serves
   for (std::size_t k = 0; k < doc["events"].size(); ++k) {
     const auto& e = doc["events"][k];
     if (!e.is_array() || e.size() < 4 || !e[0].is_string() || !e[1].is_number_integer() || !e[2].is_number_integer() ||
@@ -56,8 +57,15 @@ std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& tr
         return std::nullopt;
       }
       const auto stream = streams.try_emplace(e[3].get<std::int64_t>(), static_cast<int>(streams.size())).first->second;
-      live[id] = allocator.allocate(Bytes{e[1].get<std::int64_t>()}, stream);
+      const Bytes request{e[1].get<std::int64_t>()};
+      const Bytes before = allocator.reserved();
+      live[id] = allocator.allocate(request, stream);
+      if (allocator.reserved().value > before.value) r.model_segments.push_back({r.allocations, request, allocator.reserved() - before});
+      if (pending_segment.value > 0) r.recorded_segments.push_back({r.allocations, request, pending_segment});
+      pending_segment = Bytes{0};
       ++r.allocations;
+    } else if (code == "s") {
+      pending_segment = Bytes{e[1].get<std::int64_t>()};
     } else if (code == "f") {
       const auto it = live.find(id);
       if (it == live.end()) {

@@ -122,14 +122,25 @@ int CachingAllocatorModel::get_free_block(int stream, std::int64_t size, bool sm
   return i;
 }
 
+// The address of a new cudaMalloc'd segment (kTopDownSegmentBytes): large ones downwards from a high base, the
+// others upwards from a low one. Only the order of addresses matters: it breaks best fit's ties.
+std::int64_t CachingAllocatorModel::segment_address(std::int64_t bytes) {
+  if (bytes >= kTopDownSegmentBytes) {
+    next_high_address_ -= bytes;
+    return next_high_address_;
+  }
+  const std::int64_t address = next_address_;
+  next_address_ += bytes;
+  return address;
+}
+
 // A new segment (cudaMalloc of the allocation size), or, with expandable segments, new pages.
 int CachingAllocatorModel::alloc_block(int stream, std::int64_t size, bool small) {
   if (settings_.expandable_segments) return try_allocate_expandable_block(stream, small, size);
   const std::int64_t bytes = allocation_size(size);
   if (!fits_device(bytes)) return -1;
   Block b;
-  b.ptr = next_address_;
-  next_address_ += bytes;
+  b.ptr = segment_address(bytes);
   b.size = bytes;
   b.stream = stream;
   b.small = small;
@@ -238,8 +249,7 @@ void CachingAllocatorModel::add_free_segment(Bytes bytes) {
   if (bytes.value <= 0) return;
   const std::int64_t size = round_size(bytes.value, settings_);
   Block b;
-  b.ptr = next_address_;
-  next_address_ += size;
+  b.ptr = segment_address(size);
   b.size = size;
   grow_reserved(size);
   ++segments_;

@@ -38,23 +38,24 @@ calibration::MeasuredStreamReplay replay(const std::string& name) {
 
 TEST_CASE("the allocator model reserves what torch reserved on the measured streams", "[calibration][allocator]") {
   // Dense, core_attn and full recompute, MLA, two MoE, fake PP2 both stages, seq 8192, the deferred
-  // output-layer wgrad, GPT-3 PP2 last stage, fake EP8 with MoE recompute: byte for byte.
+  // output-layer wgrad (also under sequence parallelism), GPT-3 PP2 last stage, fake EP8 with MoE recompute:
+  // byte for byte, and each segment made by the same request as torch made it ("s" events). The segment order
+  // is what fitted kTopDownSegmentBytes (caching_allocator.hpp): with increasing addresses for every segment the
+  // sequence-parallel and the grouped-MoE streams were off by 0.54 GB and 17 MB.
   for (const char* name : {"trace_dense_gqa8b_none_r0", "trace_dense_gqa8b_core_attn_r0", "trace_full_gqa8b_uniform_1_r0",
-                           "trace_mla_noq_none_r0", "trace_moe_moonlight4_none_r0", "trace_layout_fake_pp2_gqa8b_none_r0_r0",
-                           "trace_layout_fake_pp2_gqa8b_none_r1_r1", "trace_scaling_gqa2b_seq8192_mbs1_r0",
-                           "defer_pp2_gqa8b_all_r1_r1", "defer_pp2_gqa8b_fusion_r1_r1", "fam_gpt3_pp2_sel_empty_r1_r1",
-                           "layout_fake_ep8_moonlight4_moe_r0_r0"}) {
+                           "trace_mla_noq_none_r0", "trace_moe_moonlight4_none_r0", "trace_moe_gqa_moe_r0",
+                           "trace_layout_fake_pp2_gqa8b_none_r0_r0", "trace_layout_fake_pp2_gqa8b_none_r1_r1",
+                           "trace_scaling_gqa2b_seq8192_mbs1_r0", "defer_pp2_gqa8b_all_r1_r1", "defer_pp2_gqa8b_fusion_r1_r1",
+                           "defer_tp2sp_pp2_gqa8b_all_r2_r1", "fam_gpt3_pp2_sel_empty_r1_r1", "layout_fake_ep8_moonlight4_moe_r0_r0"}) {
     INFO(name);
     const auto r = replay(name);
     CHECK(r.reserved_peak == r.measured_reserved_peak);
     CHECK(r.segments_end == r.measured_segments_end);
+    REQUIRE(r.recorded_segments.size() == r.model_segments.size());
+    for (std::size_t k = 0; k < r.model_segments.size(); ++k) {
+      INFO("segment " << k);
+      CHECK(r.model_segments[k].allocation == r.recorded_segments[k].allocation);
+      CHECK(r.model_segments[k].segment == r.recorded_segments[k].segment);
+    }
   }
-  // Two are not exact, and why is not established (docs/caching-allocator.md): the sequence-parallel
-  // fake TP2 run reserved 0.54 GB (2.8 %) more than the model does on its stream, the grouped-MoE run
-  // 17 MB (0.07 %) less.
-  const auto sp = replay("defer_tp2sp_pp2_gqa8b_all_r2_r1");
-  CHECK(sp.reserved_peak.value < sp.measured_reserved_peak.value);
-  CHECK(sp.measured_reserved_peak.value - sp.reserved_peak.value < sp.measured_reserved_peak.value * 3 / 100);
-  const auto moe = replay("trace_moe_gqa_moe_r0");
-  CHECK(std::llabs(moe.reserved_peak.value - moe.measured_reserved_peak.value) < moe.measured_reserved_peak.value / 1000);
 }

@@ -27,6 +27,15 @@ struct MeasuredStreamReplay {
   // What torch reported at the end of the run (memory_stats / memory_snapshot).
   Bytes measured_reserved_peak{0};
   std::int64_t measured_segments_end = 0;
+  // Which requests made a segment: the model's (its reservation grew while serving the request), and the
+  // recorded run's ("s" events, each before the request it serves). `allocation` counts the stream's
+  // allocations from 0; a stream without "s" events (one from predict --allocator-trace) has none recorded.
+  struct NewSegment {
+    std::int64_t allocation = 0;
+    Bytes request{0};
+    Bytes segment{0};
+  };
+  std::vector<NewSegment> model_segments, recorded_segments;
 };
 
 // The trace's JSON text (alloc_trace.py's document, decompressed), replayed under `alloc_conf`, or

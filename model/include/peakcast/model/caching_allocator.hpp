@@ -25,8 +25,10 @@
 //   cached memory unmaps whole free pages (unmap_block).
 // - free's deferral for blocks other streams used (insert_events / process_events): release_deferred,
 //   complete_deferred; release_cached_blocks synchronizes first (synchronize_and_free_events).
-// Not modelled: CUDA-graph private pools, garbage_collection_threshold
-// with a memory fraction, IPC, the cudaMalloc addresses themselves (segments get increasing ones).
+// - cudaMalloc's addresses, which decide the ties of best fit: the driver is not modelled, an observed rule is
+//   (segment_address): segments of kTopDownSegmentBytes or more get addresses downwards from a high base, smaller
+//   ones upwards from a low one. Fitted on the segment order of 16 measured streams (docs/caching-allocator.md).
+// Not modelled: CUDA-graph private pools, garbage_collection_threshold with a memory fraction, IPC.
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -116,6 +118,12 @@ class CachingAllocatorModel {
   static constexpr std::int64_t kLargeBuffer = 20 << 20;  // segment for requests under 10 MiB (and expandable page)
   static constexpr std::int64_t kMinLargeAlloc = 10 << 20;
   static constexpr std::int64_t kRoundLarge = 2 << 20;  // larger segments round up to this
+  // Segments from this size on take addresses downwards (segment_address). Fitted: on the 16 measured streams of
+  // calibration/data/diagnostics/alloc_traces_s16 and alloc_traces_s24 without CUDA graphs, replayed by
+  // `peakcast allocator-replay --segments`, every threshold from 113 to 448 MiB reproduces the order in which torch
+  // made its segments on all 16 and their reserved peaks exactly (increasing addresses: the order on 13, the
+  // reservations on 14; decreasing for all: 13 and 16); 256 MiB is a round value inside that range.
+  static constexpr std::int64_t kTopDownSegmentBytes = std::int64_t{256} << 20;
 
  private:
   struct Block {
@@ -171,7 +179,9 @@ class CachingAllocatorModel {
   std::vector<Expandable> expandables_;
   Pool small_, large_;
   std::multiset<std::int64_t> free_sizes_;  // sizes of the mapped free blocks
-  std::int64_t next_address_ = std::int64_t{1} << 40;
+  std::int64_t next_address_ = std::int64_t{1} << 40;        // the next small segment's (and expandable spans')
+  std::int64_t next_high_address_ = std::int64_t{1} << 46;   // the last large segment's
+  std::int64_t segment_address(std::int64_t bytes);
   std::int64_t allocated_ = 0, requested_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
   std::int64_t segments_ = 0, retries_ = 0, ooms_ = 0;
 };

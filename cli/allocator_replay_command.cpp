@@ -102,17 +102,17 @@ Runner add_allocator_replay_command(CLI::App& app) {
       return kExitOk;
     }
     nlohmann::json j = {{"trace", args->trace},
-                              {"case", r->case_name},
-                              {"alloc_conf", r->alloc_conf},
-                              {"recorded_alloc_conf", r->recorded_alloc_conf},
-                              {"allocations", r->allocations},
-                              {"unmatched_frees", r->unmatched_frees},
-                              {"reserved_peak_bytes", r->reserved_peak.value},
-                              {"allocated_peak_bytes", r->allocated_peak.value},
-                              {"segments_end", r->segments_end},
-                              {"recorded_reserved_peak_bytes", r->measured_reserved_peak.value},
-                              {"recorded_segments_end", r->measured_segments_end},
-                              {"unmodelled_alloc_conf_options", r->unmodelled}};
+                        {"case", r->case_name},
+                        {"alloc_conf", r->alloc_conf},
+                        {"recorded_alloc_conf", r->recorded_alloc_conf},
+                        {"allocations", r->allocations},
+                        {"unmatched_frees", r->unmatched_frees},
+                        {"reserved_peak_bytes", r->reserved_peak.value},
+                        {"allocated_peak_bytes", r->allocated_peak.value},
+                        {"segments_end", r->segments_end},
+                        {"recorded_reserved_peak_bytes", r->measured_reserved_peak.value},
+                        {"recorded_segments_end", r->measured_segments_end},
+                        {"unmodelled_alloc_conf_options", r->unmodelled}};
     if (args->segments) {
       j["model_segments"] = segments_json(r->model_segments);
       j["recorded_segments"] = segments_json(r->recorded_segments);

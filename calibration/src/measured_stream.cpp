@@ -37,7 +37,7 @@ std::optional<MeasuredStreamReplay> replay_measured_stream(const std::string& tr
   model::CachingAllocatorModel allocator(conf.settings);
   std::unordered_map<std::int64_t, model::CachingAllocatorModel::Handle> live;
   std::unordered_map<std::int64_t, int> streams;  // torch's stream handles, numbered in order of appearance
-  Bytes pending_segment{0};                        // a recorded segment waiting for the request it serves
+  Bytes pending_segment{0};                       // a recorded segment waiting for the request it serves
   for (std::size_t k = 0; k < doc["events"].size(); ++k) {
     const auto& e = doc["events"][k];
     if (!e.is_array() || e.size() < 4 || !e[0].is_string() || !e[1].is_number_integer() || !e[2].is_number_integer() ||

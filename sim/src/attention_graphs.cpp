@@ -219,7 +219,7 @@ int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, d
   // T5's decoder under the local spec is given the batch's causal mask, so none is built (fused_softmax.py:323-327).
   // TE's UnfusedDotProductAttention keeps one bool mask per shape in a dict (TE 2.16 softmax.py:21-35); it is
   // still modelled as the per-forward fp32 scratch here.
-  const int mask = c.causal_mask_given ? b.tensor("given_attention_mask", Bytes{}, false)
+  const int mask = c.causal_mask_given    ? b.tensor("given_attention_mask", Bytes{}, false)
                    : c.megatron_attention ? default_causal_mask(b, c.seq)
                                           : causal_mask(b, c.seq, c.seq);
   return torch_softmax(b, spec, scores, E, mask, double(c_seq_sq(b)));

@@ -253,8 +253,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   }
   int back = expert_out;
   if (sorts) {
-    // routed_experts_compute's local dispatched_input (the sorted rows) lives until it returns, after
-    // combine_preprocess has sorted the output back (moe_layer.py:532-570).
+    // routed_experts_compute's dispatched_input (sorted rows) lives until it returns, after this (moe_layer.py:532-570).
     back = b.tensor("combine.unsorted", b.act(R, w));
     b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .keep = {expert_in}, .region = moe_region, .movement = true});
   }
@@ -268,18 +267,15 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   // postprocess (moe_layer.py:583-585): fc2_latent_proj, TELinear(latent, h) duplicated over TP (:285-296),
   // back to [T, h]; it saves the unpermuted [T, latent] for its wgrad.
   const int out = m.moe_latent_size ? b.linear("fc2_latent_proj", unpermuted, w, h, Parallel::none, moe_region, T) : unpermuted;
-  // custom_forward's locals hidden_states (rebound to preprocess's permuted rows) and dispatched_input (the
-  // dispatch's received rows) hold both until the layer's forward returns (moe_layer.py:651-692), with or
-  // without grad (traced: layout_fake_ep8_moonlight4_moe_r0, both freed after the shared experts' sum).
-  const auto hold_locals = [&] { g.ops.back().keeps_alive.insert(g.ops.back().keeps_alive.end(), {permuted, received}); };
-  if (shared_out < 0) {
-    hold_locals();
-    return out;
+  // custom_forward's locals hold the permuted and the received rows until the layer's forward returns, with or without
+  // grad (moe_layer.py:651-692; traced on layout_fake_ep8_moonlight4_moe_r0: both freed after the shared experts' sum).
+  int result = out;
+  if (shared_out >= 0) {
+    result = b.tensor("moe.output", b.act(T, h));
+    b.op("moe.add_shared", {.in = {out, shared_out}, .out = {result}, .region = moe_region, .passthrough = true});
   }
-  const int sum = b.tensor("moe.output", b.act(T, h));
-  b.op("moe.add_shared", {.in = {out, shared_out}, .out = {sum}, .region = moe_region, .passthrough = true});
-  hold_locals();
-  return sum;
+  g.ops.back().keeps_alive.insert(g.ops.back().keeps_alive.end(), {permuted, received});
+  return result;
 }
 
 }  // namespace peakcast::sim::detail

@@ -94,7 +94,9 @@ TEST_CASE("Megatron's default causal mask: fp32 ones and triu's fp32 copy alive 
   // The order of the five requests: +ones +triu -ones +mask -triu.
   std::vector<std::string> seen;
   for (const auto& st : script.forward) {
-    const char* name = st.slot == ones ? "ones" : st.slot == upper ? "triu" : st.slot == mask ? "mask" : nullptr;
+    const char* name = st.slot == ones ? "ones" : st.slot == upper ? "triu"
+                                              : st.slot == mask    ? "mask"
+                                                                   : nullptr;
     if (name == nullptr) continue;
     if (st.kind == sim::detail::ModuleScript::Kind::alloc) seen.push_back(std::string("+") + name);
     if (st.kind == sim::detail::ModuleScript::Kind::free) seen.push_back(std::string("-") + name);

@@ -178,9 +178,9 @@ class CachingAllocatorModel {
   std::vector<int> deferred_;  // freed blocks waiting for another stream's events (release_deferred)
   std::vector<Expandable> expandables_;
   Pool small_, large_;
-  std::multiset<std::int64_t> free_sizes_;  // sizes of the mapped free blocks
-  std::int64_t next_address_ = std::int64_t{1} << 40;        // the next small segment's (and expandable spans')
-  std::int64_t next_high_address_ = std::int64_t{1} << 46;   // the last large segment's
+  std::multiset<std::int64_t> free_sizes_;                  // sizes of the mapped free blocks
+  std::int64_t next_address_ = std::int64_t{1} << 40;       // the next small segment's (and expandable spans')
+  std::int64_t next_high_address_ = std::int64_t{1} << 46;  // the last large segment's
   std::int64_t segment_address(std::int64_t bytes);
   std::int64_t allocated_ = 0, requested_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
   std::int64_t segments_ = 0, retries_ = 0, ooms_ = 0;

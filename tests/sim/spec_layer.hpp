@@ -3,6 +3,7 @@
 // and built into the layer graph the simulator builds for `layer`.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,14 @@ const Node* named(const std::vector<Node>& nodes, const std::string& tail) {
   for (const auto& n : nodes)
     if (ends_with(n.name, tail)) return &n;
   return nullptr;
+}
+
+// The index of the first tensor of `g` whose name ends with `tail` (a module script's slot for it); required to exist.
+inline std::int32_t tensor_index(const sim::LayerGraph& g, const std::string& tail) {
+  const auto* t = named(g.tensors, tail);
+  INFO(tail);
+  REQUIRE(t);
+  return static_cast<std::int32_t>(t - g.tensors.data());
 }
 
 }  // namespace peakcast::test

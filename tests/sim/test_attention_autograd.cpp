@@ -81,11 +81,7 @@ TEST_CASE("Megatron's default causal mask: fp32 ones and triu's fp32 copy alive 
   // get_default_causal_mask (utils.py:37-39): torch.triu(torch.ones(s, s), diagonal=1).bool() on every forward.
   constexpr std::int64_t kSquare = 2048LL * 2048 * 4, kMask = 2048LL * 2048;
   const auto g = layer({});
-  const auto index = [&g](const std::string& tail) {
-    const auto* t = test::named(g.tensors, tail);
-    REQUIRE(t);
-    return static_cast<std::int32_t>(t - g.tensors.data());
-  };
+  const auto index = [&g](const std::string& tail) { return test::tensor_index(g, tail); };
   const std::int32_t ones = index("causal_mask.ones"), upper = index("causal_mask.triu"), mask = index("causal_mask");
   CHECK(g.tensors[static_cast<std::size_t>(ones)].bytes.value == kSquare);
   CHECK(g.tensors[static_cast<std::size_t>(upper)].bytes.value == kSquare);

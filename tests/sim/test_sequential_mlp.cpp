@@ -13,6 +13,7 @@
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
+#include "script_walk.hpp"
 #include "sequential_mlp_spec.hpp"
 #include "spec_layer.hpp"
 
@@ -112,11 +113,7 @@ TEST_CASE("SequentialMLP under moe recompute: an expert's fc1 output lives until
   // expression, then fc1's output when the caller's variable is rebound (traced: layout_fake_ep8_moonlight4_moe_r0).
   const auto g = moe_layer();
   constexpr std::int64_t kShare = kRows / 8, kFfn = 1408;
-  const auto index = [&g](const std::string& tail) {
-    const auto* t = test::named(g.tensors, tail);
-    REQUIRE(t);
-    return static_cast<std::int32_t>(t - g.tensors.data());
-  };
+  const auto index = [&g](const std::string& tail) { return test::tensor_index(g, tail); };
   const std::int32_t fc1 = index("local_experts.0.linear_fc1.out"), silu = index("local_experts.0.activation.silu"),
                      sum = index("local_experts.0.activation.linear_plus_offset"), glu = index("local_experts.0.activation.glu");
   CHECK(g.tensors[static_cast<std::size_t>(fc1)].bytes.value == kShare * 2 * kFfn * kBf16);
@@ -124,21 +121,14 @@ TEST_CASE("SequentialMLP under moe recompute: an expert's fc1 output lives until
   sim::CheckpointSet moe;
   moe.keep_inputs = sim::kMoe;
   const auto script = sim::detail::module_script(g, moe);
-  std::vector<bool> live(static_cast<std::size_t>(script.slots()), false);
   bool glu_made = false;
-  for (const auto& st : script.forward) {
-    if (st.kind == sim::detail::ModuleScript::Kind::alloc) {
-      live[static_cast<std::size_t>(st.slot)] = true;
-      if (st.slot == glu) {
-        glu_made = true;
-        CHECK(live[static_cast<std::size_t>(fc1)]);
-        CHECK(live[static_cast<std::size_t>(silu)]);
-        CHECK(live[static_cast<std::size_t>(sum)]);
-      }
-    } else if (st.kind == sim::detail::ModuleScript::Kind::free) {
-      live[static_cast<std::size_t>(st.slot)] = false;
-    }
-  }
+  test::walk_forward(script, [&](std::int32_t slot, const std::vector<bool>& live) {
+    if (slot != glu) return;
+    glu_made = true;
+    CHECK(live[static_cast<std::size_t>(fc1)]);
+    CHECK(live[static_cast<std::size_t>(silu)]);
+    CHECK(live[static_cast<std::size_t>(sum)]);
+  });
   REQUIRE(glu_made);
   // Nothing of the expert is held for backward: the checkpoint keeps only the layer's inputs.
   for (const std::int32_t t : {fc1, silu, sum, glu}) CHECK(std::find(script.held.begin(), script.held.end(), t) == script.held.end());
@@ -149,11 +139,7 @@ TEST_CASE("TEGroupedMLP under moe recompute: fc1's output outlives the activatio
   // without grad that is after linear_fc2 has made its output.
   const auto g = moe_layer({"model.transformer_impl=\"transformer_engine\"", "model.moe_grouped_gemm=true",
                             "model.attention_backend=\"auto\"", "cluster.transformer_engine_available=true"});
-  const auto index = [&g](const std::string& tail) {
-    const auto* t = test::named(g.tensors, tail);
-    REQUIRE(t);
-    return static_cast<std::int32_t>(t - g.tensors.data());
-  };
+  const auto index = [&g](const std::string& tail) { return test::tensor_index(g, tail); };
   const std::int32_t fc1 = index("experts.linear_fc1.out"), fc2 = index("experts.linear_fc2.out");
   CHECK(g.tensors[static_cast<std::size_t>(fc1)].bytes.value == kRows * 2 * 1408 * kBf16);
   CHECK(g.tensors[static_cast<std::size_t>(fc2)].bytes.value == kRows * kHidden * kBf16);
@@ -177,11 +163,7 @@ TEST_CASE("MoE layer: custom_forward's locals keep the permuted and received row
   // dispatch's received rows; routed_experts_compute's dispatched_input (the rows sorted by expert) lives until it
   // returns after combine_preprocess. Sizes: 24576 rows x 2048 bf16 each.
   const auto g = moe_layer();
-  const auto index = [&g](const std::string& tail) {
-    const auto* t = test::named(g.tensors, tail);
-    REQUIRE(t);
-    return static_cast<std::int32_t>(t - g.tensors.data());
-  };
+  const auto index = [&g](const std::string& tail) { return test::tensor_index(g, tail); };
   const std::int32_t permuted = index("dispatch.permuted_tokens"), received = index("dispatch.received"), sorted = index("dispatch.sorted"),
                      unsorted = index("combine.unsorted"), unpermuted = index("combine.unpermuted");
   for (const std::int32_t t : {permuted, received, sorted}) CHECK(g.tensors[static_cast<std::size_t>(t)].bytes.value == kRows * kHidden * kBf16);
@@ -189,26 +171,20 @@ TEST_CASE("MoE layer: custom_forward's locals keep the permuted and received row
     sim::CheckpointSet ckpt;
     if (recompute) ckpt.keep_inputs = sim::kMoe;
     const auto script = sim::detail::module_script(g, ckpt);
-    std::vector<bool> live(static_cast<std::size_t>(script.slots()), false);
     bool checked_unsorted = false, checked_unpermuted = false;
-    for (const auto& st : script.forward) {
-      if (st.kind == sim::detail::ModuleScript::Kind::alloc) {
-        live[static_cast<std::size_t>(st.slot)] = true;
-        if (st.slot == unsorted) {
-          checked_unsorted = true;
-          CHECK(live[static_cast<std::size_t>(sorted)]);
-        }
-        if (st.slot == unpermuted) {
-          checked_unpermuted = true;
-          CHECK(live[static_cast<std::size_t>(permuted)]);
-          CHECK(live[static_cast<std::size_t>(received)]);
-          // Without grad it went when routed_experts_compute returned; with grad the experts' fc1 saved views of it.
-          CHECK(live[static_cast<std::size_t>(sorted)] == !recompute);
-        }
-      } else if (st.kind == sim::detail::ModuleScript::Kind::free) {
-        live[static_cast<std::size_t>(st.slot)] = false;
+    test::walk_forward(script, [&](std::int32_t slot, const std::vector<bool>& live) {
+      if (slot == unsorted) {
+        checked_unsorted = true;
+        CHECK(live[static_cast<std::size_t>(sorted)]);
       }
-    }
+      if (slot == unpermuted) {
+        checked_unpermuted = true;
+        CHECK(live[static_cast<std::size_t>(permuted)]);
+        CHECK(live[static_cast<std::size_t>(received)]);
+        // Without grad it went when routed_experts_compute returned; with grad the experts' fc1 saved views of it.
+        CHECK(live[static_cast<std::size_t>(sorted)] == !recompute);
+      }
+    });
     CHECK(checked_unsorted);
     CHECK(checked_unpermuted);
   }

@@ -387,7 +387,7 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
     const int ctx_raw = b.tensor("context", b.act(N, hq * hd));
     b.op("bmm", {.in = {probs, vx}, .out = {ctx_raw}, .save = {probs, vx}, .region = kCoreAttn, .flops = causal_flops, .backward_flops = 2 * causal_flops, .attention = true});
     // The raw scores stay referenced by locals until the attention forward returns.
-    b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
+    b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores, probs}, .region = kCoreAttn});
   }
   // core_attn's hooks cover the core attention call; it commits right after and force-frees query, key and value
   // (attention.py:1542-1598): value is a view of the fused QKV output, whose storage goes with it.
@@ -459,7 +459,7 @@ int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_
     int probs = attention_softmax(b, spec, scores, E, hq);
     const int ctx_raw = b.tensor("context", b.act(N, hq * vd));
     b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn, .flops = pv_flops, .backward_flops = 2 * pv_flops, .attention = true});
-    b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores}, .region = kCoreAttn});
+    b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores, probs}, .region = kCoreAttn});
   }
   // core_attn: the core call, force-freeing query, key and value at its commit (multi_latent_attention.py:380-432).
   b.offload_group(kOffCoreAttn, core_first, -1, {query, key, value});

@@ -16,6 +16,7 @@
 #include "peakcast/model/validate.hpp"
 #include "peakcast/sim/layer_graph.hpp"
 #include "peakcast/sim/module_graphs.hpp"
+#include "script_walk.hpp"
 #include "spec_layer.hpp"
 
 using namespace peakcast;
@@ -102,4 +103,24 @@ TEST_CASE("Megatron's default causal mask: fp32 ones and triu's fp32 copy alive 
   CHECK(std::find(script.held.begin(), script.held.end(), mask) != script.held.end());
   CHECK(std::find(script.held.begin(), script.held.end(), ones) == script.held.end());
   CHECK(std::find(script.held.begin(), script.held.end(), upper) == script.held.end());
+}
+
+TEST_CASE("core_attn recompute's first forward keeps the scores and the probabilities until the context is made", "[sim][attention]") {
+  // Without grad nothing is saved; DotProductAttention.forward's locals attention_scores and attention_probs live
+  // until it returns, after the context's permute (dot_product_attention.py). Both are [4 x 32, 2048, 2048] bf16.
+  const auto g = layer({});
+  const std::int32_t scores = test::tensor_index(g, "scores"), probs = test::tensor_index(g, "softmax.out"),
+                     ctx = test::tensor_index(g, "core_attention.out");
+  CHECK(g.tensors[static_cast<std::size_t>(scores)].bytes.value == kScores);
+  CHECK(g.tensors[static_cast<std::size_t>(probs)].bytes.value == kScores);
+  sim::CheckpointSet core;
+  core.keep_inputs = sim::kCoreAttn;
+  bool made = false;
+  test::walk_forward(sim::detail::module_script(g, core), [&](std::int32_t slot, const std::vector<bool>& live) {
+    if (slot != ctx) return;
+    made = true;
+    CHECK(live[static_cast<std::size_t>(scores)]);
+    CHECK(live[static_cast<std::size_t>(probs)]);
+  });
+  CHECK(made);
 }

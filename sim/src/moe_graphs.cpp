@@ -213,6 +213,7 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
     expert_in = b.tensor("dispatch.sorted", b.act(R, w));
     b.op("dispatch.sort_chunks", {.in = {received}, .out = {expert_in}, .region = moe_region, .movement = true});
   }
+  const int dispatched = expert_in;  // routed_experts_compute's dispatched_input: lives to the sort back (moe_layer.py:532-570)
   const bool grouped = m.moe_grouped_gemm && c.te;
   if (m.moe_apply_probs_on_input) {
     // experts.py:782-790 (grouped) and :1329-1338 (SequentialMLP): the probabilities scale the rows before
@@ -253,9 +254,8 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   }
   int back = expert_out;
   if (sorts) {
-    // routed_experts_compute's dispatched_input (sorted rows) lives until it returns, after this (moe_layer.py:532-570).
     back = b.tensor("combine.unsorted", b.act(R, w));
-    b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .keep = {expert_in}, .region = moe_region, .movement = true});
+    b.op("combine.sort_chunks", {.in = {expert_out}, .out = {back}, .keep = {dispatched}, .region = moe_region, .movement = true});
   }
   b.routed_rows(-1, 0);
   if (m.moe_expert_capacity_factor && m.moe_pad_expert_input_to_capacity)  // padded to capacity: rows fixed

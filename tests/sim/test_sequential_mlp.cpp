@@ -189,3 +189,21 @@ TEST_CASE("MoE layer: custom_forward's locals keep the permuted and received row
     CHECK(checked_unpermuted);
   }
 }
+
+TEST_CASE("MoE layer with probabilities on the input: the sort back keeps the sorted rows, not the scaled ones", "[sim][moe]") {
+  // routed_experts_compute's dispatched_input is the sorted rows; the experts' scaled copy (experts.py:1329-1338) is
+  // their own local, gone when they return.
+  const auto g = moe_layer({"model.moe_router_topk=1", "model.moe_router_pre_softmax=true", "model.moe_apply_probs_on_input=true"});
+  const std::int32_t sorted = test::tensor_index(g, "dispatch.sorted"), scaled = test::tensor_index(g, "experts.probs_on_input"),
+                     unsorted = test::tensor_index(g, "combine.unsorted");
+  sim::CheckpointSet moe;
+  moe.keep_inputs = sim::kMoe;
+  bool made = false;
+  test::walk_forward(sim::detail::module_script(g, moe), [&](std::int32_t slot, const std::vector<bool>& live) {
+    if (slot != unsorted) return;
+    made = true;
+    CHECK(live[static_cast<std::size_t>(sorted)]);
+    CHECK_FALSE(live[static_cast<std::size_t>(scaled)]);
+  });
+  CHECK(made);
+}

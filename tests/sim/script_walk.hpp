@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "module_script.hpp"
+#include "peakcast/sim/layer_graph.hpp"
 
 namespace peakcast::test {
 
@@ -20,6 +21,18 @@ void walk_forward(const sim::detail::ModuleScript& script, AtAlloc&& at_alloc) {
       live[static_cast<std::size_t>(st.slot)] = false;
     }
   }
+}
+
+// The live slots right after `slot`'s first allocation in the forward of `g` under `regions` recomputed (mechanism 1,
+// the checkpoint keeps the regions' inputs); empty if it is never allocated.
+inline std::vector<bool> live_at_alloc(const sim::LayerGraph& g, std::uint32_t regions, std::int32_t slot) {
+  sim::CheckpointSet ckpt;
+  ckpt.keep_inputs = regions;
+  std::vector<bool> at;
+  walk_forward(sim::detail::module_script(g, ckpt), [&](std::int32_t s, const std::vector<bool>& live) {
+    if (s == slot && at.empty()) at = live;
+  });
+  return at;
 }
 
 }  // namespace peakcast::test

@@ -113,14 +113,8 @@ TEST_CASE("core_attn recompute's first forward keeps the scores and the probabil
                      ctx = test::tensor_index(g, "core_attention.out");
   CHECK(g.tensors[static_cast<std::size_t>(scores)].bytes.value == kScores);
   CHECK(g.tensors[static_cast<std::size_t>(probs)].bytes.value == kScores);
-  sim::CheckpointSet core;
-  core.keep_inputs = sim::kCoreAttn;
-  bool made = false;
-  test::walk_forward(sim::detail::module_script(g, core), [&](std::int32_t slot, const std::vector<bool>& live) {
-    if (slot != ctx) return;
-    made = true;
-    CHECK(live[static_cast<std::size_t>(scores)]);
-    CHECK(live[static_cast<std::size_t>(probs)]);
-  });
-  CHECK(made);
+  const auto live = test::live_at_alloc(g, sim::kCoreAttn, ctx);
+  REQUIRE_FALSE(live.empty());
+  CHECK(live[static_cast<std::size_t>(scores)]);
+  CHECK(live[static_cast<std::size_t>(probs)]);
 }

@@ -196,14 +196,8 @@ TEST_CASE("MoE layer with probabilities on the input: the sort back keeps the so
   const auto g = moe_layer({"model.moe_router_topk=1", "model.moe_router_pre_softmax=true", "model.moe_apply_probs_on_input=true"});
   const std::int32_t sorted = test::tensor_index(g, "dispatch.sorted"), scaled = test::tensor_index(g, "experts.probs_on_input"),
                      unsorted = test::tensor_index(g, "combine.unsorted");
-  sim::CheckpointSet moe;
-  moe.keep_inputs = sim::kMoe;
-  bool made = false;
-  test::walk_forward(sim::detail::module_script(g, moe), [&](std::int32_t slot, const std::vector<bool>& live) {
-    if (slot != unsorted) return;
-    made = true;
-    CHECK(live[static_cast<std::size_t>(sorted)]);
-    CHECK_FALSE(live[static_cast<std::size_t>(scaled)]);
-  });
-  CHECK(made);
+  const auto live = test::live_at_alloc(g, sim::kMoe, unsorted);
+  REQUIRE_FALSE(live.empty());
+  CHECK(live[static_cast<std::size_t>(sorted)]);
+  CHECK_FALSE(live[static_cast<std::size_t>(scaled)]);
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 27 device call (issue #22): allocator event streams (alloc_trace.py) of the corpus cases whose replayed
-# reservation moved most when the simulated stream took two traced facts (glu's fc1 output kept until the product
-# under no grad; get_default_causal_mask's fp32 ones and triu copy), and two more runs of
+# reservation moved most when the simulated stream took session 27's traced facts (Python locals keeping glu's fc1
+# output, the MoE layer's rows and the attention probabilities alive; get_default_causal_mask's fp32 ones and triu
+# copy), which are also the held-out streams for the allocator's address rule, and two more runs of
 # layout_fake_ep8_moonlight4_moe_r0 for its run-to-run spread. Predictions first: calibration/data/predictions/s27_traces.md.
 # Run from the checkout's root with .megatron (git archive of the pinned megatron/core) carried; all goes to $OUT.
 set -o pipefail

@@ -43,7 +43,7 @@ bool write_allocator_trace(const std::string& path, const model::RunSpec& spec, 
   j["capacity_bytes"] = p.capacity.value;
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : p.ranks) {
-    nlohmann::json x{{"pp_rank", r.rank.pp_rank}, {"events", r.allocator_trace}};
+    nlohmann::json x{{"pp_rank", r.rank.pp_rank}, {"events", r.allocator_trace}, {"where", r.allocator_trace_where}};
     if (r.allocator) x["peak_reserved_bytes"] = r.allocator->peak_reserved.value - r.reserved_outside_allocated.value;
     if (r.allocator) x["peak_allocated_bytes"] = r.allocator->peak_allocated.value;
     if (r.allocator) x["pass_starts"] = r.allocator->pass_starts;

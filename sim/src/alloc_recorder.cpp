@@ -8,7 +8,7 @@
 namespace peakcast::sim::detail {
 
 const ModuleScript& ScriptCache::get(const LayerGraph& g, const CheckpointSet& ckpt) {
-  const auto key = std::make_tuple(&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module);
+  const auto key = std::make_tuple(&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module, ckpt.keep_output_grad);
   auto it = scripts_.find(key);
   if (it == scripts_.end()) it = scripts_.emplace(key, module_script(g, ckpt)).first;
   return it->second;
@@ -50,6 +50,9 @@ int AllocRecorder::alloc(Bytes bytes, std::int16_t row_group, std::int16_t row_g
   handle_.push_back(h);
   bytes_.push_back(bytes);
   if (setup_.trace) setup_.trace->push_back(bytes.value);
+  if (setup_.trace_where)
+    setup_.trace_where->push_back((where_name_ ? *where_name_ + " " : std::string()) + where_phase_ + " it" +
+                                  std::to_string(iteration_) + (where_tensor_.empty() ? "" : ": " + where_tensor_));
   const int id = static_cast<int>(handle_.size()) - 1;
   if (setup_.routing_sigma > 0) routed_.push_back({bytes.value, id, row_group, row_groups, instance_});
   return id;
@@ -129,10 +132,16 @@ void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>&
 }  // namespace
 
 // A script over slot -> tensor id.
-void AllocRecorder::play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep) {
+void AllocRecorder::play(const ModuleScript& sc, const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots,
+                         int keep_slot, int also_keep) {
   play_script(
       steps, slots, keep_slot, also_keep,
-      [this](const ModuleScript::Step& st) { return alloc(Bytes{st.bytes}, st.row_group, st.row_groups); },
+      [this, &sc](const ModuleScript::Step& st) {
+        if (setup_.trace_where) where_tensor_ = slot_name(sc, st.slot);
+        const int id = alloc(Bytes{st.bytes}, st.row_group, st.row_groups);
+        where_tensor_.clear();
+        return id;
+      },
       [this](int id, bool param_grad) { param_grad ? free_param_grad(id) : free(id); }, [this] { backward_started(); });
 }
 

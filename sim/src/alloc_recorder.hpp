@@ -6,6 +6,7 @@
 // micro-batches that repeat its steady state). Private to peakcast_sim.
 #include <map>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -26,7 +27,7 @@ class ScriptCache {
   const ModuleScript& get(const LayerGraph& g, const CheckpointSet& ckpt);
 
  private:
-  std::map<std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool>, ModuleScript> scripts_;
+  std::map<std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool, bool>, ModuleScript> scripts_;
 };
 
 // Everything besides the chunks: the allocator's settings and the blocks the walk holds in `base`.
@@ -48,8 +49,9 @@ struct ReplaySetup {
   bool deallocate_outputs = true;
   std::int64_t deferral_limit = 0;
   ScriptCache* scripts = nullptr;
-  std::vector<std::int64_t>* trace = nullptr;  // RankPrediction::allocator_trace, when recorded
-  double routing_sigma = 0;                    // > 0: keep the routed request stream for routing_band()
+  std::vector<std::int64_t>* trace = nullptr;       // RankPrediction::allocator_trace, when recorded
+  std::vector<std::string>* trace_where = nullptr;  // with trace: each request's module, phase and tensor
+  double routing_sigma = 0;                         // > 0: keep the routed request stream for routing_band()
 };
 
 class AllocRecorder {
@@ -86,7 +88,8 @@ class AllocRecorder {
   void free_param_grad(int id);
   void free_all(std::vector<int>& ids);
   Bytes bytes_of(int id) const { return id >= 0 ? bytes_[static_cast<std::size_t>(id)] : Bytes{}; }
-  void play(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep = -1);
+  void play(const ModuleScript& sc, const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot,
+            int also_keep = -1);
   bool capture_layer_graphs();
   void capture_at_schedule_end();
   void play_in_pool(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots);
@@ -109,7 +112,8 @@ class AllocRecorder {
   void forward_group(const Segment& s, int& flow, Kept& k);
   int backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k);
   int backward_group(const Segment& s, int grad, Kept& k);
-  int backward_part(const Segment::Part& part, std::vector<int>& slots, int grad, std::vector<int>* deferred = nullptr);
+  int backward_part(const Segment::Part& part, std::vector<int>& slots, int grad, std::vector<int>* deferred = nullptr,
+                    int* callers_grad = nullptr);
   void prefetch(Kept& k);
   // The layer instance the next requests belong to (routing_band.hpp).
   void at(int c, int mb, std::size_t module) {
@@ -144,6 +148,7 @@ class AllocRecorder {
   bool graphed_ = false, whole_graph_ = false, workspaces_taken_ = false, graph_static_taken_ = false;
   const std::string* where_name_ = nullptr;
   const char* where_phase_ = "setup";
+  std::string where_tensor_;  // the script slot being allocated, named (trace_where only)
   std::int64_t requested_ = 0;
   AllocatorReplay out_;
   std::vector<RoutedRequest> routed_;  // with routing_sigma: every request and free, in order

@@ -31,7 +31,7 @@ void AllocRecorder::forward_plain(const Segment& s, std::size_t i, bool input_ke
   if (in >= 0) k.slots[static_cast<std::size_t>(in)] = flow;
   else free(flow);
   const bool input_held = in >= 0 && std::find(sc.held.begin(), sc.held.end(), in) != sc.held.end();
-  play(sc.forward, k.slots, input_kept && !input_held ? in : -1);
+  play(sc, sc.forward, k.slots, input_kept && !input_held ? in : -1);
   flow = sc.output >= 0 ? k.slots[static_cast<std::size_t>(sc.output)] : -1;
   if (sc.output >= 0) k.slots[static_cast<std::size_t>(sc.output)] = -1;
   // What stays: the held slots, the input the schedule keeps; anything else alive goes now.
@@ -60,7 +60,7 @@ void AllocRecorder::forward_group(const Segment& s, int& flow, Kept& k) {
     const ModuleScript& sc = setup_.scripts->get(*part.graph, whole);
     std::vector<int> slots(static_cast<std::size_t>(sc.slots()), -1);
     if (!sc.inputs.empty()) slots[static_cast<std::size_t>(sc.inputs.front())] = cur;
-    play(sc.forward, slots, -1);
+    play(sc, sc.forward, slots, -1);
     const int out = sc.output >= 0 ? slots[static_cast<std::size_t>(sc.output)] : -1;
     if (sc.output >= 0) slots[static_cast<std::size_t>(sc.output)] = -1;
     for (int& id : slots) {  // the part's input (held by the checkpoint) and anything left
@@ -149,7 +149,8 @@ void AllocRecorder::prefetch(Kept& k) {
 // With `deferred` (the output layer under defer_embedding_wgrad_compute): its input and its logits'
 // gradient are not freed but appended there, as the layer's backward appends them to its deferral
 // buffers (tensor_parallel/layers.py:603-606) until the pipeline flush.
-int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& slots, int grad, std::vector<int>* deferred) {
+int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& slots, int grad, std::vector<int>* deferred,
+                                 int* callers_grad) {
   const ModuleScript& sc = setup_.scripts->get(*part.graph, part.ckpt);
   if (sc.output_grad) {
     if (grad < 0) grad = alloc(Bytes{part.graph->tensors[static_cast<std::size_t>(sc.output)].bytes});  // the loss's ones
@@ -160,7 +161,7 @@ int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& sl
   const bool defers = deferred && part.graph->deferred_input >= 0;
   const int kept_input = defers ? part.graph->deferred_input : -1;
   const int kept_grad = defers ? sc.grad(part.graph->deferred_output) : -1;
-  play(sc.backward, slots, kept_input, kept_grad);
+  play(sc, sc.backward, slots, kept_input, kept_grad);
   if (defers) {
     for (const int slot : {kept_input, kept_grad}) {
       int& id = slots[static_cast<std::size_t>(slot)];
@@ -173,6 +174,10 @@ int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& sl
     int& g = slots[static_cast<std::size_t>(sc.grad(sc.inputs.front()))];
     out = g;
     g = -1;
+  }
+  if (callers_grad && sc.kept_output_grad >= 0) {  // keep_output_grad: the caller frees it
+    *callers_grad = slots[static_cast<std::size_t>(sc.kept_output_grad)];
+    slots[static_cast<std::size_t>(sc.kept_output_grad)] = -1;
   }
   for (int& id : slots) {
     free(id);
@@ -230,16 +235,20 @@ int AllocRecorder::backward_group(const Segment& s, int grad, Kept& k) {
     slots.assign(static_cast<std::size_t>(sc.slots()), -1);
     if (!sc.inputs.empty()) slots[static_cast<std::size_t>(sc.inputs.front())] = cur;
     at_part(p);
-    play(sc.forward, slots, -1);
+    play(sc, sc.forward, slots, -1);
     cur = sc.output >= 0 ? slots[static_cast<std::size_t>(sc.output)] : -1;
     if (sc.output >= 0) slots[static_cast<std::size_t>(sc.output)] = -1;
   }
-  free(cur);  // the replay's output: only its gradient matters now
-  int g = grad;
+  // CheckpointFunction.backward keeps the replay's output (`outputs`) and the group's output gradient (`args`)
+  // until torch.autograd.backward returns (random.py:648-664): the last layer's script hands the latter back.
+  const int replay_output = cur;
+  int g = grad, callers_grad = -1;
   for (std::size_t p = s.parts.size(); p-- > 0;) {
     at_part(p);
-    g = backward_part(s.parts[p], k.parts[p], g);
+    g = backward_part(s.parts[p], k.parts[p], g, nullptr, &callers_grad);
   }
+  free(callers_grad);
+  free(replay_output);
   free_all(k.owned);
   if (s.carried_weight_grad.value > 0) carried_.push_back(alloc(s.carried_weight_grad));
   return g;

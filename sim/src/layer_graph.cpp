@@ -242,6 +242,7 @@ class BackwardPass {
       grad_alive_[g_.output] = true;
       grad_bytes_[g_.output] = g_.tensors[g_.output].gradient_bytes().value;
       live_ += grad_bytes_[g_.output];
+      if (ckpt_.keep_output_grad) pinned_ = g_.output;
     }
     for (std::size_t r = 0; r < reload_.size(); ++r) {  // reloaded ahead of this backward
       if (offload_ == nullptr || (offload_->prefetched & lt_.reloads[r].group) == 0) continue;
@@ -329,8 +330,12 @@ class BackwardPass {
   void op_backward(const OpNode& op) {
     std::int64_t new_grads = 0, accumulate = 0;
     std::int64_t handed_over = 0;
+    int handed_from = -1, handed_to = -1, summed_pinned = -1;
     for (int o : op.outputs)
-      if (grad_alive_[o]) handed_over += grad_bytes_[o];
+      if (grad_alive_[o]) {
+        handed_over += grad_bytes_[o];
+        if (handed_from < 0) handed_from = o;
+      }
     bool handed = false;
     for (int t : op.inputs) {
       if (!g_.tensors[t].requires_grad) continue;
@@ -341,9 +346,11 @@ class BackwardPass {
           grad_bytes_[t] = b;
           new_grads += b;
         }  // an alias becomes a real sum
+        if (t == pinned_) summed_pinned = t;
       } else if (op.grad_passthrough) {
         grad_alive_[t] = true;
         grad_bytes_[t] = handed ? 0 : std::min(b, handed_over);
+        if (!handed) handed_to = t;
         handed = true;
       } else {
         grad_alive_[t] = true;
@@ -355,11 +362,22 @@ class BackwardPass {
     if (op.backward_scratch_first) peak_ = std::max(peak_, live_ + ws);
     peak_ = std::max(peak_, live_ + new_grads + accumulate + (op.backward_scratch_first ? 0 : ws));
     live_ += new_grads;
+    // keep_output_grad: a sum into the caller's block is a new block beside it (module_script.cpp's Writer).
+    if (summed_pinned >= 0) {
+      live_ += grad_bytes_[summed_pinned];
+      pinned_ = -1;
+    }
     for (int o : op.outputs) {
       if (!grad_alive_[o]) continue;
       grad_alive_[o] = false;
       // Bytes handed to an input by a pass-through stay allocated under the input's name.
-      if (!(op.grad_passthrough && handed)) live_ -= grad_bytes_[o];
+      if (op.grad_passthrough && handed) {
+        if (o == pinned_) pinned_ = o == handed_from ? handed_to : -1;
+      } else if (o == pinned_) {
+        pinned_ = -1;  // the caller's block stays allocated
+      } else {
+        live_ -= grad_bytes_[o];
+      }
       grad_bytes_[o] = 0;
     }
   }
@@ -420,6 +438,7 @@ class BackwardPass {
   std::vector<std::int64_t> grad_bytes_;
   std::vector<std::uint8_t> reload_;
   std::int64_t live_ = 0, peak_ = 0;
+  int pinned_ = -1;  // keep_output_grad: the tensor whose gradient is the caller's block
   std::uint32_t replayed_regions_ = 0;
 };
 

@@ -213,11 +213,17 @@ void Walker::backward_replay_group(const Segment& s, Bytes kept_bytes, int mb, i
       fwd, Phase::backward, [&] { return s.name + ".replay"; }, s.layer, mb, c);
   clock += s.replay_s + s.backward_s;
   activations += replayed;
+  // CheckpointFunction.backward (random.py:648-664) keeps the replay's output (`outputs`) and the group's output
+  // gradient (`args`, b.carry) until torch.autograd.backward returns; an earlier layer's output gradient (the
+  // next one's input gradient) is alive beside them, the last layer's profile keeps the group's.
+  activations += s.output_bytes;
   for (std::size_t k = s.parts.size(); k-- > 0;) {
+    const Bytes flowing = k + 1 < s.parts.size() ? s.parts[k + 1].input_bytes : Bytes{};
     touch(
-        s.parts[k].backward_excess, Phase::backward, [&] { return s.name + ".backward"; }, s.layer + static_cast<int>(k), mb, c);
+        s.parts[k].backward_excess + flowing, Phase::backward, [&] { return s.name + ".backward"; }, s.layer + static_cast<int>(k), mb, c);
     activations -= s.parts[k].held;
   }
+  activations -= s.output_bytes;
   if (s.distributed_input) activations -= kept_bytes - s.held;  // nothing else, as kept holds only the slice
   else activations -= kept_bytes - s.input_bytes;               // what the checkpoint kept beside its first input
   activations += s.carried_weight_grad;

@@ -26,6 +26,7 @@ struct Writer {
 
   void alloc(std::int32_t slot, std::int64_t bytes) {
     if (bytes <= 0) return;
+    unpin(slot);
     ModuleScript::Step st{Kind::alloc, slot, -1, bytes};
     if (slot < 2 * n) {  // a tensor's value or gradient, not an op's scratch
       const TensorNode& t = g.tensors[static_cast<std::size_t>(slot < n ? slot : slot - n)];
@@ -34,8 +35,23 @@ struct Writer {
     }
     out->push_back(st);
   }
-  void free(std::int32_t slot) { out->push_back({Kind::free, slot, -1, 0}); }
-  void move(std::int32_t slot, std::int32_t from) { out->push_back({Kind::move, slot, from, 0}); }
+  // keep_output_grad: the slot holding the output gradient's block, which the module never frees: where it would
+  // free it, or put another block in its slot, the block goes to s.kept_output_grad instead.
+  std::int32_t pinned = -1;
+  void unpin(std::int32_t slot) {
+    if (slot != pinned || slot < 0) return;
+    out->push_back({Kind::move, s.kept_output_grad, slot, 0});
+    pinned = -1;
+  }
+  void free(std::int32_t slot) {
+    if (slot == pinned) return unpin(slot);
+    out->push_back({Kind::free, slot, -1, 0});
+  }
+  void move(std::int32_t slot, std::int32_t from) {
+    unpin(slot);
+    out->push_back({Kind::move, slot, from, 0});
+    if (from == pinned) pinned = slot;
+  }
   void workspace(Bytes b) {
     if (b.value <= 0) return;
     alloc(scratch(), b.value);
@@ -213,6 +229,7 @@ void write_backward(Writer& w, const CheckpointSet& ckpt) {
     st.grad_block[static_cast<std::size_t>(w.g.output)] = true;
   }
   w.out = &w.s.backward;
+  if (w.s.kept_output_grad >= 0) w.pinned = w.s.grad(w.g.output);
   if (ckpt.whole_module && !w.g.ops.empty()) write_replay(w, st, [](const OpNode&) { return true; });
   std::uint32_t replayed_regions = 0;
   for (int i = static_cast<int>(w.g.ops.size()) - 1; i >= 0; --i) {
@@ -244,12 +261,14 @@ ModuleScript module_script(const LayerGraph& g, const CheckpointSet& ckpt) {
   ModuleScript s;
   s.tensors = static_cast<std::int32_t>(g.tensors.size());
   s.output = g.output;
+  s.graph = &g;
   for (std::size_t t = 0; t < g.tensors.size(); ++t) {
     if (g.tensors[t].external) s.inputs.push_back(static_cast<std::int32_t>(t));
     if (lt.held[t]) s.held.push_back(static_cast<std::int32_t>(t));
   }
   s.output_grad = g.output >= 0 && g.tensors[static_cast<std::size_t>(g.output)].requires_grad;
   for (const auto& op : g.ops) s.scratch_blocks = std::max(s.scratch_blocks, static_cast<std::int32_t>(scratch_blocks(op).size()));
+  if (ckpt.keep_output_grad && s.output_grad) s.kept_output_grad = 2 * s.tensors + 1 + s.scratch_blocks;
   Writer w{g, lt, s, nullptr, s.tensors};
   write_forward(w);
   write_backward(w, ckpt);
@@ -290,6 +309,17 @@ ScriptExcess script_excess(const ModuleScript& s, const LayerGraph& g) {
   if (s.output_grad) live_bytes[static_cast<std::size_t>(s.grad(s.output))] = g.tensors[static_cast<std::size_t>(s.output)].bytes.value;
   e.backward = run(s.backward);
   return e;
+}
+
+std::string slot_name(const ModuleScript& s, std::int32_t slot) {
+  const std::int32_t n = s.tensors;
+  const auto name = [&](std::int32_t t) { return s.graph ? s.graph->tensors[static_cast<std::size_t>(t)].name : "tensor " + std::to_string(t); };
+  if (slot < n) return name(slot);
+  if (slot < 2 * n) return "grad " + name(slot - n);
+  if (slot == 2 * n) return "scratch";
+  if (slot == 2 * n + 1) return "grad sum";
+  if (slot == s.kept_output_grad) return "grad " + name(s.output) + " (the caller's)";
+  return "scratch " + std::to_string(slot - 2 * n - 1);
 }
 
 }  // namespace peakcast::sim::detail

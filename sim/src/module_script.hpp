@@ -3,6 +3,7 @@
 // caching-allocator replay: the same lifetimes as its profile (layer_graph.cpp), tensor by tensor.
 // Private to peakcast_sim.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "peakcast/sim/layer_graph.hpp"
@@ -10,7 +11,8 @@
 namespace peakcast::sim::detail {
 
 // Slots: t < n is tensor t's value, n + t its gradient, 2n the running op's scratch, 2n + 1 a
-// gradient sum being formed, 2n + 2 + k the (k+1)-th further block of a backward's scratch.
+// gradient sum being formed, 2n + 2 + k the (k+1)-th further block of a backward's scratch, then (with
+// keep_output_grad) the output gradient's block the caller holds.
 struct ModuleScript {
   // move: `slot` takes over `from`'s block; workspaces: the run's first backward GEMM is here, where
   // PyTorch's autograd thread creates its cuBLAS workspaces (the recorder's, once a run; no slot)
@@ -31,17 +33,24 @@ struct ModuleScript {
     std::int16_t row_groups = 0;
   };
   std::vector<Step> forward, backward;
-  std::int32_t tensors = 0;          // n
-  std::vector<std::int32_t> inputs;  // external tensor slots (alive when the forward starts)
-  std::int32_t output = -1;          // handed to the next module at the forward's end
-  std::vector<std::int32_t> held;    // alive from the forward's end to the backward
-  bool output_grad = false;          // the backward starts with slot n + output alive
-  std::int32_t scratch_blocks = 1;   // the most blocks one op's backward scratch takes
-  std::int32_t slots() const { return 2 * tensors + 1 + scratch_blocks; }
+  std::int32_t tensors = 0;           // n
+  std::vector<std::int32_t> inputs;   // external tensor slots (alive when the forward starts)
+  std::int32_t output = -1;           // handed to the next module at the forward's end
+  std::vector<std::int32_t> held;     // alive from the forward's end to the backward
+  bool output_grad = false;           // the backward starts with slot n + output alive
+  std::int32_t scratch_blocks = 1;    // the most blocks one op's backward scratch takes
+  const LayerGraph* graph = nullptr;  // the graph it was written from (slot_name)
+  // CheckpointSet::keep_output_grad: the last slot, where the output gradient's block goes when the module lets go
+  // of it (the caller frees it); -1 without.
+  std::int32_t kept_output_grad = -1;
+  std::int32_t slots() const { return 2 * tensors + 1 + scratch_blocks + (kept_output_grad >= 0 ? 1 : 0); }
   std::int32_t grad(std::int32_t t) const { return tensors + t; }
 };
 
 ModuleScript module_script(const LayerGraph& g, const CheckpointSet& ckpt);
+
+// What a slot holds, by the graph's tensor names: "name", "grad name", "scratch", "grad sum", "scratch k".
+std::string slot_name(const ModuleScript& s, std::int32_t slot);
 
 // The script's largest live bytes above its start, forward and backward (the start: the inputs;
 // the held tensors and the output gradient): equal to the profile's excesses (tested).

@@ -8,7 +8,7 @@ namespace peakcast::sim::detail {
 
 const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt,
                                     const OffloadContext* offload) {
-  ProfileKey key{&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module, offload ? offload->key() : std::vector<std::int64_t>{}};
+  ProfileKey key{&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module, ckpt.keep_output_grad, offload ? offload->key() : std::vector<std::int64_t>{}};
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(std::move(key), profile_module(g, ckpt, offload)).first;
   return it->second;
@@ -52,11 +52,18 @@ Segment group_segment(ProfileCache& cache, const std::vector<const LayerGraph*>&
   CheckpointSet none{};
   CheckpointSet whole{};
   whole.whole_module = true;
-  for (const LayerGraph* g : graphs) {
-    const ModuleProfile& p = cached_profile(cache, *g, none);
+  // CheckpointFunction.backward (random.py:629-664) holds the group's output gradient (`args`) and the replay's
+  // output (`outputs`) until torch.autograd.backward returns: the last layer runs with its output gradient kept.
+  CheckpointSet last{};
+  last.keep_output_grad = true;
+  for (std::size_t k = 0; k < graphs.size(); ++k) {
+    const LayerGraph* g = graphs[k];  // layers of one shape share a graph: the last is known by its place
+    const CheckpointSet& ckpt = k + 1 == graphs.size() ? last : none;
+    const ModuleProfile& p = cached_profile(cache, *g, ckpt);
     const ModuleProfile& q = cached_profile(cache, *g, whole);  // no-grad forward: transient only
     s.parts.push_back({p.held, p.backward_peak_excess, p.input_bytes, q.forward_peak_excess, true});
     s.parts.back().graph = g;
+    s.parts.back().ckpt = ckpt;
     s.forward_peak_excess = max(s.forward_peak_excess, q.forward_peak_excess);
     s.forward_work += p.forward_work;
     s.backward_flops += p.backward_flops;

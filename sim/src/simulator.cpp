@@ -374,7 +374,10 @@ RankPrediction Predictor::Impl::predict_rank(const model::RunSpec& policy, const
     static_tensors = model::static_allocations(policy, pd, plan_stage, rs.rank);
     detail::ReplaySetup rsetup = replay_setup(policy, pd, setup, sm, static_tensors, capacity, ws);
     rsetup.rotary_caches = rotary_caches;
-    if (options.record_allocator_trace) rsetup.trace = &rp.allocator_trace;
+    if (options.record_allocator_trace) {
+      rsetup.trace = &rp.allocator_trace;
+      rsetup.trace_where = &rp.allocator_trace_where;
+    }
     rsetup.captured = &stage.captured;
     // The routing band replays the eager stream alone: not under CUDA graphs, whose pools the recorder keeps apart.
     const bool graphs = policy.model.cuda_graph_impl != model::CudaGraphImpl::none;

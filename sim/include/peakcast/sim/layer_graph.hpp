@@ -162,6 +162,10 @@ struct CheckpointSet {
   std::uint32_t keep_inputs = 0;     // mechanism-1 regions active
   std::uint32_t discard_output = 0;  // mechanism-2 regions active
   bool whole_module = false;         // full recompute: only the module input is kept
+  // The caller holds the output's gradient until the backward ends (a full-recompute group's last layer:
+  // CheckpointFunction.backward's `args`, random.py:629-664): the block stays allocated where the module would
+  // free it or sum into it.
+  bool keep_output_grad = false;
 };
 
 // Fine-grained activation offloading of one module instance (a micro-batch's pass through it) as the offload

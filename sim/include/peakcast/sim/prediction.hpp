@@ -83,6 +83,8 @@ struct RankPrediction {
   // With PredictOptions::record_allocator_trace: the replayed requests in order, a request as its
   // bytes (> 0), a free as -(n + 1) for the n-th request (0-based): what the replay fed the model.
   std::vector<std::int64_t> allocator_trace;
+  // Beside it, one per request: the module, phase, iteration and (inside a module's script) the tensor.
+  std::vector<std::string> allocator_trace_where;
   double replay_flops = 0;  // per iteration
   double step_time_s = 0;
   double replay_time_s = 0;

@@ -1,5 +1,5 @@
-// Self-attention (attention.py SelfAttention) and multi-latent attention (multi_latent_attention.py):
-// the fused and the unfused cores, RoPE, the output gate.
+// Self-attention (attention.py SelfAttention): the fused and the unfused cores, RoPE, the output gate; the softmax
+// and RoPE pieces multi-latent attention shares (mla_graphs.cpp).
 #include "module_blocks.hpp"
 
 #include <algorithm>
@@ -206,8 +206,6 @@ int padding_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, dou
   return masked;
 }
 
-namespace {
-
 // The unfused attention's softmax over the scores: the fused kernel when the module's rules allow it
 // for these shapes, else forward_torch_softmax (fused_softmax.py:299-342) with the causal mask it
 // builds; returns the probabilities the context bmm saves.
@@ -239,6 +237,8 @@ int rope_cos_sin(GraphBuilder& b, const model::ModelSpec& m, std::int64_t rot_di
 bool proj_saves_original_input(const model::RunSpec& spec, const ShapeContext& c) {
   return c.te && c.fp8 && spec.model.fp8_recipe != model::Fp8Recipe::delayed;
 }
+
+namespace {
 
 // Query and key as get_query_key_value_tensors leaves them (attention.py:1863-1924): views of the fused
 // QKV output split per query group, except that reshaping the query from [s, b, groups, heads/group x hd]
@@ -404,71 +404,6 @@ int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::De
   const std::size_t proj_first = b.graph().ops.size();
   const int out = row_linear(b, m, "linear_proj", proj_in, hq * hd, h, kNoRegion, proj_saves_original_input(spec, c));
   b.offload_group(kOffAttnProj, proj_first, -1, {proj_in});
-  return out;
-}
-
-// Multi-latent attention (multi_latent_attention.py MLASelfAttention).
-int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_norm, LayerGraph& g) {
-  const ShapeContext& c = b.ctx();
-  const auto& m = spec.model;
-  const std::int64_t N = c.tokens, Nl = c.local_tokens, h = c.hidden;
-  const std::int64_t hq = m.num_attention_heads / c.tp;
-  const std::int64_t qk = m.qk_head_dim, rope = m.qk_pos_emb_head_dim, vd = m.v_head_dim;
-  const bool ln_kind = m.normalization == model::Normalization::layer_norm;
-  const int ln = norm(b, separate_norm ? "input_layernorm" : "input_layernorm(fused)", x, Nl, h, ln_kind,
-                      separate_norm ? kInputNorm : kNoRegion);
-  const std::size_t qkv_first = b.graph().ops.size();
-  int q = -1;
-  if (m.q_lora_rank) {
-    const std::int64_t r = *m.q_lora_rank;
-    const int qd = b.linear("linear_q_down_proj", ln, h, r, Parallel::none, kNoRegion, Nl);
-    const int qn = norm(b, "q_layernorm", qd, Nl, r, ln_kind, kNoRegion);
-    q = b.linear("linear_q_up_proj", qn, r, hq * (qk + rope), Parallel::column, kMlaUpProj);
-  } else {
-    q = b.linear("linear_q_proj", ln, h, hq * (qk + rope), Parallel::column, kMlaUpProj);
-  }
-  const int kvd = b.linear("linear_kv_down_proj", ln, h, m.kv_lora_rank + rope, Parallel::none, kNoRegion, Nl);
-  const int kvn = norm(b, "kv_layernorm", kvd, Nl, m.kv_lora_rank, ln_kind, kNoRegion);
-  const int kv = b.linear("linear_kv_up_proj", kvn, m.kv_lora_rank, hq * (qk + vd), Parallel::column, kMlaUpProj);
-  const int query = b.tensor("query", b.act(N, hq * (qk + rope)));
-  const int key = b.tensor("key", b.act(N, hq * (qk + rope)));
-  const int value = b.tensor("value", b.act(N, hq * vd));
-  const int cs = rope_cos_sin(b, m, rope);  // for the Q and the K rotation
-  b.op("rope_q", {.in = {q}, .out = {query, cs}, .save = {cs}, .region = kMlaUpProj, .flops = 6.0 * N * hq * rope});
-  // The positional key is gathered under SP, rotated, expanded per head and concatenated.
-  b.op("rope_k_cat", {.in = {kv, kvd}, .out = {key}, .region = kMlaUpProj, .flops = 6.0 * N * rope});
-  b.op("value_contiguous", {.in = {kv}, .out = {value}, .region = kMlaUpProj});
-  // qkv_linear's hooks cover get_query_key_value_tensors, the down and up projections with their norms and RoPE (or
-  // the mla_up_proj checkpoint); it commits right after, force-freeing the norm output (multi_latent_attention.py:343-352).
-  b.offload_group(kOffQkvLinear, qkv_first, -1, {ln});
-  const int ctx = b.tensor("core_attention.out", b.act(N, hq * vd));
-  const double flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope + vd) * 0.5;
-  const std::size_t core_first = b.graph().ops.size();
-  int core = -1;
-  if (c.fused_attention) {
-    const int lse = b.tensor("core_attention.softmax_lse", Bytes{c.batch * hq * c.seq * kFp32}, false, kFp32);
-    core = b.op("core_attention", {.in = {query, key, value}, .out = {ctx, lse}, .save = {query, key, value, ctx, lse}, .region = kCoreAttn, .flops = flops, .backward_flops = 2.5 * flops, .attention = true, .fused_attention = true});
-  } else {
-    const double E = double(c.batch) * hq * c.seq * c.seq;
-    const auto e = [&](std::int64_t bytes) { return Bytes{checked_count(E)} * bytes; };
-    const int scores = b.tensor("scores", e(c.act_bytes));
-    // The unfused batched GEMMs compute every (q, k) pair, masked or not: no causal halving.
-    const double qk_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * (qk + rope);
-    const double pv_flops = 2.0 * c.batch * hq * double(c.seq) * c.seq * vd;
-    core = b.op("baddbmm", {.in = {query, key}, .out = {scores}, .save = {query, key}, .region = kCoreAttn, .flops = qk_flops, .backward_flops = 2 * qk_flops, .attention = true});
-    int probs = attention_softmax(b, spec, scores, E, hq);
-    const int ctx_raw = b.tensor("context", b.act(N, hq * vd));
-    b.op("bmm", {.in = {probs, value}, .out = {ctx_raw}, .save = {probs, value}, .region = kCoreAttn, .flops = pv_flops, .backward_flops = 2 * pv_flops, .attention = true});
-    b.op("context_permute", {.in = {ctx_raw}, .out = {ctx}, .keep = {scores, probs}, .region = kCoreAttn});
-  }
-  // core_attn: the core call, force-freeing query, key and value at its commit (multi_latent_attention.py:380-432).
-  b.offload_group(kOffCoreAttn, core_first, -1, {query, key, value});
-  // mla_up_proj discards Q, K, V after core attention; they come back after linear_proj's dgrad.
-  g.discards.push_back({kMlaUpProj, {query, key, value}, core});
-  // attn_proj: linear_proj, force-freeing its input (multi_latent_attention.py:463-466).
-  const std::size_t proj_first = b.graph().ops.size();
-  const int out = b.linear("linear_proj", ctx, hq * vd, h, Parallel::row, kNoRegion, -1, true, proj_saves_original_input(spec, c));
-  b.offload_group(kOffAttnProj, proj_first, -1, {ctx});
   return out;
 }
 

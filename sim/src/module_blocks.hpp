@@ -83,6 +83,13 @@ int padding_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, dou
 // pre-cross-attention norm's output; returns linear_proj's output (its bias left to the bias-dropout-add).
 int cross_attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x);
 
+// The unfused core's softmax over the scores (the fused kernel where the module's rules allow it, else
+// forward_torch_softmax with its causal mask); returns the probabilities the context bmm saves.
+int attention_softmax(GraphBuilder& b, const model::RunSpec& spec, int scores, double E, std::int64_t np);
+// The unfused RoPE's saved cos and sin, [s, 1, 1, rot] in the activation dtype, four per layer (0 bytes fused).
+int rope_cos_sin(GraphBuilder& b, const model::ModelSpec& m, std::int64_t rot_dim);
+// Under FP8 with a recipe other than delayed scaling linear_proj saves its bf16 input.
+bool proj_saves_original_input(const model::RunSpec& spec, const ShapeContext& c);
 int attention_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived& d, int x, bool separate_norm);
 int mla_block(GraphBuilder& b, const model::RunSpec& spec, int x, bool separate_norm, LayerGraph& g);
 // DeepSeek sparse attention (dsa_graphs.cpp): its own input norm, AbsorbedMLA and DSAttention; `computes_topk`: the

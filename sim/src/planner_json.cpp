@@ -30,22 +30,6 @@ json layout_json(const PlanLayout& l) {
           {"label", describe(l)}};
 }
 
-json choice_json(const RecomputeChoice& c) {
-  using G = model::RecomputeGranularity;
-  json mods = json::array();
-  for (const auto t : c.modules) mods.push_back(model::to_string(t));
-  return {{"recompute_granularity", c.granularity == G::full        ? json("full")
-                                    : c.granularity == G::selective ? json("selective")
-                                                                    : json(nullptr)},
-          {"recompute_modules", std::move(mods)},
-          {"recompute_method", c.method == model::RecomputeMethod::uniform ? json("uniform")
-                               : c.method == model::RecomputeMethod::block ? json("block")
-                                                                           : json(nullptr)},
-          {"recompute_num_layers", optional_json(c.num_layers)},
-          {"cpu_offloading", c.cpu_offloading},
-          {"cpu_offloading_num_layers", c.cpu_offloading_num_layers}};
-}
-
 json entry_json(const PlanEntry& e, std::size_t index) {
   json ranks = json::array();
   for (const auto& r : e.ranks)
@@ -60,7 +44,7 @@ json entry_json(const PlanEntry& e, std::size_t index) {
           {"near_tie", e.near_tie},
           {"layout", layout_json(e.layout)},
           {"policy", e.policy},
-          {"recompute", choice_json(e.choice)},
+          {"recompute", detail::recompute_choice_json(e.choice)},
           {"verdict", std::move(verdict)},
           {"capacity_bytes", e.capacity.value},
           {"max_peak_allocated_bytes", e.max_peak_allocated.value},

@@ -3,12 +3,11 @@
 
 #include "peakcast/sim/ranking.hpp"
 #include "peakcast/sim/verdict.hpp"
+#include "verdict_json.hpp"
 
 namespace peakcast::sim {
 
-namespace {
-
-nlohmann::json choice_json(const RecomputeChoice& c) {
+nlohmann::json detail::recompute_choice_json(const RecomputeChoice& c) {
   nlohmann::json j;
   using G = model::RecomputeGranularity;
   j["recompute_granularity"] = c.granularity == G::full        ? nlohmann::json("full")
@@ -26,8 +25,10 @@ nlohmann::json choice_json(const RecomputeChoice& c) {
   return j;
 }
 
+namespace {
+
 nlohmann::json candidate_json(const RankedCandidate& c) {
-  nlohmann::json j = choice_json(c.choice);
+  nlohmann::json j = detail::recompute_choice_json(c.choice);
   j["label"] = c.label;
   j["viable"] = c.viable;
   j["verdict"] = to_string(c.verdict);
@@ -68,7 +69,7 @@ std::string to_json(const Ranking& r) {
   j["candidates"] = std::move(cands);
   nlohmann::json rejected = nlohmann::json::array();
   for (const auto& x : r.rejected) {
-    nlohmann::json e = choice_json(x.choice);
+    nlohmann::json e = detail::recompute_choice_json(x.choice);
     e["label"] = describe(x.choice);
     e["rejected_by_megatron"] = x.reason;
     rejected.push_back(std::move(e));

@@ -8,7 +8,7 @@
 namespace peakcast::sim::detail {
 
 const ModuleScript& ScriptCache::get(const LayerGraph& g, const CheckpointSet& ckpt) {
-  const auto key = std::make_tuple(&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module, ckpt.keep_output_grad);
+  const auto key = std::make_tuple(&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module, ckpt.keep_output_grad, ckpt.retains_moe_input);
   auto it = scripts_.find(key);
   if (it == scripts_.end()) it = scripts_.emplace(key, module_script(g, ckpt)).first;
   return it->second;
@@ -19,7 +19,7 @@ AllocRecorder::AllocRecorder(const std::vector<ChunkModel>& chunks, const Replay
   pool_.set_capacity(0);  // the verdict sets the pool and the cache together against the device
   kept_.resize(chunks.size() * static_cast<std::size_t>(std::max(1, setup.microbatches)));
   retained_.resize(chunks.size());
-  for (std::size_t c = 0; c < chunks.size(); ++c) retained_[c].assign(chunks[c].segments.size(), -1);
+  for (std::size_t c = 0; c < chunks.size(); ++c) retained_[c].assign(chunks[c].segments.size(), {});
 }
 
 int AllocRecorder::alloc(Bytes bytes, std::int16_t row_group, std::int16_t row_groups) {
@@ -98,9 +98,9 @@ namespace {
 
 // A module script over slot -> id, through `allocate(step) -> id` and `release(id, param_grad)` (which
 // ignores id < 0); a free of `keep_slot` or `also_keep` is skipped (the caller keeps that tensor).
-template <class Allocate, class Release, class Workspaces>
-void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot, int also_keep,
-                 Allocate&& allocate, Release&& release, Workspaces&& workspaces) {
+template <class Steps, class Allocate, class Release, class Workspaces>
+void play_script(const Steps& steps, std::vector<int>& slots, int keep_slot, int also_keep, Allocate&& allocate,
+                 Release&& release, Workspaces&& workspaces) {
   for (const auto& st : steps) {
     if (st.kind == ModuleScript::Kind::workspaces) {
       workspaces();
@@ -132,7 +132,7 @@ void play_script(const std::vector<ModuleScript::Step>& steps, std::vector<int>&
 }  // namespace
 
 // A script over slot -> tensor id.
-void AllocRecorder::play(const ModuleScript& sc, const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots,
+void AllocRecorder::play(const ModuleScript& sc, std::span<const ModuleScript::Step> steps, std::vector<int>& slots,
                          int keep_slot, int also_keep) {
   play_script(
       steps, slots, keep_slot, also_keep,

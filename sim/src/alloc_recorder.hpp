@@ -6,6 +6,7 @@
 // micro-batches that repeat its steady state). Private to peakcast_sim.
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -27,7 +28,7 @@ class ScriptCache {
   const ModuleScript& get(const LayerGraph& g, const CheckpointSet& ckpt);
 
  private:
-  std::map<std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool, bool>, ModuleScript> scripts_;
+  std::map<std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool, bool, bool>, ModuleScript> scripts_;
 };
 
 // Everything besides the chunks: the allocator's settings and the blocks the walk holds in `base`.
@@ -88,7 +89,7 @@ class AllocRecorder {
   void free_param_grad(int id);
   void free_all(std::vector<int>& ids);
   Bytes bytes_of(int id) const { return id >= 0 ? bytes_[static_cast<std::size_t>(id)] : Bytes{}; }
-  void play(const ModuleScript& sc, const std::vector<ModuleScript::Step>& steps, std::vector<int>& slots, int keep_slot,
+  void play(const ModuleScript& sc, std::span<const ModuleScript::Step> steps, std::vector<int>& slots, int keep_slot,
             int also_keep = -1);
   bool capture_layer_graphs();
   void capture_at_schedule_end();
@@ -108,12 +109,12 @@ class AllocRecorder {
   Run backward_begin(int c, int mb);
   void backward_module(Run& b, std::size_t i);
   void backward_end(Run& b);
-  void forward_plain(const Segment& s, std::size_t i, bool input_kept, int& flow, Kept& k);
+  void forward_plain(const Segment& s, std::vector<int>& retained, bool input_kept, int& flow, Kept& k);
   void forward_group(const Segment& s, int& flow, Kept& k);
-  int backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k);
+  int backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k, std::vector<int>& retained);
   int backward_group(const Segment& s, int grad, Kept& k);
   int backward_part(const Segment::Part& part, std::vector<int>& slots, int grad, std::vector<int>* deferred = nullptr,
-                    int* callers_grad = nullptr);
+                    int* callers_grad = nullptr, std::vector<int>* retained = nullptr);
   void prefetch(Kept& k);
   // The layer instance the next requests belong to (routing_band.hpp).
   void at(int c, int mb, std::size_t module) {
@@ -140,7 +141,7 @@ class AllocRecorder {
   std::vector<int> handle_;   // tensor id -> allocator handle (-1: freed)
   std::vector<Bytes> bytes_;  // tensor id -> requested bytes
   std::vector<KeptChunk> kept_;
-  std::vector<std::vector<int>> retained_;
+  std::vector<std::vector<std::vector<int>>> retained_;  // (chunk, segment): blocks kept past its backward
   std::vector<int> carried_, deferred_;
   std::vector<int> carried_activation_;  // Segment::carried_activation_grad's blocks
   std::int64_t deferred_entries_ = 0;

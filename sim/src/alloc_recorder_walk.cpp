@@ -15,7 +15,9 @@ Bytes excess(Bytes a, Bytes b) { return a > b ? a - b : Bytes{}; }
 }  // namespace
 
 // A module under its checkpoint set: its forward's tensors, the flowing tensor its input slot.
-void AllocRecorder::forward_plain(const Segment& s, std::size_t i, bool input_kept, int& flow, Kept& k) {
+// `retained`: what the segment's previous backward left to its token dispatcher (retains_moe_input), freed where the
+// dispatcher takes new probabilities.
+void AllocRecorder::forward_plain(const Segment& s, std::vector<int>& retained, bool input_kept, int& flow, Kept& k) {
   const Segment::Part& part = s.parts.front();
   if (!part.graph) {  // no graph (white-box tests): its saved bytes and output as blocks
     const int out = alloc(s.output_bytes);
@@ -31,7 +33,12 @@ void AllocRecorder::forward_plain(const Segment& s, std::size_t i, bool input_ke
   if (in >= 0) k.slots[static_cast<std::size_t>(in)] = flow;
   else free(flow);
   const bool input_held = in >= 0 && std::find(sc.held.begin(), sc.held.end(), in) != sc.held.end();
-  play(sc, sc.forward, k.slots, input_kept && !input_held ? in : -1);
+  const int kept_input = input_kept && !input_held ? in : -1;
+  const auto split = static_cast<std::size_t>(sc.dispatcher_step >= 0 ? sc.dispatcher_step : 0);
+  const std::span<const ModuleScript::Step> steps(sc.forward);
+  play(sc, steps.first(split), k.slots, kept_input);
+  free_all(retained);
+  play(sc, steps.subspan(split), k.slots, kept_input);
   flow = sc.output >= 0 ? k.slots[static_cast<std::size_t>(sc.output)] : -1;
   if (sc.output >= 0) k.slots[static_cast<std::size_t>(sc.output)] = -1;
   // What stays: the held slots, the input the schedule keeps; anything else alive goes now.
@@ -43,7 +50,6 @@ void AllocRecorder::forward_plain(const Segment& s, std::size_t i, bool input_ke
     else free(k.slots[t]);
     k.slots[t] = -1;
   }
-  (void)i;
 }
 
 // A full-recompute group's forward without saving: each layer's no-grad forward, only the group's
@@ -99,14 +105,12 @@ void AllocRecorder::forward_module(Run& f, std::size_t i) {
   Kept& k = f.kc.segments.emplace_back();
   if (graphed_ && s.graph_captured) return;  // replays in the graph's pool; the hidden state passes through
   note(&s.name, "forward");
-  if (s.retained_after_backward.value > 0) {
-    free(retained_[static_cast<std::size_t>(f.c)][i]);
-    retained_[static_cast<std::size_t>(f.c)][i] = -1;
-  }
+  auto& retained = retained_[static_cast<std::size_t>(f.c)][i];
   const bool input_kept = s.input_held || (i == 0 && cm.receives_input && !s.distributed_input);
   at(f.c, f.mb, i);
   if (s.replay_group) forward_group(s, f.flow, k);
-  else forward_plain(s, i, input_kept, f.flow, k);
+  else forward_plain(s, retained, input_kept, f.flow, k);
+  free_all(retained);     // (a segment without a script: at its forward)
   free_all(f.in_flight);  // the previous layer's copy to the host completes with this layer
   if (s.offloaded) {
     for (int& id : k.slots)
@@ -150,7 +154,7 @@ void AllocRecorder::prefetch(Kept& k) {
 // gradient are not freed but appended there, as the layer's backward appends them to its deferral
 // buffers (tensor_parallel/layers.py:603-606) until the pipeline flush.
 int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& slots, int grad, std::vector<int>* deferred,
-                                 int* callers_grad) {
+                                 int* callers_grad, std::vector<int>* retained) {
   const ModuleScript& sc = setup_.scripts->get(*part.graph, part.ckpt);
   if (sc.output_grad) {
     if (grad < 0) grad = alloc(Bytes{part.graph->tensors[static_cast<std::size_t>(sc.output)].bytes});  // the loss's ones
@@ -179,6 +183,13 @@ int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& sl
     *callers_grad = slots[static_cast<std::size_t>(sc.kept_output_grad)];
     slots[static_cast<std::size_t>(sc.kept_output_grad)] = -1;
   }
+  if (retained && sc.retained_input >= 0) {  // retains_moe_input: the checkpoint's input and its gradient
+    for (const int slot : {sc.retained_input, sc.retained_input + 1}) {
+      int& id = slots[static_cast<std::size_t>(slot)];
+      if (id >= 0) retained->push_back(id);
+      id = -1;
+    }
+  }
   for (int& id : slots) {
     free(id);
     id = -1;
@@ -186,7 +197,7 @@ int AllocRecorder::backward_part(const Segment::Part& part, std::vector<int>& sl
   return out;
 }
 
-int AllocRecorder::backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k) {
+int AllocRecorder::backward_plain(const Segment& s, std::size_t i, int mb, int grad, Kept& k, std::vector<int>& retained) {
   int out = -1;
   const Segment::Part& part = s.parts.front();
   const bool defers = s.deferred_wgrad.value > 0 && (setup_.deferral_limit == 0 || deferred_entries_ < setup_.deferral_limit);
@@ -194,7 +205,7 @@ int AllocRecorder::backward_plain(const Segment& s, std::size_t i, int mb, int g
   if (s.takes_carried_activation_grad) free_all(carried_activation_);  // its graph's own gradient from here on
   if (part.graph && !k.slots.empty()) {
     const std::size_t before = deferred_.size();
-    out = backward_part(part, k.slots, grad, defers ? &deferred_ : nullptr);
+    out = backward_part(part, k.slots, grad, defers ? &deferred_ : nullptr, nullptr, &retained);
     for (std::size_t d = before; d < deferred_.size(); ++d) deferred_elsewhere -= bytes_of(deferred_[d]);
   } else {
     const int ws = alloc(part.backward_excess);
@@ -276,9 +287,13 @@ void AllocRecorder::backward_module(Run& b, std::size_t i) {
   int out = -1;
   if (graphed_ && s.graph_captured) out = b.flow;  // the graph's replay hands the gradient through
   else if (s.replay_group) out = backward_group(s, b.flow, k);
-  else out = backward_plain(s, i, b.mb, b.flow, k);
-  if (s.retained_after_backward.value > 0 && !(graphed_ && s.graph_captured))
-    retained_[static_cast<std::size_t>(b.c)][i] = alloc(s.retained_after_backward);
+  else {
+    auto& retained = retained_[static_cast<std::size_t>(b.c)][i];
+    free_all(retained);  // (an earlier micro-batch's, if no forward took them)
+    out = backward_plain(s, i, b.mb, b.flow, k, retained);
+    // Without a script (white-box tests) the retained input and its gradient as one block.
+    if (s.retained_after_backward.value > 0 && retained.empty()) retained.push_back(alloc(s.retained_after_backward));
+  }
   if (!s.parts.front().input_requires_grad) {
     free(out);
     out = -1;

@@ -123,6 +123,19 @@ Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadC
   return lt;
 }
 
+int moe_checkpoint_input(const LayerGraph& g) {
+  int best = -1;
+  for (const auto& op : g.ops) {
+    if (!in_region(op, kMoe)) continue;
+    for (const int t : op.inputs) {
+      const TensorNode& tn = g.tensors[static_cast<std::size_t>(t)];
+      if (tn.producer >= 0 && in_region(g.ops[static_cast<std::size_t>(tn.producer)], kMoe)) continue;
+      if (best < 0 || tn.bytes > g.tensors[static_cast<std::size_t>(best)].bytes) best = t;
+    }
+  }
+  return best;
+}
+
 std::uint32_t active_keep_region(const OpNode& op, const CheckpointSet& ckpt) {
   return op.regions & ckpt.keep_inputs;
 }
@@ -242,8 +255,9 @@ class BackwardPass {
       grad_alive_[g_.output] = true;
       grad_bytes_[g_.output] = g_.tensors[g_.output].gradient_bytes().value;
       live_ += grad_bytes_[g_.output];
-      if (ckpt_.keep_output_grad) pinned_ = g_.output;
+      if (ckpt_.keep_output_grad) pinned_.push_back(g_.output);
     }
+    if (ckpt_.retains_moe_input) retained_ = detail::moe_checkpoint_input(g_);
     for (std::size_t r = 0; r < reload_.size(); ++r) {  // reloaded ahead of this backward
       if (offload_ == nullptr || (offload_->prefetched & lt_.reloads[r].group) == 0) continue;
       take_reload(r);
@@ -346,16 +360,18 @@ class BackwardPass {
           grad_bytes_[t] = b;
           new_grads += b;
         }  // an alias becomes a real sum
-        if (t == pinned_) summed_pinned = t;
+        if (pinned(t)) summed_pinned = t;
       } else if (op.grad_passthrough) {
         grad_alive_[t] = true;
         grad_bytes_[t] = handed ? 0 : std::min(b, handed_over);
         if (!handed) handed_to = t;
         handed = true;
+        if (t == retained_ && grad_bytes_[t] > 0) pinned_.push_back(t);
       } else {
         grad_alive_[t] = true;
         grad_bytes_[t] = b;
         new_grads += b;
+        if (t == retained_) pinned_.push_back(t);  // the detached input's .grad from its first block on
       }
     }
     const std::int64_t ws = op.backward_workspace.value;
@@ -365,16 +381,19 @@ class BackwardPass {
     // keep_output_grad: a sum into the caller's block is a new block beside it (module_script.cpp's Writer).
     if (summed_pinned >= 0) {
       live_ += grad_bytes_[summed_pinned];
-      pinned_ = -1;
+      unpin(summed_pinned);
     }
     for (int o : op.outputs) {
       if (!grad_alive_[o]) continue;
       grad_alive_[o] = false;
       // Bytes handed to an input by a pass-through stay allocated under the input's name.
       if (op.grad_passthrough && handed) {
-        if (o == pinned_) pinned_ = o == handed_from ? handed_to : -1;
-      } else if (o == pinned_) {
-        pinned_ = -1;  // the caller's block stays allocated
+        if (pinned(o)) {
+          unpin(o);
+          if (o == handed_from) pinned_.push_back(handed_to);
+        }
+      } else if (pinned(o)) {
+        unpin(o);  // the caller's (or the dispatcher's) block stays allocated
       } else {
         live_ -= grad_bytes_[o];
       }
@@ -386,7 +405,7 @@ class BackwardPass {
   // smallest saving op is the last one to need it. Replayed outputs nobody saves die with their producer.
   void release_after(int i) {
     for (std::size_t t = 0; t < nt_; ++t) {
-      if (!alive_[t]) continue;
+      if (!alive_[t] || static_cast<int>(t) == retained_) continue;
       const bool done = lt_.first_saver[t] >= i || (lt_.first_saver[t] < 0 && g_.tensors[t].producer >= i);
       if (done) {
         alive_[t] = false;
@@ -438,7 +457,12 @@ class BackwardPass {
   std::vector<std::int64_t> grad_bytes_;
   std::vector<std::uint8_t> reload_;
   std::int64_t live_ = 0, peak_ = 0;
-  int pinned_ = -1;  // keep_output_grad: the tensor whose gradient is the caller's block
+  // Tensors whose gradient block the module never frees: the caller's (keep_output_grad), the retained checkpoint
+  // input's (retains_moe_input); and that input itself, whose value the module never frees either.
+  std::vector<int> pinned_;
+  int retained_ = -1;
+  bool pinned(int t) const { return std::find(pinned_.begin(), pinned_.end(), t) != pinned_.end(); }
+  void unpin(int t) { pinned_.erase(std::find(pinned_.begin(), pinned_.end(), t)); }
   std::uint32_t replayed_regions_ = 0;
 };
 

@@ -35,6 +35,10 @@ inline bool in_region(const OpNode& op, std::uint32_t mask) { return (op.regions
 
 Lifetimes analyse(const LayerGraph& g, const CheckpointSet& ckpt, const OffloadContext* offload = nullptr);
 
+// The `moe` checkpoint's input: the largest tensor a kMoe op reads that no kMoe op makes (the hidden states the
+// checkpoint is called with, moe_layer.py:696-706); -1 without kMoe ops.
+int moe_checkpoint_input(const LayerGraph& g);
+
 // Outermost active mechanism-1 region of an op (or the whole module), as a mask; 0 when none.
 std::uint32_t active_keep_region(const OpNode& op, const CheckpointSet& ckpt);
 

@@ -34,23 +34,44 @@ struct Writer {
       st.row_groups = t.row_groups;
     }
     out->push_back(st);
+    arm(slot);
   }
-  // keep_output_grad: the slot holding the output gradient's block, which the module never frees: where it would
-  // free it, or put another block in its slot, the block goes to s.kept_output_grad instead.
-  std::int32_t pinned = -1;
+  // Blocks the module never frees (keep_output_grad, retains_moe_input): a pinned slot's block goes to its park
+  // slot where the module would free it or put another block in its slot; a slot armed for a pin is pinned once a
+  // block first arrives in it (the retained input's gradient).
+  struct Pin {
+    std::int32_t slot, park;
+  };
+  std::vector<Pin> pins, armed;
   void unpin(std::int32_t slot) {
-    if (slot != pinned || slot < 0) return;
-    out->push_back({Kind::move, s.kept_output_grad, slot, 0});
-    pinned = -1;
+    for (auto it = pins.begin(); it != pins.end(); ++it)
+      if (it->slot == slot) {
+        out->push_back({Kind::move, it->park, slot, 0});
+        pins.erase(it);
+        return;
+      }
+  }
+  void arm(std::int32_t slot) {
+    for (auto it = armed.begin(); it != armed.end(); ++it)
+      if (it->slot == slot) {
+        pins.push_back(*it);
+        armed.erase(it);
+        return;
+      }
+  }
+  bool pinned(std::int32_t slot) const {
+    return std::any_of(pins.begin(), pins.end(), [slot](const Pin& p) { return p.slot == slot; });
   }
   void free(std::int32_t slot) {
-    if (slot == pinned) return unpin(slot);
+    if (pinned(slot)) return unpin(slot);
     out->push_back({Kind::free, slot, -1, 0});
   }
   void move(std::int32_t slot, std::int32_t from) {
     unpin(slot);
     out->push_back({Kind::move, slot, from, 0});
-    if (from == pinned) pinned = slot;
+    for (auto& p : pins)
+      if (p.slot == from) p.slot = slot;
+    arm(slot);
   }
   void workspace(Bytes b) {
     if (b.value <= 0) return;
@@ -68,6 +89,7 @@ void write_forward(Writer& w) {
   w.out = &w.s.forward;
   for (std::size_t i = 0; i < w.g.ops.size(); ++i) {
     const OpNode& op = w.g.ops[i];
+    if (static_cast<int>(i) == w.g.dispatcher_takes_probs) w.s.dispatcher_step = static_cast<std::int32_t>(w.out->size());
     for (int t : op.outputs) {
       if (alive[static_cast<std::size_t>(t)]) continue;
       alive[static_cast<std::size_t>(t)] = true;
@@ -229,7 +251,12 @@ void write_backward(Writer& w, const CheckpointSet& ckpt) {
     st.grad_block[static_cast<std::size_t>(w.g.output)] = true;
   }
   w.out = &w.s.backward;
-  if (w.s.kept_output_grad >= 0) w.pinned = w.s.grad(w.g.output);
+  if (w.s.kept_output_grad >= 0) w.pins.push_back({w.s.grad(w.g.output), w.s.kept_output_grad});
+  if (w.s.retained_input >= 0) {
+    const int t = moe_checkpoint_input(w.g);
+    w.pins.push_back({t, w.s.retained_input});
+    w.armed.push_back({w.s.grad(t), w.s.retained_input + 1});
+  }
   if (ckpt.whole_module && !w.g.ops.empty()) write_replay(w, st, [](const OpNode&) { return true; });
   std::uint32_t replayed_regions = 0;
   for (int i = static_cast<int>(w.g.ops.size()) - 1; i >= 0; --i) {
@@ -268,8 +295,10 @@ ModuleScript module_script(const LayerGraph& g, const CheckpointSet& ckpt) {
   }
   s.output_grad = g.output >= 0 && g.tensors[static_cast<std::size_t>(g.output)].requires_grad;
   for (const auto& op : g.ops) s.scratch_blocks = std::max(s.scratch_blocks, static_cast<std::int32_t>(scratch_blocks(op).size()));
-  if (ckpt.keep_output_grad && s.output_grad) s.kept_output_grad = 2 * s.tensors + 1 + s.scratch_blocks;
-  Writer w{g, lt, s, nullptr, s.tensors};
+  std::int32_t park = 2 * s.tensors + 1 + s.scratch_blocks;
+  if (ckpt.keep_output_grad && s.output_grad) s.kept_output_grad = park++;
+  if (ckpt.retains_moe_input && moe_checkpoint_input(g) >= 0) s.retained_input = park;  // and park + 1, its gradient
+  Writer w{g, lt, s, nullptr, s.tensors, {}, {}};
   write_forward(w);
   write_backward(w, ckpt);
   return s;
@@ -319,6 +348,8 @@ std::string slot_name(const ModuleScript& s, std::int32_t slot) {
   if (slot == 2 * n) return "scratch";
   if (slot == 2 * n + 1) return "grad sum";
   if (slot == s.kept_output_grad) return "grad " + name(s.output) + " (the caller's)";
+  if (s.retained_input >= 0 && slot == s.retained_input) return name(moe_checkpoint_input(*s.graph)) + " (retained)";
+  if (s.retained_input >= 0 && slot == s.retained_input + 1) return "grad " + name(moe_checkpoint_input(*s.graph)) + " (retained)";
   return "scratch " + std::to_string(slot - 2 * n - 1);
 }
 

@@ -11,8 +11,9 @@
 namespace peakcast::sim::detail {
 
 // Slots: t < n is tensor t's value, n + t its gradient, 2n the running op's scratch, 2n + 1 a
-// gradient sum being formed, 2n + 2 + k the (k+1)-th further block of a backward's scratch, then (with
-// keep_output_grad) the output gradient's block the caller holds.
+// gradient sum being formed, 2n + 2 + k the (k+1)-th further block of a backward's scratch, then the parked blocks
+// the module never frees: (keep_output_grad) the output gradient the caller holds, (retains_moe_input) the moe
+// checkpoint's input and its gradient.
 struct ModuleScript {
   // move: `slot` takes over `from`'s block; workspaces: the run's first backward GEMM is here, where
   // PyTorch's autograd thread creates its cuBLAS workspaces (the recorder's, once a run; no slot)
@@ -43,7 +44,15 @@ struct ModuleScript {
   // CheckpointSet::keep_output_grad: the last slot, where the output gradient's block goes when the module lets go
   // of it (the caller frees it); -1 without.
   std::int32_t kept_output_grad = -1;
-  std::int32_t slots() const { return 2 * tensors + 1 + scratch_blocks + (kept_output_grad >= 0 ? 1 : 0); }
+  // CheckpointSet::retains_moe_input: the slot the checkpoint's input goes to where the module would free it, and the
+  // next one for its gradient (the dispatcher's attribute keeps both); -1 without.
+  std::int32_t retained_input = -1;
+  // The forward step at which the token dispatcher takes new probabilities (LayerGraph::dispatcher_takes_probs): where
+  // the previous backward's retained blocks go; -1 without.
+  std::int32_t dispatcher_step = -1;
+  std::int32_t slots() const {
+    return 2 * tensors + 1 + scratch_blocks + (kept_output_grad >= 0 ? 1 : 0) + (retained_input >= 0 ? 2 : 0);
+  }
   std::int32_t grad(std::int32_t t) const { return tensors + t; }
 };
 

@@ -188,13 +188,14 @@ void StageBuilder::add_layers(const model::RunSpec& spec, const model::Derived& 
       continue;
     }
     const std::optional<OffloadContext> offload = layer_offload(spec.model);
-    Segment& s = cm.segments.emplace_back(
-        plain_segment(profiles_, layer_graph(spec, d, l), pol.layers[i], static_cast<int>(l.index), offload ? &*offload : nullptr));
-    s.name = layer_name(l.index);
     const auto dispatcher = spec.model.moe_token_dispatcher_type;
-    if (l.ffn == model::FfnKind::moe && (pol.layers[i].keep_inputs & kMoe) && !spec.model.fp8 &&
-        (dispatcher == model::Dispatcher::allgather || dispatcher == model::Dispatcher::alltoall))
-      s.retained_after_backward = s.input_bytes * 2;
+    CheckpointSet ckpt = pol.layers[i];
+    ckpt.retains_moe_input = l.ffn == model::FfnKind::moe && (ckpt.keep_inputs & kMoe) && !spec.model.fp8 &&
+                             (dispatcher == model::Dispatcher::allgather || dispatcher == model::Dispatcher::alltoall);
+    Segment& s = cm.segments.emplace_back(
+        plain_segment(profiles_, layer_graph(spec, d, l), ckpt, static_cast<int>(l.index), offload ? &*offload : nullptr));
+    s.name = layer_name(l.index);
+    if (ckpt.retains_moe_input) s.retained_after_backward = s.input_bytes * 2;
     const GraphCapture capture = graph_capture(spec, l);
     s.graph_captured = capture == GraphCapture::whole;
     if (capture == GraphCapture::mixer || capture == GraphCapture::ffn)

@@ -71,6 +71,10 @@ std::vector<sim::CheckpointSet> checkpoint_sets() {
   sim::CheckpointSet caller_holds_grad;  // a full-recompute group's last layer
   caller_holds_grad.keep_output_grad = true;
   out.push_back(caller_holds_grad);
+  sim::CheckpointSet retained;  // a moe checkpoint whose dispatcher keeps its replay graph
+  retained.keep_inputs = sim::kMoe;
+  retained.retains_moe_input = true;
+  out.push_back(retained);
   return out;
 }
 
@@ -88,7 +92,7 @@ TEST_CASE("a module's allocation script peaks where its profile does", "[sim][al
     for (const auto& g : graphs) {
       for (const auto& ckpt : checkpoint_sets()) {
         INFO(g.name << " keep " << ckpt.keep_inputs << " discard " << ckpt.discard_output << " whole " << ckpt.whole_module
-                    << " keep_output_grad " << ckpt.keep_output_grad);
+                    << " keep_output_grad " << ckpt.keep_output_grad << " retains_moe_input " << ckpt.retains_moe_input);
         const sim::ModuleProfile p = sim::profile_module(g, ckpt);
         const auto script = sim::detail::module_script(g, ckpt);
         const auto e = sim::detail::script_excess(script, g);
@@ -278,4 +282,52 @@ TEST_CASE("a full-recompute group's backward keeps the replay's output and its o
     break;
   }
   CHECK(checked);
+}
+
+TEST_CASE("a moe checkpoint's input and its gradient stay until the dispatcher takes new probabilities", "[sim][allocator]") {
+  // The alltoall dispatcher's self.probs (token_dispatcher.py:639) keeps the checkpoint's replay graph, whose leaf is
+  // the detached input: the layer's input to the MoE (the pre-MLP norm's output, [s, b, h]) and that input's gradient
+  // live from the backward to the next forward's dispatch_preprocess. Measured (alloc_traces_s16,
+  // trace_moe_gqa_moe_r0 and layout_fake_ep8_moonlight4_moe_r0): one such pair of hidden-sized blocks per MoE layer
+  // freed in the next iteration's forward, after the router's and before the dispatch's allocations.
+  const model::RunSpec spec = spec_from(R"({"model": {"num_layers": 2, "transformer_impl": "local",
+      "attention_backend": "unfused", "hidden_size": 1024, "num_attention_heads": 8, "num_query_groups": 8,
+      "ffn_hidden_size": 2048, "vocab_size": 1024, "seq_length": 1024, "bf16": true, "normalization": "RMSNorm",
+      "gated_linear_unit": true, "activation_func": "silu", "add_bias_linear": false, "hidden_dropout": 0.0,
+      "attention_dropout": 0.0, "position_embedding_type": "rope", "num_moe_experts": 4, "moe_ffn_hidden_size": 512,
+      "moe_router_topk": 2, "moe_layer_freq": [0, 1], "moe_token_dispatcher_type": "alltoall",
+      "moe_router_load_balancing_type": "aux_loss", "moe_aux_loss_coeff": 0.001, "recompute_granularity": "selective",
+      "recompute_modules": ["moe"]},
+    "train": {"micro_batch_size": 1, "global_batch_size": 2}, "optimizer": {"bf16": true},
+    "cluster": {"num_gpus": 1, "gpu": "h200-141gb"}})");
+  sim::PredictOptions o;
+  o.replay_allocator = true;
+  o.record_allocator_trace = true;
+  const auto p = sim::predict(spec, o);
+  const auto& r = p.ranks.front();
+  const std::int64_t hidden = 1024 * 1024 * 2;  // [s, b, h] bf16
+  const auto ends = [](const std::string& s, const std::string& tail) { return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0; };
+  std::vector<std::string> where;  // per request
+  std::vector<std::int64_t> bytes;
+  int checked = 0;
+  for (const std::int64_t e : r.allocator_trace) {
+    if (e > 0) {
+      where.push_back(r.allocator_trace_where[where.size()]);
+      bytes.push_back(e);
+      continue;
+    }
+    const std::string& freed = where[static_cast<std::size_t>(-e - 1)];
+    const bool input = ends(freed, "L1.pre_mlp_layernorm.out") && freed.rfind("L1 forward", 0) == 0;
+    const bool grad = ends(freed, "grad L1.pre_mlp_layernorm.out") && freed.rfind("L1 backward", 0) == 0;
+    if (!input && !grad) continue;
+    INFO(freed << " freed after " << where.back());
+    CHECK(bytes[static_cast<std::size_t>(-e - 1)] == hidden);
+    // Freed in a later forward of L1, by the router's last request, before the dispatch's first.
+    CHECK(where.back().rfind("L1 forward", 0) == 0);
+    CHECK(where.back().find("router") != std::string::npos);
+    ++checked;
+  }
+  // Two micro-batches per iteration, two iterations: the input and the gradient of each of the first three backwards
+  // are freed in a later forward (the last backward's stay to the end of the run).
+  CHECK(checked == 6);
 }

@@ -148,6 +148,9 @@ struct LayerGraph {
   };
   std::vector<OffloadCommit> offload_commits;
   std::int64_t act_bytes = 2;  // the activation dtype's bytes (TensorNode::element_bytes 0)
+  // The op at whose start the token dispatcher replaces its probabilities attribute (alltoall dispatch_preprocess,
+  // token_dispatcher.py:639-640); -1 without a dispatcher.
+  int dispatcher_takes_probs = -1;
 
   std::int64_t elements(int t) const;  // a tensor's element count
 
@@ -166,6 +169,11 @@ struct CheckpointSet {
   // CheckpointFunction.backward's `args`, random.py:629-664): the block stays allocated where the module would
   // free it or sum into it.
   bool keep_output_grad = false;
+  // A `moe` checkpoint whose token dispatcher keeps the last probabilities as an attribute (stage_builder.cpp): the
+  // attribute keeps the replay's autograd graph, whose leaf is the checkpoint's detached input, so that input
+  // (moe_checkpoint_input) and its gradient stay allocated past the backward, until the dispatcher takes new
+  // probabilities in the layer's next forward (LayerGraph::dispatcher_takes_probs).
+  bool retains_moe_input = false;
 };
 
 // Fine-grained activation offloading of one module instance (a micro-batch's pass through it) as the offload

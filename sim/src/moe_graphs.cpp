@@ -190,13 +190,10 @@ int moe_block(GraphBuilder& b, const model::RunSpec& spec, const model::Derived&
   const int permuted = b.tensor("dispatch.permuted_tokens", b.act(T * k, w));
   const int permuted_probs = b.tensor("dispatch.permuted_probs", Bytes{T * k * kFp32}, true, kFp32);
   const int row_map = b.tensor("dispatch.row_id_map", Bytes{T * E * 4}, false, 4);
-  // dispatch_preprocess sets the dispatcher's probabilities and routing map here (token_dispatcher.py:639-640; the
-  // allgather dispatcher its local_probs in token_dispatch, :313, one op later).
+  // Where the dispatcher takes the new probabilities (dispatch_preprocess, token_dispatcher.py:639-640; allgather: :313).
   g.dispatcher_takes_probs = b.op("dispatch.permute", {.in = {routed_in, probs, routing_map}, .out = {permuted, permuted_probs, row_map}, .save = {row_map}, .region = moe_region, .movement = true});
-  Bytes gather_ws{};
-  if (m.moe_token_dispatcher_type == model::Dispatcher::allgather) {
-    gather_ws = b.act(T * c.ep * c.etp, w);  // hidden states gathered over the EP x ETP group (tp_ep_group)
-  }
+  // The allgather dispatcher gathers the hidden states over the EP x ETP group (tp_ep_group).
+  const Bytes gather_ws = m.moe_token_dispatcher_type == model::Dispatcher::allgather ? b.act(T * c.ep * c.etp, w) : Bytes{};
   // From here to the combine's all-to-all, tensors have the rows the rank receives (TensorNode::row_group).
   const auto local_groups = static_cast<std::int16_t>(local_experts);
   const std::size_t first_routed = g.tensors.size();

@@ -120,10 +120,12 @@ class CachingAllocatorModel {
   static constexpr std::int64_t kRoundLarge = 2 << 20;  // larger segments round up to this
   // Segments from this size on take addresses downwards (segment_address). Fitted: on the 16 measured streams of
   // calibration/data/diagnostics/alloc_traces_s16 and alloc_traces_s24 without CUDA graphs, replayed by
-  // `peakcast allocator-replay --segments`, every threshold from 113 to 448 MiB reproduces the order in which torch
+  // `peakcast allocator-replay --segments`, every threshold from 113 to 448 MiB reproduced the order in which torch
   // made its segments on all 16 and their reserved peaks exactly (increasing addresses: the order on 13, the
-  // reservations on 14; decreasing for all: 13 and 16); 256 MiB is a round value inside that range.
-  static constexpr std::int64_t kTopDownSegmentBytes = std::int64_t{256} << 20;
+  // reservations on 14; decreasing for all: 13 and 16); 256 MiB, chosen then, held on 10 of the 11 streams of
+  // alloc_traces_s28 it had not seen and failed on etp_tp2sp_etp2_ep2_moe_mbs2_r0 (one 2560 MiB segment more, +10.9 %),
+  // which needs 208 MiB or less (its 214 and 232 MiB segments downwards). Refit on all 27: 113 to 208 MiB; 128 MiB.
+  static constexpr std::int64_t kTopDownSegmentBytes = std::int64_t{128} << 20;
 
  private:
   struct Block {

@@ -18,7 +18,7 @@ mkdir -p $OUT/traces
 PEAKCAST_ALLOC_TRACE=$OUT/traces PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python3 $H/run_corpus.py \
   --corpus $H/corpus.json --names "$NAMES" --out $OUT/records.jsonl --log $OUT/cases.log \
   --deadline-s $(( $(left) - 120 )) --timeout-s 120
-for k in 2 3; do
+for k in $(seq 2 $(( ${REPEATS:-2} + 1 ))); do  # REPEATS more runs of the fake-EP8 case (2 in session 27's call)
   [ "$(left)" -lt 60 ] && break
   mkdir -p $OUT/traces/repeat$k
   PEAKCAST_ALLOC_TRACE=$OUT/traces/repeat$k PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python3 $H/run_corpus.py \

@@ -8,7 +8,7 @@
 namespace peakcast::sim::detail {
 
 const ModuleScript& ScriptCache::get(const LayerGraph& g, const CheckpointSet& ckpt) {
-  const auto key = std::make_tuple(&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module, ckpt.keep_output_grad, ckpt.retains_moe_input);
+  const auto key = std::make_pair(&g, ckpt);
   auto it = scripts_.find(key);
   if (it == scripts_.end()) it = scripts_.emplace(key, module_script(g, ckpt)).first;
   return it->second;

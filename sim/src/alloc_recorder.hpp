@@ -8,7 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "module_script.hpp"
@@ -28,7 +28,7 @@ class ScriptCache {
   const ModuleScript& get(const LayerGraph& g, const CheckpointSet& ckpt);
 
  private:
-  std::map<std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool, bool, bool>, ModuleScript> scripts_;
+  std::map<std::pair<const LayerGraph*, CheckpointSet>, ModuleScript> scripts_;
 };
 
 // Everything besides the chunks: the allocator's settings and the blocks the walk holds in `base`.

@@ -8,7 +8,7 @@ namespace peakcast::sim::detail {
 
 const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt,
                                     const OffloadContext* offload) {
-  ProfileKey key{&g, ckpt.keep_inputs, ckpt.discard_output, ckpt.whole_module, ckpt.keep_output_grad, ckpt.retains_moe_input, offload ? offload->key() : std::vector<std::int64_t>{}};
+  ProfileKey key{&g, ckpt, offload ? offload->key() : std::vector<std::int64_t>{}};
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(std::move(key), profile_module(g, ckpt, offload)).first;
   return it->second;

@@ -106,7 +106,7 @@ struct ChunkModel {
 // Profiles of (graph, checkpoint set) pairs, computed once per Predictor: policies that differ only
 // in other layers reuse them.
 // The last element: the fine-grained offloading context's key (OffloadContext::key), empty without one.
-using ProfileKey = std::tuple<const LayerGraph*, std::uint32_t, std::uint32_t, bool, bool, bool, std::vector<std::int64_t>>;
+using ProfileKey = std::tuple<const LayerGraph*, CheckpointSet, std::vector<std::int64_t>>;
 using ProfileCache = std::map<ProfileKey, ModuleProfile>;
 
 const ModuleProfile& cached_profile(ProfileCache& cache, const LayerGraph& g, const CheckpointSet& ckpt,

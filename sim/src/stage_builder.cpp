@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lifetimes.hpp"
 #include "module_blocks.hpp"
 #include "peakcast/model/dsa.hpp"
 
@@ -192,10 +193,13 @@ void StageBuilder::add_layers(const model::RunSpec& spec, const model::Derived& 
     CheckpointSet ckpt = pol.layers[i];
     ckpt.retains_moe_input = l.ffn == model::FfnKind::moe && (ckpt.keep_inputs & kMoe) && !spec.model.fp8 &&
                              (dispatcher == model::Dispatcher::allgather || dispatcher == model::Dispatcher::alltoall);
-    Segment& s = cm.segments.emplace_back(
-        plain_segment(profiles_, layer_graph(spec, d, l), ckpt, static_cast<int>(l.index), offload ? &*offload : nullptr));
+    const LayerGraph& g = layer_graph(spec, d, l);
+    Segment& s = cm.segments.emplace_back(plain_segment(profiles_, g, ckpt, static_cast<int>(l.index), offload ? &*offload : nullptr));
     s.name = layer_name(l.index);
-    if (ckpt.retains_moe_input) s.retained_after_backward = s.input_bytes * 2;
+    if (ckpt.retains_moe_input) {  // the checkpoint's input and its gradient, the tensors the module script parks
+      const TensorNode& t = g.tensors[static_cast<std::size_t>(moe_checkpoint_input(g))];
+      s.retained_after_backward = t.bytes + t.gradient_bytes();
+    }
     const GraphCapture capture = graph_capture(spec, l);
     s.graph_captured = capture == GraphCapture::whole;
     if (capture == GraphCapture::mixer || capture == GraphCapture::ffn)

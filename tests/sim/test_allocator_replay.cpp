@@ -13,6 +13,7 @@
 #include "peakcast/sim/module_graphs.hpp"
 #include "peakcast/sim/prediction.hpp"
 #include "peakcast/sim/verdict.hpp"
+#include "spec_layer.hpp"
 
 using namespace peakcast;
 
@@ -273,7 +274,7 @@ TEST_CASE("a full-recompute group's backward keeps the replay's output and its o
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       if (!live[i]) continue;
       const std::string& l = r.allocator_trace_where[i];
-      if (l.rfind("L1(full recompute) backward it1: ", 0) == 0 && l.size() > 11 && l.substr(l.size() - 11) == "mlp_bda.out" && bytes[i] == hidden) ++replay_out;
+      if (l.rfind("L1(full recompute) backward it1: ", 0) == 0 && test::ends_with(l, "mlp_bda.out") && bytes[i] == hidden) ++replay_out;
       if (l.rfind("output backward it1: grad ", 0) == 0 && bytes[i] == hidden) ++received;
     }
     CHECK(replay_out == 1);
@@ -306,8 +307,7 @@ TEST_CASE("a moe checkpoint's input and its gradient stay until the dispatcher t
   const auto p = sim::predict(spec, o);
   const auto& r = p.ranks.front();
   const std::int64_t hidden = 1024 * 1024 * 2;  // [s, b, h] bf16
-  const auto ends = [](const std::string& s, const std::string& tail) { return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0; };
-  std::vector<std::string> where;  // per request
+  std::vector<std::string> where;               // per request
   std::vector<std::int64_t> bytes;
   int checked = 0;
   for (const std::int64_t e : r.allocator_trace) {
@@ -317,8 +317,8 @@ TEST_CASE("a moe checkpoint's input and its gradient stay until the dispatcher t
       continue;
     }
     const std::string& freed = where[static_cast<std::size_t>(-e - 1)];
-    const bool input = ends(freed, "L1.pre_mlp_layernorm.out") && freed.rfind("L1 forward", 0) == 0;
-    const bool grad = ends(freed, "grad L1.pre_mlp_layernorm.out") && freed.rfind("L1 backward", 0) == 0;
+    const bool input = test::ends_with(freed, "L1.pre_mlp_layernorm.out") && freed.rfind("L1 forward", 0) == 0;
+    const bool grad = test::ends_with(freed, "grad L1.pre_mlp_layernorm.out") && freed.rfind("L1 backward", 0) == 0;
     if (!input && !grad) continue;
     INFO(freed << " freed after " << where.back());
     CHECK(bytes[static_cast<std::size_t>(-e - 1)] == hidden);

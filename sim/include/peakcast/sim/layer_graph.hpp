@@ -3,6 +3,7 @@
 // loss) for one micro-batch: ops in forward order, the tensors each produces and consumes, which
 // tensors each op saves for its backward, and the checkpoint regions each op belongs to.
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -174,6 +175,8 @@ struct CheckpointSet {
   // (moe_checkpoint_input) and its gradient stay allocated past the backward, until the dispatcher takes new
   // probabilities in the layer's next forward (LayerGraph::dispatcher_takes_probs).
   bool retains_moe_input = false;
+
+  auto operator<=>(const CheckpointSet&) const = default;  // field by field: the profile and script caches' keys
 };
 
 // Fine-grained activation offloading of one module instance (a micro-batch's pass through it) as the offload
